@@ -1,0 +1,288 @@
+//! The command line: run a scenario headless, ask the partitioner, list scenarios, benchmark.
+
+use std::fmt::Write as _;
+use std::io::{BufRead, Write};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::partitioner::partition_for_key;
+use crate::report::Report;
+use crate::scenario::{BUILT_IN, Scenario, ScenarioError, limits};
+use crate::sim::Sim;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "kafkascope",
+    version,
+    about = "Apache Kafka's production lifecycle as a living, deterministic simulation",
+    long_about = "Apache Kafka's production lifecycle as a living, deterministic simulation.\n\n\
+                  Without a command, runs the built-in `quickstart` scenario and prints a summary."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a scenario headless and print its JSON report on stdout.
+    Run {
+        /// A scenario file (.ron) or the name of a built-in scenario (see `kafkascope list`).
+        scenario: String,
+        /// Stop at this sim time instead of the scenario's duration_ms.
+        #[arg(long, value_name = "MS")]
+        until_ms: Option<u64>,
+        /// Seed the run with this instead of the scenario's seed.
+        #[arg(long, value_name = "S")]
+        seed: Option<u64>,
+        /// Print a readable summary instead of JSON.
+        #[arg(long)]
+        summary: bool,
+    },
+    /// Print the partition Kafka's producer picks for each key, one a line (keys are read from
+    /// stdin, one a line, when none are given).
+    Partition {
+        /// The topic's partition count.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+        partitions: u32,
+        keys: Vec<String>,
+    },
+    /// List the built-in scenarios.
+    List,
+    /// Measure how many simulated seconds the model runs per wall-clock second.
+    Bench {
+        /// Scenario to run (file or built-in name).
+        #[arg(default_value = "throughput")]
+        scenario: String,
+        /// Simulated seconds to run.
+        #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+        sim_seconds: u64,
+    },
+}
+
+/// Runs the command line; the exit status is 0 on success and 2 on bad input.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("kafkascope: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<(), String> {
+    match cli.command {
+        None => {
+            let scenario = Scenario::built_in("quickstart").map_err(|e| e.to_string())?;
+            let report = run_scenario(&scenario, None);
+            print!("{}", summary(&scenario, &report));
+            println!(
+                "\n(`kafkascope run quickstart` prints the full JSON report; `kafkascope list` shows every scenario.)"
+            );
+            Ok(())
+        }
+        Some(Command::Run {
+            scenario,
+            until_ms,
+            seed,
+            summary: want_summary,
+        }) => {
+            let mut scenario = load(&scenario).map_err(|e| e.to_string())?;
+            if let Some(seed) = seed {
+                scenario.seed = seed;
+            }
+            if let Some(until) = until_ms {
+                if until > limits::DURATION_MS {
+                    return Err(format!(
+                        "--until-ms {until}: a run lasts at most {} ms (a week)",
+                        limits::DURATION_MS
+                    ));
+                }
+                scenario
+                    .validate(&scenario.name, until)
+                    .map_err(|e| e.to_string())?;
+            }
+            let report = run_scenario(&scenario, until_ms);
+            if want_summary {
+                print!("{}", summary(&scenario, &report));
+            } else {
+                println!("{}", report.to_json());
+            }
+            Ok(())
+        }
+        Some(Command::Partition { partitions, keys }) => {
+            let mut out = std::io::stdout().lock();
+            let mut emit =
+                |key: &str| writeln!(out, "{}", partition_for_key(key.as_bytes(), partitions));
+            if keys.is_empty() {
+                for line in std::io::stdin().lock().lines() {
+                    let line = line.map_err(|e| format!("reading keys from stdin: {e}"))?;
+                    let key = line.strip_suffix('\r').unwrap_or(&line);
+                    emit(key).map_err(|e| e.to_string())?;
+                }
+            } else {
+                for key in &keys {
+                    emit(key).map_err(|e| e.to_string())?;
+                }
+            }
+            Ok(())
+        }
+        Some(Command::List) => {
+            for built_in in BUILT_IN {
+                let scenario = Scenario::built_in(built_in.name).map_err(|e| e.to_string())?;
+                println!("{:<16} {}", built_in.name, scenario.description);
+            }
+            Ok(())
+        }
+        Some(Command::Bench {
+            scenario,
+            sim_seconds,
+        }) => {
+            let scenario = load(&scenario).map_err(|e| e.to_string())?;
+            let until = sim_seconds * 1000;
+            scenario
+                .validate(&scenario.name, until)
+                .map_err(|e| e.to_string())?;
+            let started = bevy::platform::time::Instant::now();
+            let mut sim = Sim::new(&scenario);
+            sim.run_until(until);
+            let wall = started.elapsed().as_secs_f64();
+            let report = sim.report();
+            let records: u64 = report.producers.iter().map(|p| p.stats.sent).sum();
+            println!(
+                "{}: {sim_seconds} simulated s in {wall:.3} wall s = {:.0} simulated s per wall s ({} steps/s, {records} records)",
+                scenario.name,
+                sim_seconds as f64 / wall,
+                (until as f64 / wall) as u64
+            );
+            Ok(())
+        }
+    }
+}
+
+/// A scenario from a file path, or a built-in one by name.
+pub fn load(scenario: &str) -> Result<Scenario, ScenarioError> {
+    let path = std::path::Path::new(scenario);
+    if path.is_file() {
+        let source = std::fs::read_to_string(path).map_err(|e| ScenarioError::Invalid {
+            origin: scenario.to_string(),
+            field: "file".into(),
+            message: format!("cannot be read: {e}"),
+        })?;
+        return Scenario::parse(&source, scenario);
+    }
+    Scenario::built_in(scenario)
+}
+
+fn run_scenario(scenario: &Scenario, until_ms: Option<u64>) -> Report {
+    let mut sim = Sim::new(scenario);
+    sim.run_until(until_ms.unwrap_or(scenario.duration_ms));
+    sim.report()
+}
+
+/// A few lines a person reads: the partitions' state, the producers' counts, what happened.
+pub fn summary(scenario: &Scenario, report: &Report) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "{}: {}", scenario.name, scenario.description);
+    let _ = writeln!(
+        s,
+        "{} brokers; ran {:.3} s of sim time with seed {}\n",
+        scenario.cluster.brokers,
+        report.sim_time_ms as f64 / 1000.0,
+        report.seed
+    );
+    let _ = writeln!(
+        s,
+        "{:<16} {:>6} {:>6} {:<12} {:>10} {:>10}  replicas (broker: LEO/HW)",
+        "partition", "leader", "epoch", "ISR", "HW", "LEO"
+    );
+    let list = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+    for p in &report.partitions {
+        let replicas: Vec<String> = p
+            .replicas
+            .iter()
+            .map(|r| format!("{}: {}/{}", r.broker, r.log_end_offset, r.high_watermark))
+            .collect();
+        let _ = writeln!(
+            s,
+            "{:<16} {:>6} {:>6} {:<12} {:>10} {:>10}  {}",
+            format!("{}-{}", p.topic, p.partition),
+            p.leader.map_or("none".to_string(), |l| l.to_string()),
+            p.leader_epoch,
+            list(&p.isr),
+            p.high_watermark,
+            p.log_end_offset,
+            replicas.join("  ")
+        );
+    }
+    let _ = writeln!(s);
+    for p in &report.producers {
+        let errors = if p.stats.errors.is_empty() {
+            "none".to_string()
+        } else {
+            p.stats
+                .errors
+                .iter()
+                .map(|(k, v)| format!("{k} x{v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let _ = writeln!(
+            s,
+            "producer {} (acks={}{}): sent {}, acked {}, failed {}, pending {}; errors: {}",
+            p.name,
+            p.acks,
+            if p.idempotent { ", idempotent" } else { "" },
+            p.stats.sent,
+            p.stats.acked,
+            p.stats.failed,
+            p.pending,
+            errors
+        );
+    }
+    let m = &report.metrics;
+    let _ = writeln!(
+        s,
+        "\nISR shrinks {}, expands {}; {} produce and {} fetch requests; {} messages lost on cut links",
+        m.isr_shrinks, m.isr_expands, m.produce_requests, m.fetch_requests, m.messages_lost
+    );
+    if !report.events.is_empty() {
+        let _ = writeln!(s, "\nevents:");
+        for e in &report.events {
+            let json = serde_json::to_value(e).expect("events serialize");
+            let mut fields: Vec<String> = Vec::new();
+            if let serde_json::Value::Object(map) = json {
+                for (k, v) in map {
+                    if k != "at_ms" && k != "type" {
+                        fields.push(format!("{k}={v}"));
+                    }
+                }
+            }
+            let kind = serde_json::to_value(e)
+                .ok()
+                .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_string));
+            let _ = writeln!(
+                s,
+                "  {:>9.3} s  {:<16} {}",
+                e.at_ms as f64 / 1000.0,
+                kind.unwrap_or_default(),
+                fields.join(" ")
+            );
+        }
+    }
+    if report.invariant_violations.is_empty() {
+        let _ = writeln!(s, "\ninvariants: all held");
+    } else {
+        let _ = writeln!(s, "\ninvariant violations:");
+        for v in &report.invariant_violations {
+            let _ = writeln!(s, "  {v}");
+        }
+    }
+    s
+}

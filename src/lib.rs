@@ -1,0 +1,10 @@
+//! Kafkascope: Apache Kafka's production lifecycle as a deterministic simulation.
+//!
+//! [`sim`] is the model (a Bevy ECS schedule), [`scenario`] reads scenario files, [`report`]
+//! writes what a run did, and [`partitioner`] is Kafka's key hashing.
+
+pub mod cli;
+pub mod partitioner;
+pub mod report;
+pub mod scenario;
+pub mod sim;

@@ -1,0 +1,133 @@
+//! The JSON report of a run: the state at the end, the producers' counts, the metrics, the event
+//! log and any invariant violated. Field order is fixed, so equal runs give equal bytes.
+
+use bevy::prelude::*;
+use serde::Serialize;
+
+use crate::sim::cluster::{Cluster, Partition, Replica};
+use crate::sim::invariants::Invariants;
+use crate::sim::producer::{Producer, ProducerStats};
+use crate::sim::{Event, EventLog, Metrics, SimClock};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub scenario: String,
+    pub seed: u64,
+    pub sim_time_ms: u64,
+    pub partitions: Vec<PartitionReport>,
+    pub producers: Vec<ProducerReport>,
+    pub metrics: Metrics,
+    pub events: Vec<Event>,
+    pub invariant_violations: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PartitionReport {
+    pub topic: String,
+    pub partition: u32,
+    pub leader: Option<u32>,
+    pub leader_epoch: u32,
+    pub isr: Vec<u32>,
+    /// The leader's (0 when there is none).
+    pub high_watermark: u64,
+    /// The leader's (0 when there is none).
+    pub log_end_offset: u64,
+    pub replicas: Vec<ReplicaReport>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ReplicaReport {
+    pub broker: u32,
+    pub log_end_offset: u64,
+    pub high_watermark: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ProducerReport {
+    pub name: String,
+    pub acks: String,
+    pub idempotent: bool,
+    #[serde(flatten)]
+    pub stats: ProducerStats,
+    /// Records still in the accumulator or in flight.
+    pub pending: u64,
+}
+
+impl Report {
+    pub fn from_world(world: &mut World) -> Report {
+        let cluster = world.resource::<Cluster>();
+        let partition_entities = cluster.partitions.clone();
+        let producer_entities = cluster.producers.clone();
+        let topic_names: Vec<String> = cluster.topics.iter().map(|t| t.name.clone()).collect();
+        let (scenario, seed) = (cluster.scenario.clone(), cluster.seed);
+
+        let partitions = partition_entities
+            .iter()
+            .map(|e| {
+                let p = world.get::<Partition>(*e).expect("partition");
+                let replicas: Vec<ReplicaReport> = p
+                    .replicas
+                    .iter()
+                    .map(|r| {
+                        let r = world.get::<Replica>(*r).expect("replica");
+                        ReplicaReport {
+                            broker: r.broker,
+                            log_end_offset: r.log_end_offset(),
+                            high_watermark: r.high_watermark,
+                        }
+                    })
+                    .collect();
+                let leader = p
+                    .leader
+                    .and_then(|b| replicas.iter().find(|r| r.broker == b));
+                PartitionReport {
+                    topic: topic_names[p.topic].clone(),
+                    partition: p.index,
+                    leader: p.leader,
+                    leader_epoch: p.leader_epoch,
+                    isr: p.isr.clone(),
+                    high_watermark: leader.map_or(0, |r| r.high_watermark),
+                    log_end_offset: leader.map_or(0, |r| r.log_end_offset),
+                    replicas,
+                }
+            })
+            .collect();
+        let producers = producer_entities
+            .iter()
+            .map(|e| {
+                let p = world.get::<Producer>(*e).expect("producer");
+                ProducerReport {
+                    name: p.name.clone(),
+                    acks: p.acks.as_config().to_string(),
+                    idempotent: p.idempotent,
+                    stats: p.stats.clone(),
+                    pending: p.pending(),
+                }
+            })
+            .collect();
+        Report {
+            scenario,
+            seed,
+            sim_time_ms: world.resource::<SimClock>().now_ms,
+            partitions,
+            producers,
+            metrics: world.resource::<Metrics>().clone(),
+            events: world.resource::<EventLog>().events.clone(),
+            invariant_violations: world.resource::<Invariants>().violations.clone(),
+        }
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a report always serializes")
+    }
+
+    pub fn partition(&self, topic: &str, partition: u32) -> Option<&PartitionReport> {
+        self.partitions
+            .iter()
+            .find(|p| p.topic == topic && p.partition == partition)
+    }
+
+    pub fn producer(&self, name: &str) -> Option<&ProducerReport> {
+        self.producers.iter().find(|p| p.name == name)
+    }
+}

@@ -1,0 +1,747 @@
+//! Scenario files: the cluster, its topics and clients, and a timeline of actions, read from RON.
+//!
+//! Every field a file leaves out takes Kafka's default (named next to it). Unknown fields are
+//! errors, and a scenario that could not exist is refused with the field that is wrong.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::sim::MAX_FETCH_BYTES_LIMIT;
+
+/// A built-in scenario: its name, and the RON text compiled into the binary (the web build has no
+/// file system).
+pub struct BuiltIn {
+    pub name: &'static str,
+    pub source: &'static str,
+}
+
+/// The scenarios in `scenarios/`, embedded. `quickstart` comes first: it is the default.
+pub const BUILT_IN: &[BuiltIn] = &[
+    BuiltIn {
+        name: "quickstart",
+        source: include_str!("../scenarios/quickstart.ron"),
+    },
+    BuiltIn {
+        name: "isr-shrink",
+        source: include_str!("../scenarios/isr-shrink.ron"),
+    },
+    BuiltIn {
+        name: "min-isr",
+        source: include_str!("../scenarios/min-isr.ron"),
+    },
+    BuiltIn {
+        name: "acks-one",
+        source: include_str!("../scenarios/acks-one.ron"),
+    },
+    BuiltIn {
+        name: "throughput",
+        source: include_str!("../scenarios/throughput.ron"),
+    },
+];
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub name: String,
+    /// One line for `kafkascope list` and the scenario picker.
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub seed: u64,
+    #[serde(default = "defaults::duration_ms")]
+    pub duration_ms: u64,
+    #[serde(default)]
+    pub cluster: ClusterConfig,
+    #[serde(default)]
+    pub topics: Vec<TopicConfig>,
+    #[serde(default)]
+    pub producers: Vec<ProducerConfig>,
+    #[serde(default)]
+    pub timeline: Vec<TimelineEntry>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterConfig {
+    #[serde(default = "defaults::brokers")]
+    pub brokers: u32,
+    /// `replica.lag.time.max.ms`.
+    #[serde(default = "defaults::replica_lag_time_max_ms")]
+    pub replica_lag_time_max_ms: u64,
+    /// One-way latency of every link, in whole milliseconds (the simulation's step).
+    #[serde(default = "defaults::network_latency_ms")]
+    pub network_latency_ms: u64,
+    /// `replica.fetch.wait.max.ms`: how long a leader holds a follower's fetch that finds no data.
+    #[serde(default = "defaults::replica_fetch_wait_max_ms")]
+    pub replica_fetch_wait_max_ms: u64,
+    /// `replica.fetch.max.bytes`: the most record bytes one fetch response carries per partition.
+    #[serde(default = "defaults::replica_fetch_max_bytes")]
+    pub replica_fetch_max_bytes: u64,
+    /// The broker's `request.timeout.ms`: when a follower's fetcher gives up on a fetch that got
+    /// no answer (`BrokerBlockingSender`'s network client).
+    #[serde(default = "defaults::request_timeout_ms")]
+    pub request_timeout_ms: u64,
+    /// `replica.fetch.backoff.ms`: the pause after a failed fetch.
+    #[serde(default = "defaults::replica_fetch_backoff_ms")]
+    pub replica_fetch_backoff_ms: u64,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        Self {
+            brokers: defaults::brokers(),
+            replica_lag_time_max_ms: defaults::replica_lag_time_max_ms(),
+            network_latency_ms: defaults::network_latency_ms(),
+            replica_fetch_wait_max_ms: defaults::replica_fetch_wait_max_ms(),
+            replica_fetch_max_bytes: defaults::replica_fetch_max_bytes(),
+            request_timeout_ms: defaults::request_timeout_ms(),
+            replica_fetch_backoff_ms: defaults::replica_fetch_backoff_ms(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopicConfig {
+    pub name: String,
+    /// `num.partitions`.
+    #[serde(default = "defaults::one")]
+    pub partitions: u32,
+    /// `default.replication.factor`.
+    #[serde(default = "defaults::one")]
+    pub replication_factor: u32,
+    /// `min.insync.replicas`.
+    #[serde(default = "defaults::one")]
+    pub min_insync_replicas: u32,
+    /// Brokers of each partition, preferred leader first. Left out: Kafka's rack-unaware
+    /// assignment.
+    #[serde(default)]
+    pub assignment: Option<Vec<Vec<u32>>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Acks {
+    Zero,
+    One,
+    All,
+}
+
+impl Acks {
+    /// The value as a producer config file writes it.
+    pub fn as_config(self) -> &'static str {
+        match self {
+            Acks::Zero => "0",
+            Acks::One => "1",
+            Acks::All => "all",
+        }
+    }
+}
+
+/// How a producer picks the keys of the records it sends.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Keys {
+    /// No key: the sticky partitioner (KIP-480, KIP-794).
+    None,
+    /// `prefix` followed by a counter from 0.
+    Sequence(String),
+    /// The same key every time.
+    Fixed(String),
+    /// One of `n` keys (`key-0` .. `key-{n-1}`), drawn from the seeded generator.
+    Random(u32),
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProducerConfig {
+    pub name: String,
+    pub topic: String,
+    #[serde(default = "defaults::acks")]
+    pub acks: Acks,
+    /// Records the application hands to `send()` each second, spread evenly.
+    #[serde(default)]
+    pub records_per_sec: u32,
+    #[serde(default = "defaults::keys")]
+    pub keys: Keys,
+    /// `linger.ms` (5 since Kafka 4.0, KIP-1030).
+    #[serde(default = "defaults::linger_ms")]
+    pub linger_ms: u64,
+    /// `batch.size`.
+    #[serde(default = "defaults::batch_size")]
+    pub batch_size: u32,
+    /// Size of each record on the wire, key and value together.
+    #[serde(default = "defaults::record_bytes")]
+    pub record_bytes: u32,
+    /// `enable.idempotence`. Left out: on when acks is all, as Kafka does since 3.0.
+    #[serde(default)]
+    pub enable_idempotence: Option<bool>,
+    /// `request.timeout.ms`.
+    #[serde(default = "defaults::request_timeout_ms")]
+    pub request_timeout_ms: u64,
+    /// `delivery.timeout.ms`.
+    #[serde(default = "defaults::delivery_timeout_ms")]
+    pub delivery_timeout_ms: u64,
+    /// `retry.backoff.ms`.
+    #[serde(default = "defaults::retry_backoff_ms")]
+    pub retry_backoff_ms: u64,
+    /// `retry.backoff.max.ms`.
+    #[serde(default = "defaults::retry_backoff_max_ms")]
+    pub retry_backoff_max_ms: u64,
+    /// `max.in.flight.requests.per.connection`.
+    #[serde(default = "defaults::max_in_flight")]
+    pub max_in_flight_requests_per_connection: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimelineEntry {
+    pub at_ms: u64,
+    pub action: Action,
+}
+
+/// What a timeline (or a person in the sandbox) does to the running cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Action {
+    /// Cut the network link between two brokers: messages on it are dropped, both ways.
+    CutLink(u32, u32),
+    HealLink(u32, u32),
+    /// Add `extra_ms` to every message to or from a broker (0 restores it).
+    SlowBroker(u32, u64),
+    /// Restart a producer with other acks.
+    SetAcks(String, Acks),
+    SetRate(String, u32),
+    /// Have a producer send `count` records with this key at once (`None`: no key).
+    Produce(String, Option<String>, u64),
+}
+
+mod defaults {
+    use super::{Acks, Keys};
+    pub fn duration_ms() -> u64 {
+        60_000
+    }
+    pub fn brokers() -> u32 {
+        3
+    }
+    pub fn one() -> u32 {
+        1
+    }
+    pub fn replica_lag_time_max_ms() -> u64 {
+        30_000
+    }
+    pub fn network_latency_ms() -> u64 {
+        1
+    }
+    pub fn replica_fetch_wait_max_ms() -> u64 {
+        500
+    }
+    pub fn replica_fetch_max_bytes() -> u64 {
+        1_048_576
+    }
+    pub fn replica_fetch_backoff_ms() -> u64 {
+        1_000
+    }
+    pub fn acks() -> Acks {
+        Acks::All
+    }
+    pub fn keys() -> Keys {
+        Keys::None
+    }
+    pub fn linger_ms() -> u64 {
+        5
+    }
+    pub fn batch_size() -> u32 {
+        16_384
+    }
+    pub fn record_bytes() -> u32 {
+        100
+    }
+    pub fn request_timeout_ms() -> u64 {
+        30_000
+    }
+    pub fn delivery_timeout_ms() -> u64 {
+        120_000
+    }
+    pub fn retry_backoff_ms() -> u64 {
+        100
+    }
+    pub fn retry_backoff_max_ms() -> u64 {
+        1_000
+    }
+    pub fn max_in_flight() -> u32 {
+        5
+    }
+}
+
+/// Why a scenario was refused. Printed as `origin:line:column: message` for syntax errors and
+/// `origin: field: message` for a scenario that cannot exist.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScenarioError {
+    Syntax {
+        origin: String,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    Invalid {
+        origin: String,
+        field: String,
+        message: String,
+    },
+    NotFound {
+        name: String,
+    },
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ScenarioError::Syntax {
+                origin,
+                line,
+                column,
+                message,
+            } => write!(f, "{origin}:{line}:{column}: {message}"),
+            ScenarioError::Invalid {
+                origin,
+                field,
+                message,
+            } => write!(f, "{origin}: {field}: {message}"),
+            ScenarioError::NotFound { name } => {
+                let names: Vec<&str> = BUILT_IN.iter().map(|b| b.name).collect();
+                write!(
+                    f,
+                    "{name}: no such file, and no built-in scenario of that name (built-in: {})",
+                    names.join(", ")
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+/// Limits that keep a scenario inside the memory of a laptop and of a browser tab.
+pub mod limits {
+    pub const BROKERS: u32 = 64;
+    pub const PARTITIONS: u32 = 4_096;
+    pub const PRODUCERS: usize = 256;
+    pub const RECORDS_PER_SEC: u32 = 1_000_000;
+    pub const RECORD_BYTES: u32 = 1_048_576;
+    pub const BATCH_SIZE: u32 = 16 * 1_048_576;
+    /// Records kept in all logs together over a run (each costs a few dozen bytes per replica).
+    pub const STORED_RECORDS: u64 = 20_000_000;
+    pub const DURATION_MS: u64 = 7 * 24 * 3_600_000;
+    pub const LATENCY_MS: u64 = 60_000;
+}
+
+impl Scenario {
+    /// Reads and checks a scenario. `origin` names it in messages (a path, or a built-in's name).
+    pub fn parse(source: &str, origin: &str) -> Result<Scenario, ScenarioError> {
+        let scenario: Scenario = ron::from_str(source).map_err(|e| ScenarioError::Syntax {
+            origin: origin.to_string(),
+            line: e.span.start.line,
+            column: e.span.start.col,
+            message: e.code.to_string(),
+        })?;
+        scenario.validate(origin, scenario.duration_ms)?;
+        Ok(scenario)
+    }
+
+    /// A built-in scenario by name.
+    pub fn built_in(name: &str) -> Result<Scenario, ScenarioError> {
+        let built_in =
+            BUILT_IN
+                .iter()
+                .find(|b| b.name == name)
+                .ok_or_else(|| ScenarioError::NotFound {
+                    name: name.to_string(),
+                })?;
+        Scenario::parse(built_in.source, &format!("scenarios/{}.ron", built_in.name))
+    }
+
+    pub fn topic_index(&self, name: &str) -> Option<usize> {
+        self.topics.iter().position(|t| t.name == name)
+    }
+
+    pub fn producer_index(&self, name: &str) -> Option<usize> {
+        self.producers.iter().position(|p| p.name == name)
+    }
+
+    /// The replicas of each partition of a topic: the file's assignment, or Kafka's rack-unaware
+    /// placement (`AdminUtils.assignReplicasToBrokers`) with start index and replica shift 0, where
+    /// Kafka draws both at random. Brokers are `1..=brokers`.
+    pub fn assignment(&self, topic: &TopicConfig) -> Vec<Vec<u32>> {
+        if let Some(assignment) = &topic.assignment {
+            return assignment.clone();
+        }
+        let n = self.cluster.brokers;
+        let mut replica_shift = 0;
+        (0..topic.partitions)
+            .map(|p| {
+                if p > 0 && p % n == 0 {
+                    replica_shift += 1;
+                }
+                let first = p % n;
+                let mut replicas = vec![first + 1];
+                for j in 0..topic.replication_factor.saturating_sub(1) {
+                    let shift = 1 + (replica_shift + j) % (n - 1);
+                    replicas.push((first + shift) % n + 1);
+                }
+                replicas
+            })
+            .collect()
+    }
+
+    /// Refuses a scenario that cannot exist, naming the field. `until_ms` is how far it will run
+    /// (its duration, or more from the command line), for the memory estimate.
+    pub fn validate(&self, origin: &str, until_ms: u64) -> Result<(), ScenarioError> {
+        let bad = |field: String, message: String| ScenarioError::Invalid {
+            origin: origin.to_string(),
+            field,
+            message,
+        };
+        let c = &self.cluster;
+        if c.brokers == 0 || c.brokers > limits::BROKERS {
+            return Err(bad(
+                "cluster.brokers".into(),
+                format!(
+                    "{} brokers: a cluster has 1 to {}",
+                    c.brokers,
+                    limits::BROKERS
+                ),
+            ));
+        }
+        if c.network_latency_ms == 0 || c.network_latency_ms > limits::LATENCY_MS {
+            return Err(bad(
+                "cluster.network_latency_ms".into(),
+                format!(
+                    "{} ms: a link takes 1 ms (the simulation's step) to {} ms",
+                    c.network_latency_ms,
+                    limits::LATENCY_MS
+                ),
+            ));
+        }
+        for (field, value) in [
+            ("replica_lag_time_max_ms", c.replica_lag_time_max_ms),
+            ("request_timeout_ms", c.request_timeout_ms),
+        ] {
+            if value < 2 {
+                return Err(bad(
+                    format!("cluster.{field}"),
+                    format!("{value} ms: must be at least 2 ms"),
+                ));
+            }
+        }
+        if c.replica_fetch_max_bytes == 0 || c.replica_fetch_max_bytes > MAX_FETCH_BYTES_LIMIT {
+            return Err(bad(
+                "cluster.replica_fetch_max_bytes".into(),
+                format!(
+                    "{}: must be 1 to {MAX_FETCH_BYTES_LIMIT}",
+                    c.replica_fetch_max_bytes
+                ),
+            ));
+        }
+        if self.duration_ms == 0 || self.duration_ms > limits::DURATION_MS {
+            return Err(bad(
+                "duration_ms".into(),
+                format!(
+                    "{} ms: a run lasts 1 ms to {} ms (a week)",
+                    self.duration_ms,
+                    limits::DURATION_MS
+                ),
+            ));
+        }
+
+        let mut total_partitions: u64 = 0;
+        for (i, t) in self.topics.iter().enumerate() {
+            let at = |f: &str| format!("topics[{i}].{f}");
+            if t.name.is_empty() {
+                return Err(bad(at("name"), "a topic needs a name".into()));
+            }
+            if self.topics[..i].iter().any(|o| o.name == t.name) {
+                return Err(bad(
+                    at("name"),
+                    format!("topic {:?} is defined twice", t.name),
+                ));
+            }
+            if t.partitions == 0 {
+                return Err(bad(
+                    at("partitions"),
+                    "0 partitions: a topic has at least one".into(),
+                ));
+            }
+            total_partitions += u64::from(t.partitions);
+            if total_partitions > u64::from(limits::PARTITIONS) {
+                return Err(bad(
+                    at("partitions"),
+                    format!(
+                        "{} partitions in all: at most {} fit",
+                        total_partitions,
+                        limits::PARTITIONS
+                    ),
+                ));
+            }
+            if t.replication_factor == 0 {
+                return Err(bad(
+                    at("replication_factor"),
+                    "0: every partition has at least one replica".into(),
+                ));
+            }
+            if t.replication_factor > c.brokers {
+                return Err(bad(
+                    at("replication_factor"),
+                    format!(
+                        "{} is above the broker count ({}): each replica needs its own broker",
+                        t.replication_factor, c.brokers
+                    ),
+                ));
+            }
+            if t.min_insync_replicas == 0 {
+                return Err(bad(
+                    at("min_insync_replicas"),
+                    "0: Kafka's minimum is 1".into(),
+                ));
+            }
+            if t.min_insync_replicas > t.replication_factor {
+                return Err(bad(
+                    at("min_insync_replicas"),
+                    format!(
+                        "{} is above the replication factor ({}): acks=all could never succeed",
+                        t.min_insync_replicas, t.replication_factor
+                    ),
+                ));
+            }
+            if let Some(assignment) = &t.assignment {
+                if assignment.len() != t.partitions as usize {
+                    return Err(bad(
+                        at("assignment"),
+                        format!(
+                            "lists {} partitions, the topic has {}",
+                            assignment.len(),
+                            t.partitions
+                        ),
+                    ));
+                }
+                for (p, replicas) in assignment.iter().enumerate() {
+                    let field = format!("topics[{i}].assignment[{p}]");
+                    if replicas.len() != t.replication_factor as usize {
+                        return Err(bad(
+                            field,
+                            format!(
+                                "{} replicas, the replication factor is {}",
+                                replicas.len(),
+                                t.replication_factor
+                            ),
+                        ));
+                    }
+                    for (j, b) in replicas.iter().enumerate() {
+                        if *b == 0 || *b > c.brokers {
+                            return Err(bad(
+                                field,
+                                format!(
+                                    "broker {b} does not exist (brokers are 1 to {})",
+                                    c.brokers
+                                ),
+                            ));
+                        }
+                        if replicas[..j].contains(b) {
+                            return Err(bad(field, format!("broker {b} is listed twice")));
+                        }
+                    }
+                }
+            }
+        }
+
+        if self.producers.len() > limits::PRODUCERS {
+            return Err(bad(
+                "producers".into(),
+                format!(
+                    "{} producers: at most {}",
+                    self.producers.len(),
+                    limits::PRODUCERS
+                ),
+            ));
+        }
+        let mut stored_records: u64 = 0;
+        for (i, p) in self.producers.iter().enumerate() {
+            let at = |f: &str| format!("producers[{i}].{f}");
+            if self.producers[..i].iter().any(|o| o.name == p.name) {
+                return Err(bad(
+                    at("name"),
+                    format!("producer {:?} is defined twice", p.name),
+                ));
+            }
+            let Some(topic) = self.topic_index(&p.topic) else {
+                return Err(bad(at("topic"), format!("no topic named {:?}", p.topic)));
+            };
+            if p.records_per_sec > limits::RECORDS_PER_SEC {
+                return Err(bad(
+                    at("records_per_sec"),
+                    format!("{}: at most {}", p.records_per_sec, limits::RECORDS_PER_SEC),
+                ));
+            }
+            if p.record_bytes == 0 || p.record_bytes > limits::RECORD_BYTES {
+                return Err(bad(
+                    at("record_bytes"),
+                    format!(
+                        "{}: a record has 1 to {} bytes",
+                        p.record_bytes,
+                        limits::RECORD_BYTES
+                    ),
+                ));
+            }
+            if p.batch_size == 0 || p.batch_size > limits::BATCH_SIZE {
+                return Err(bad(
+                    at("batch_size"),
+                    format!("{}: must be 1 to {}", p.batch_size, limits::BATCH_SIZE),
+                ));
+            }
+            if let Keys::Random(0) = p.keys {
+                return Err(bad(at("keys"), "Random(0): needs at least one key".into()));
+            }
+            if p.enable_idempotence == Some(true) && p.acks != Acks::All {
+                return Err(bad(
+                    at("enable_idempotence"),
+                    format!(
+                        "idempotence needs acks=all, this producer has acks={} (Kafka refuses the config)",
+                        p.acks.as_config()
+                    ),
+                ));
+            }
+            if p.max_in_flight_requests_per_connection == 0 {
+                return Err(bad(
+                    at("max_in_flight_requests_per_connection"),
+                    "0: a producer needs at least one request in flight".into(),
+                ));
+            }
+            if p.enable_idempotence == Some(true) && p.max_in_flight_requests_per_connection > 5 {
+                return Err(bad(
+                    at("max_in_flight_requests_per_connection"),
+                    "idempotence allows at most 5 requests in flight".into(),
+                ));
+            }
+            if p.request_timeout_ms == 0 || p.retry_backoff_ms == 0 {
+                return Err(bad(
+                    at("request_timeout_ms"),
+                    "timeouts and back-offs are at least 1 ms".into(),
+                ));
+            }
+            if p.retry_backoff_max_ms < p.retry_backoff_ms {
+                return Err(bad(
+                    at("retry_backoff_max_ms"),
+                    "must be at least retry_backoff_ms".into(),
+                ));
+            }
+            // `KafkaProducer.configureDeliveryTimeout` refuses this combination.
+            if p.delivery_timeout_ms < p.linger_ms + p.request_timeout_ms {
+                return Err(bad(
+                    at("delivery_timeout_ms"),
+                    format!(
+                        "{} is below linger_ms + request_timeout_ms ({}): Kafka refuses the config",
+                        p.delivery_timeout_ms,
+                        p.linger_ms + p.request_timeout_ms
+                    ),
+                ));
+            }
+            let rf = u64::from(self.topics[topic].replication_factor);
+            stored_records = stored_records.saturating_add(
+                u64::from(p.records_per_sec)
+                    .saturating_mul(until_ms / 1000 + 1)
+                    .saturating_mul(rf),
+            );
+        }
+
+        for (i, entry) in self.timeline.iter().enumerate() {
+            let field = format!("timeline[{i}].action");
+            if entry.at_ms > self.duration_ms {
+                return Err(bad(
+                    format!("timeline[{i}].at_ms"),
+                    format!(
+                        "{} is after the end of the scenario (duration_ms {})",
+                        entry.at_ms, self.duration_ms
+                    ),
+                ));
+            }
+            let broker = |b: u32| -> Result<(), ScenarioError> {
+                if b == 0 || b > c.brokers {
+                    Err(bad(
+                        field.clone(),
+                        format!("broker {b} does not exist (brokers are 1 to {})", c.brokers),
+                    ))
+                } else {
+                    Ok(())
+                }
+            };
+            let producer = |name: &str| -> Result<usize, ScenarioError> {
+                self.producer_index(name)
+                    .ok_or_else(|| bad(field.clone(), format!("no producer named {name:?}")))
+            };
+            match &entry.action {
+                Action::CutLink(a, b) | Action::HealLink(a, b) => {
+                    broker(*a)?;
+                    broker(*b)?;
+                    if a == b {
+                        return Err(bad(
+                            field,
+                            format!("a link joins two brokers, not {a} and {b}"),
+                        ));
+                    }
+                }
+                Action::SlowBroker(b, extra) => {
+                    broker(*b)?;
+                    if *extra > limits::LATENCY_MS {
+                        return Err(bad(
+                            field,
+                            format!("{extra} ms: at most {}", limits::LATENCY_MS),
+                        ));
+                    }
+                }
+                Action::SetAcks(name, acks) => {
+                    let p = &self.producers[producer(name)?];
+                    if p.enable_idempotence == Some(true) && *acks != Acks::All {
+                        return Err(bad(
+                            field,
+                            format!(
+                                "producer {name:?} sets enable_idempotence, which needs acks=all"
+                            ),
+                        ));
+                    }
+                }
+                Action::SetRate(name, rate) => {
+                    let p = producer(name)?;
+                    if *rate > limits::RECORDS_PER_SEC {
+                        return Err(bad(
+                            field,
+                            format!("{rate} records/s: at most {}", limits::RECORDS_PER_SEC),
+                        ));
+                    }
+                    let rf = self
+                        .topic_index(&self.producers[p].topic)
+                        .map_or(1, |t| u64::from(self.topics[t].replication_factor));
+                    stored_records = stored_records.saturating_add(
+                        u64::from(*rate)
+                            .saturating_mul(until_ms.saturating_sub(entry.at_ms) / 1000 + 1)
+                            .saturating_mul(rf),
+                    );
+                }
+                Action::Produce(name, _, count) => {
+                    let p = producer(name)?;
+                    let rf = self
+                        .topic_index(&self.producers[p].topic)
+                        .map_or(1, |t| u64::from(self.topics[t].replication_factor));
+                    stored_records = stored_records.saturating_add(count.saturating_mul(rf));
+                }
+            }
+        }
+        if stored_records > limits::STORED_RECORDS {
+            return Err(bad(
+                "producers".into(),
+                format!(
+                    "the producers would store about {stored_records} records in all replicas' logs by {until_ms} ms; at most {} fit in memory (lower records_per_sec or duration_ms)",
+                    limits::STORED_RECORDS
+                ),
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,366 @@
+//! The cluster's entities: brokers, partitions and their replicas (each with its log), and the
+//! loading of a scenario into a world.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use bevy::prelude::*;
+
+use super::clock::{SimClock, SimRng};
+use super::events::{EventLog, Metrics};
+use super::invariants::Invariants;
+use super::network::Network;
+use super::producer::Producer;
+use crate::scenario::{ClusterConfig, Scenario};
+
+/// Brokers are numbered from 1, as `node.id`s usually are.
+pub type BrokerId = u32;
+
+#[derive(Component, Debug)]
+pub struct Broker {
+    pub id: BrokerId,
+}
+
+/// A topic's settings; its partitions are entities.
+#[derive(Debug, Clone)]
+pub struct Topic {
+    pub name: String,
+    pub partitions: Vec<Entity>,
+    pub replication_factor: u32,
+    pub min_insync_replicas: u32,
+}
+
+/// Where the entities of the loaded scenario are, in the scenario's order.
+#[derive(Resource, Debug)]
+pub struct Cluster {
+    pub scenario: String,
+    pub seed: u64,
+    pub config: ClusterConfig,
+    /// Broker `id` is at `brokers[id - 1]`.
+    pub brokers: Vec<Entity>,
+    pub topics: Vec<Topic>,
+    /// Every partition, topic by topic.
+    pub partitions: Vec<Entity>,
+    pub producers: Vec<Entity>,
+}
+
+/// One partition of a topic: who leads it, its ISR, and the leader's view of its followers.
+#[derive(Component, Debug)]
+pub struct Partition {
+    pub topic: usize,
+    pub index: u32,
+    /// Replica brokers, preferred leader first.
+    pub assignment: Vec<BrokerId>,
+    /// The replica entities, in assignment order.
+    pub replicas: Vec<Entity>,
+    pub leader: Option<BrokerId>,
+    pub leader_epoch: u32,
+    /// In-sync replicas, kept in assignment order.
+    pub isr: Vec<BrokerId>,
+    /// What the leader knows of each replica, in assignment order (the leader's own entry unused),
+    /// learnt from fetch requests (`Partition.updateFollowerFetchState`).
+    pub followers: Vec<FollowerState>,
+    pub min_insync_replicas: u32,
+}
+
+/// The leader's record of one follower (`ReplicaState` in Kafka's `Replica.scala`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FollowerState {
+    pub log_end_offset: u64,
+    pub last_caught_up_ms: u64,
+    pub last_fetch_ms: u64,
+    pub last_fetch_leader_log_end_offset: u64,
+}
+
+impl FollowerState {
+    /// `ReplicaState.isCaughtUp`: at the leader's end, or caught up within the lag time.
+    pub fn is_caught_up(&self, leader_leo: u64, now: u64, lag_max_ms: u64) -> bool {
+        self.log_end_offset == leader_leo
+            || now.saturating_sub(self.last_caught_up_ms) <= lag_max_ms
+    }
+
+    /// `Replica.updateFetchStateOrThrow`: a fetch at `fetch_offset` reached the leader at `now`.
+    pub fn record_fetch(&mut self, fetch_offset: u64, leader_leo: u64, now: u64) {
+        if fetch_offset >= leader_leo {
+            self.last_caught_up_ms = self.last_caught_up_ms.max(now);
+        } else if fetch_offset >= self.last_fetch_leader_log_end_offset {
+            self.last_caught_up_ms = self.last_caught_up_ms.max(self.last_fetch_ms);
+        }
+        self.log_end_offset = fetch_offset;
+        self.last_fetch_leader_log_end_offset =
+            self.last_fetch_leader_log_end_offset.max(leader_leo);
+        self.last_fetch_ms = now;
+    }
+}
+
+impl Partition {
+    pub fn position(&self, broker: BrokerId) -> Option<usize> {
+        self.assignment.iter().position(|b| *b == broker)
+    }
+
+    pub fn replica_on(&self, broker: BrokerId) -> Option<Entity> {
+        self.position(broker).map(|i| self.replicas[i])
+    }
+
+    pub fn leader_replica(&self) -> Option<Entity> {
+        self.leader.and_then(|b| self.replica_on(b))
+    }
+
+    pub fn in_isr(&self, broker: BrokerId) -> bool {
+        self.isr.contains(&broker)
+    }
+
+    /// `min.insync.replicas`, capped by the replica count (`Partition.effectiveMinIsr`).
+    pub fn effective_min_isr(&self) -> usize {
+        (self.min_insync_replicas as usize).min(self.assignment.len())
+    }
+
+    /// Puts the ISR back in assignment order after a change.
+    pub fn sort_isr(&mut self) {
+        let assignment = &self.assignment;
+        self.isr
+            .sort_by_key(|b| assignment.iter().position(|a| a == b).unwrap_or(usize::MAX));
+    }
+
+    /// `Partition.maybeIncrementLeaderHW`: the smallest log end offset among the leader, the ISR
+    /// and followers caught up enough to be about to join it; never while the ISR is below the
+    /// effective `min.insync.replicas` (Kafka 3.7+), never backwards. Returns whether it moved.
+    pub fn maybe_increment_leader_hw(
+        &self,
+        leader: &mut Replica,
+        now: u64,
+        lag_max_ms: u64,
+    ) -> bool {
+        if self.isr.len() < self.effective_min_isr() {
+            return false;
+        }
+        let leader_leo = leader.log_end_offset();
+        let mut new_hw = leader_leo;
+        for (i, broker) in self.assignment.iter().enumerate() {
+            if Some(*broker) == self.leader {
+                continue;
+            }
+            let f = &self.followers[i];
+            if f.log_end_offset < new_hw
+                && (self.in_isr(*broker) || f.is_caught_up(leader_leo, now, lag_max_ms))
+            {
+                new_hw = f.log_end_offset;
+            }
+        }
+        if new_hw > leader.high_watermark {
+            leader.high_watermark = new_hw;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// One record in a replica's log. Its offset is its index: the model keeps whole logs (no
+/// retention, no compaction).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    pub offset: u64,
+    /// The leader epoch of the leader that appended it.
+    pub leader_epoch: u32,
+    pub key: Option<Arc<str>>,
+    /// The producer's index in the scenario.
+    pub producer: u32,
+    /// Idempotent producer sequence number, or -1 (`RecordBatch.NO_SEQUENCE`).
+    pub sequence: i32,
+    /// The sequence of the first record of its batch, or -1.
+    pub batch_first_sequence: i32,
+    pub bytes: u32,
+}
+
+/// The last batches of one producer on one partition, for duplicate detection
+/// (`ProducerStateEntry` keeps 5 of them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchMetadata {
+    pub first_sequence: i32,
+    pub last_sequence: i32,
+    pub first_offset: u64,
+}
+
+pub const PRODUCER_STATE_BATCHES: usize = 5;
+
+/// A broker's copy of one partition.
+#[derive(Component, Debug)]
+pub struct Replica {
+    pub partition: Entity,
+    pub broker: BrokerId,
+    pub log: Vec<Record>,
+    pub high_watermark: u64,
+    /// Leader epoch history: `(epoch, start offset)`, oldest first (`LeaderEpochFileCache`).
+    pub epochs: Vec<(u32, u64)>,
+    /// Idempotent producers' recent batches, by producer index.
+    pub producer_batches: Vec<(u32, VecDeque<BatchMetadata>)>,
+    /// The follower's fetch loop.
+    pub fetcher: Fetcher,
+}
+
+/// A follower's fetcher: at most one fetch in flight per partition.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Fetcher {
+    /// Wire id of the fetch in flight.
+    pub in_flight: Option<u64>,
+    pub sent_ms: u64,
+    /// No fetch before this instant (`replica.fetch.backoff.ms` after a failure).
+    pub backoff_until_ms: u64,
+}
+
+impl Replica {
+    pub fn new(partition: Entity, broker: BrokerId) -> Self {
+        Replica {
+            partition,
+            broker,
+            log: Vec::new(),
+            high_watermark: 0,
+            epochs: vec![(0, 0)],
+            producer_batches: Vec::new(),
+            fetcher: Fetcher::default(),
+        }
+    }
+
+    pub fn log_end_offset(&self) -> u64 {
+        self.log.len() as u64
+    }
+
+    /// The start offset of an epoch in this replica's history.
+    pub fn epoch_start(&self, epoch: u32) -> Option<u64> {
+        self.epochs
+            .iter()
+            .find(|(e, _)| *e == epoch)
+            .map(|(_, s)| *s)
+    }
+
+    pub fn producer_state(&self, producer: u32) -> Option<&VecDeque<BatchMetadata>> {
+        self.producer_batches
+            .iter()
+            .find(|(p, _)| *p == producer)
+            .map(|(_, b)| b)
+    }
+
+    /// Appends records whose offsets are already set (follower) or assigns them (leader) and
+    /// keeps the producers' batch metadata up to date, as both leader and follower do.
+    pub fn append(&mut self, records: impl IntoIterator<Item = Record>) {
+        for mut record in records {
+            record.offset = self.log_end_offset();
+            if record.sequence >= 0 {
+                let batches = match self
+                    .producer_batches
+                    .iter_mut()
+                    .position(|(p, _)| *p == record.producer)
+                {
+                    Some(i) => &mut self.producer_batches[i].1,
+                    None => {
+                        self.producer_batches
+                            .push((record.producer, VecDeque::new()));
+                        &mut self.producer_batches.last_mut().unwrap().1
+                    }
+                };
+                if record.sequence == record.batch_first_sequence || batches.is_empty() {
+                    if batches.len() == PRODUCER_STATE_BATCHES {
+                        batches.pop_front();
+                    }
+                    batches.push_back(BatchMetadata {
+                        first_sequence: record.batch_first_sequence,
+                        last_sequence: record.sequence,
+                        first_offset: record.offset,
+                    });
+                } else if let Some(last) = batches.back_mut() {
+                    last.last_sequence = record.sequence;
+                }
+            }
+            self.log.push(record);
+        }
+    }
+}
+
+/// Spawns the scenario's brokers, partitions, replicas and producers and sets the run's seed.
+pub fn load(world: &mut World, scenario: &Scenario) {
+    world.insert_resource(SimClock::default());
+    world.insert_resource(SimRng::new(scenario.seed));
+    world.insert_resource(EventLog::default());
+    world.insert_resource(Metrics::default());
+    world.insert_resource(Network::new(&scenario.cluster));
+
+    let brokers: Vec<Entity> = (1..=scenario.cluster.brokers)
+        .map(|id| {
+            world
+                .spawn((Name::new(format!("broker {id}")), Broker { id }))
+                .id()
+        })
+        .collect();
+
+    let mut topics = Vec::new();
+    let mut all_partitions = Vec::new();
+    for (t, config) in scenario.topics.iter().enumerate() {
+        let mut partitions = Vec::new();
+        for (p, assignment) in scenario.assignment(config).into_iter().enumerate() {
+            let partition = world.spawn_empty().id();
+            let replicas: Vec<Entity> = assignment
+                .iter()
+                .map(|b| {
+                    world
+                        .spawn((
+                            Name::new(format!("{}-{p} on broker {b}", config.name)),
+                            Replica::new(partition, *b),
+                        ))
+                        .id()
+                })
+                .collect();
+            world.entity_mut(partition).insert((
+                Name::new(format!("{}-{p}", config.name)),
+                Partition {
+                    topic: t,
+                    index: p as u32,
+                    leader: assignment.first().copied(),
+                    leader_epoch: 0,
+                    isr: assignment.clone(),
+                    followers: vec![FollowerState::default(); assignment.len()],
+                    assignment,
+                    replicas,
+                    min_insync_replicas: config.min_insync_replicas,
+                },
+            ));
+            partitions.push(partition);
+        }
+        all_partitions.extend(partitions.iter().copied());
+        topics.push(Topic {
+            name: config.name.clone(),
+            partitions,
+            replication_factor: config.replication_factor,
+            min_insync_replicas: config.min_insync_replicas,
+        });
+    }
+
+    let producers: Vec<Entity> = scenario
+        .producers
+        .iter()
+        .enumerate()
+        .map(|(i, config)| {
+            let topic = scenario.topic_index(&config.topic).expect("validated");
+            let partitions = topics[topic].partitions.clone();
+            world
+                .spawn((
+                    Name::new(format!("producer {}", config.name)),
+                    Producer::new(i as u32, config, topic, partitions),
+                ))
+                .id()
+        })
+        .collect();
+
+    let invariants = Invariants::new(all_partitions.len());
+    world.insert_resource(invariants);
+    world.insert_resource(super::timeline::Timeline::new(scenario));
+    world.insert_resource(Cluster {
+        scenario: scenario.name.clone(),
+        seed: scenario.seed,
+        config: scenario.cluster.clone(),
+        brokers,
+        topics,
+        partitions: all_partitions,
+        producers,
+    });
+}

@@ -1,0 +1,141 @@
+//! The in-sync replica set and the high watermark, as the leader keeps them.
+//!
+//! - Expand (`Partition.maybeExpandIsr`, called as the leader handles a follower's fetch): a
+//!   follower that fetched at or past the leader's high watermark and the start of the leader's
+//!   epoch rejoins.
+//! - Shrink (`Partition.maybeShrinkIsr`, run every `replica.lag.time.max.ms / 2` by
+//!   `ReplicaManager`'s `isr-expiration` task): a follower that is not at the leader's log end and
+//!   has not been caught up for `replica.lag.time.max.ms` leaves.
+//! - High watermark (`Partition.maybeIncrementLeaderHW`), recomputed after appends, fetches and
+//!   ISR changes of the step.
+
+use bevy::prelude::*;
+
+use super::cluster::{Cluster, Partition, Replica};
+use super::events::{EventKind, EventLog, Metrics};
+use super::{SimClock, SimSet, SimStep};
+
+pub(super) fn plugin(app: &mut App) {
+    app.add_systems(
+        SimStep,
+        (expand_isr, shrink_isr, advance_high_watermarks)
+            .chain()
+            .in_set(SimSet::Isr),
+    );
+}
+
+fn expand_isr(
+    clock: Res<SimClock>,
+    cluster: Res<Cluster>,
+    mut events: ResMut<EventLog>,
+    mut metrics: ResMut<Metrics>,
+    mut partitions: Query<&mut Partition>,
+    replicas: Query<&Replica>,
+) {
+    for &entity in &cluster.partitions {
+        let mut partition = partitions.get_mut(entity).expect("partition entity");
+        let Some(leader) = partition.leader_replica() else {
+            continue;
+        };
+        let leader = replicas.get(leader).expect("replica entity");
+        let epoch_start = leader
+            .epoch_start(partition.leader_epoch)
+            .unwrap_or(leader.log_end_offset());
+        let joining: Vec<u32> = partition
+            .assignment
+            .iter()
+            .zip(&partition.followers)
+            .filter(|(b, f)| {
+                !partition.in_isr(**b)
+                    && f.last_fetch_ms == clock.now_ms
+                    && f.log_end_offset >= leader.high_watermark
+                    && f.log_end_offset >= epoch_start
+            })
+            .map(|(b, _)| *b)
+            .collect();
+        if joining.is_empty() {
+            continue;
+        }
+        partition.isr.extend(&joining);
+        partition.sort_isr();
+        metrics.isr_expands += 1;
+        events.push(
+            clock.now_ms,
+            EventKind::IsrExpand {
+                topic: cluster.topics[partition.topic].name.clone(),
+                partition: partition.index,
+                isr: partition.isr.clone(),
+                added: joining,
+            },
+        );
+    }
+}
+
+fn shrink_isr(
+    clock: Res<SimClock>,
+    cluster: Res<Cluster>,
+    mut events: ResMut<EventLog>,
+    mut metrics: ResMut<Metrics>,
+    mut partitions: Query<&mut Partition>,
+    replicas: Query<&Replica>,
+) {
+    let lag_max = cluster.config.replica_lag_time_max_ms;
+    let now = clock.now_ms;
+    if now == 0 || now % (lag_max / 2) != 0 {
+        return;
+    }
+    for &entity in &cluster.partitions {
+        let mut partition = partitions.get_mut(entity).expect("partition entity");
+        let (Some(leader_id), Some(leader)) = (partition.leader, partition.leader_replica()) else {
+            continue;
+        };
+        let leader_leo = replicas
+            .get(leader)
+            .expect("replica entity")
+            .log_end_offset();
+        let out_of_sync: Vec<u32> = partition
+            .assignment
+            .iter()
+            .zip(&partition.followers)
+            .filter(|(b, f)| {
+                **b != leader_id
+                    && partition.in_isr(**b)
+                    && !f.is_caught_up(leader_leo, now, lag_max)
+            })
+            .map(|(b, _)| *b)
+            .collect();
+        if out_of_sync.is_empty() {
+            continue;
+        }
+        partition.isr.retain(|b| !out_of_sync.contains(b));
+        metrics.isr_shrinks += 1;
+        events.push(
+            now,
+            EventKind::IsrShrink {
+                topic: cluster.topics[partition.topic].name.clone(),
+                partition: partition.index,
+                isr: partition.isr.clone(),
+                removed: out_of_sync,
+            },
+        );
+    }
+}
+
+fn advance_high_watermarks(
+    clock: Res<SimClock>,
+    cluster: Res<Cluster>,
+    partitions: Query<&Partition>,
+    mut replicas: Query<&mut Replica>,
+) {
+    for &entity in &cluster.partitions {
+        let partition = partitions.get(entity).expect("partition entity");
+        if let Some(leader) = partition.leader_replica() {
+            let mut leader = replicas.get_mut(leader).expect("replica entity");
+            partition.maybe_increment_leader_hw(
+                &mut leader,
+                clock.now_ms,
+                cluster.config.replica_lag_time_max_ms,
+            );
+        }
+    }
+}

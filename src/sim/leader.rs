@@ -1,0 +1,222 @@
+//! The partition leader's side of produce: append, acks, `min.insync.replicas`, idempotence, and
+//! acks=all requests held until the high watermark passes them (`Partition.appendRecordsToLeader`,
+//! `DelayedProduce`).
+
+use bevy::prelude::*;
+
+use super::cluster::{Partition, Record, Replica};
+use super::events::Metrics;
+use super::network::{Network, Node, Wire, WireState, arrivals, held};
+use super::protocol::{
+    BatchOutcome, BatchResult, KafkaError, ProduceRequest, ProduceResponse, WireBatch,
+};
+use super::{SimClock, SimSet, SimStep};
+use crate::scenario::Acks;
+
+pub(super) fn plugin(app: &mut App) {
+    app.add_systems(SimStep, append_produce_requests.in_set(SimSet::Append))
+        .add_systems(SimStep, complete_delayed_produce.in_set(SimSet::Delayed));
+}
+
+fn broker_of(node: Node) -> u32 {
+    match node {
+        Node::Broker(b) => b,
+        Node::Producer(_) => unreachable!("produce requests go to brokers"),
+    }
+}
+
+/// The leader appends one batch, or says why not.
+fn append_batch(
+    broker: u32,
+    acks: Acks,
+    batch: &WireBatch,
+    partition: &Partition,
+    replicas: &mut Query<&mut Replica>,
+    metrics: &mut Metrics,
+) -> BatchOutcome {
+    if partition.leader != Some(broker) {
+        return BatchOutcome::Done(Err(KafkaError::NotLeaderOrFollower));
+    }
+    // `Partition.appendRecordsToLeader`: acks=all needs min.insync.replicas in the ISR before the
+    // append.
+    if acks == Acks::All && partition.isr.len() < partition.min_insync_replicas as usize {
+        return BatchOutcome::Done(Err(KafkaError::NotEnoughReplicas));
+    }
+    let Some(leader_entity) = partition.leader_replica() else {
+        return BatchOutcome::Done(Err(KafkaError::NotLeaderOrFollower));
+    };
+    let mut leader = replicas.get_mut(leader_entity).expect("replica entity");
+    let count = batch.records.len() as u64;
+
+    // Idempotence (`ProducerStateManager`): a batch seen before is answered with its first
+    // offset and not appended again; a gap in the sequence is refused.
+    if let Some(seq) = batch.base_sequence {
+        let last_seq = seq + count as i32 - 1;
+        match leader.producer_state(batch.producer) {
+            Some(state) => {
+                if let Some(dup) = state
+                    .iter()
+                    .find(|m| m.first_sequence == seq && m.last_sequence == last_seq)
+                {
+                    return wait_or_done(acks, dup.first_offset, count);
+                }
+                let expected = state.back().map_or(0, |m| m.last_sequence + 1);
+                if seq != expected {
+                    return BatchOutcome::Done(Err(KafkaError::OutOfOrderSequenceNumber));
+                }
+            }
+            None if seq != 0 => {
+                return BatchOutcome::Done(Err(KafkaError::OutOfOrderSequenceNumber));
+            }
+            None => {}
+        }
+    }
+
+    let base = leader.log_end_offset();
+    let epoch = partition.leader_epoch;
+    leader.append(batch.records.iter().enumerate().map(|(i, r)| Record {
+        offset: 0,
+        leader_epoch: epoch,
+        key: r.key.clone(),
+        producer: batch.producer,
+        sequence: batch.base_sequence.map_or(-1, |s| s + i as i32),
+        batch_first_sequence: batch.base_sequence.unwrap_or(-1),
+        bytes: r.bytes,
+    }));
+    metrics.records_appended += count;
+    wait_or_done(acks, base, count)
+}
+
+fn wait_or_done(acks: Acks, base_offset: u64, count: u64) -> BatchOutcome {
+    match acks {
+        // acks=1 answers after the leader's own append; acks=0 gets no answer at all.
+        Acks::Zero | Acks::One => BatchOutcome::Done(Ok(base_offset)),
+        Acks::All => BatchOutcome::Waiting {
+            base_offset,
+            required: base_offset + count,
+        },
+    }
+}
+
+fn respond(
+    commands: &mut Commands,
+    network: &mut Network,
+    now: u64,
+    wire: &Wire,
+    request: &ProduceRequest,
+) {
+    let results = request
+        .batches
+        .iter()
+        .zip(&request.outcomes)
+        .map(|(batch, outcome)| BatchResult {
+            batch: batch.id,
+            partition: batch.partition,
+            result: match outcome {
+                BatchOutcome::Done(result) => *result,
+                BatchOutcome::Waiting { .. } => Err(KafkaError::RequestTimedOut),
+            },
+        })
+        .collect();
+    commands.spawn((
+        network.send(now, wire.to, wire.from),
+        ProduceResponse {
+            request: wire.id,
+            results,
+        },
+    ));
+}
+
+fn append_produce_requests(
+    clock: Res<SimClock>,
+    mut network: ResMut<Network>,
+    mut metrics: ResMut<Metrics>,
+    mut requests: Query<(Entity, &mut Wire, &mut ProduceRequest)>,
+    partitions: Query<&Partition>,
+    mut replicas: Query<&mut Replica>,
+    mut commands: Commands,
+) {
+    let now = clock.now_ms;
+    for entity in arrivals(requests.iter().map(|(e, w, _)| (e, w)), now) {
+        let (_, mut wire, mut request) = requests.get_mut(entity).unwrap();
+        let broker = broker_of(wire.to);
+        metrics.produce_requests += 1;
+        let acks = request.acks;
+        let outcomes: Vec<BatchOutcome> = request
+            .batches
+            .iter()
+            .map(|batch| {
+                let partition = partitions.get(batch.partition).expect("partition entity");
+                append_batch(broker, acks, batch, partition, &mut replicas, &mut metrics)
+            })
+            .collect();
+        request.outcomes = outcomes;
+        let all_done = request
+            .outcomes
+            .iter()
+            .all(|o| matches!(o, BatchOutcome::Done(_)));
+        if acks == Acks::Zero {
+            commands.entity(entity).despawn();
+        } else if all_done {
+            respond(&mut commands, &mut network, now, &wire, &request);
+            commands.entity(entity).despawn();
+        } else {
+            wire.state = WireState::Held {
+                until_ms: now + request.timeout_ms,
+            };
+        }
+    }
+}
+
+/// `DelayedProduce.tryComplete`: a held acks=all request finishes when the high watermark has
+/// passed each of its batches (with NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR has meanwhile
+/// fallen below `min.insync.replicas`), or times out with REQUEST_TIMED_OUT.
+pub(super) fn complete_delayed_produce(
+    clock: Res<SimClock>,
+    mut network: ResMut<Network>,
+    mut requests: Query<(Entity, &Wire, &mut ProduceRequest)>,
+    partitions: Query<&Partition>,
+    replicas: Query<&Replica>,
+    mut commands: Commands,
+) {
+    let now = clock.now_ms;
+    for entity in held(requests.iter().map(|(e, w, _)| (e, w))) {
+        let (_, wire, mut request) = requests.get_mut(entity).unwrap();
+        let broker = broker_of(wire.to);
+        let request = &mut *request;
+        for (batch, outcome) in request.batches.iter().zip(request.outcomes.iter_mut()) {
+            let BatchOutcome::Waiting {
+                base_offset,
+                required,
+            } = *outcome
+            else {
+                continue;
+            };
+            let partition = partitions.get(batch.partition).expect("partition entity");
+            let leader = partition
+                .leader_replica()
+                .filter(|_| partition.leader == Some(broker));
+            let Some(leader) = leader else {
+                *outcome = BatchOutcome::Done(Err(KafkaError::NotLeaderOrFollower));
+                continue;
+            };
+            let hw = replicas.get(leader).expect("replica entity").high_watermark;
+            if hw >= required {
+                *outcome = if partition.isr.len() < partition.min_insync_replicas as usize {
+                    BatchOutcome::Done(Err(KafkaError::NotEnoughReplicasAfterAppend))
+                } else {
+                    BatchOutcome::Done(Ok(base_offset))
+                };
+            }
+        }
+        let all_done = request
+            .outcomes
+            .iter()
+            .all(|o| matches!(o, BatchOutcome::Done(_)));
+        let expired = matches!(wire.state, WireState::Held { until_ms } if now >= until_ms);
+        if all_done || expired {
+            respond(&mut commands, &mut network, now, wire, request);
+            commands.entity(entity).despawn();
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! The Kafka model: brokers, partitions, replicas, producers and every message on the wire are
+//! entities; Kafka's rules are systems in the [`SimStep`] schedule, one step per simulated
+//! millisecond, single-threaded and totally ordered so that a scenario and a seed always give the
+//! same run.
+
+use bevy::ecs::schedule::{LogLevel, ScheduleBuildSettings, ScheduleLabel, SingleThreadedExecutor};
+use bevy::prelude::*;
+
+use crate::report::Report;
+use crate::scenario::Scenario;
+
+pub mod clock;
+pub mod cluster;
+pub mod events;
+pub mod invariants;
+pub mod isr;
+pub mod leader;
+pub mod network;
+pub mod producer;
+pub mod protocol;
+pub mod replication;
+pub mod timeline;
+
+pub use clock::{SimClock, SimRng};
+pub use cluster::{Broker, BrokerId, Cluster, Partition, Record, Replica};
+pub use events::{Event, EventKind, EventLog, Metrics};
+pub use network::{Node, Wire, WireState};
+
+/// The most record bytes a fetch may ask for (`replica.fetch.max.bytes` is capped here).
+pub const MAX_FETCH_BYTES_LIMIT: u64 = 64 * 1_048_576;
+
+/// One step of the simulation: everything that happens in one millisecond of sim time.
+#[derive(ScheduleLabel, Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SimStep;
+
+/// The phases of a step, in the order they run. Each message that arrives at a step is handled in
+/// the phase of its kind; what a phase sends arrives at a later step.
+#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SimSet {
+    /// Scenario actions due now.
+    Timeline,
+    /// Links cut: messages on them are lost.
+    Network,
+    /// Leaders answer followers' fetches; followers append what they fetched and fetch again.
+    Replication,
+    /// Leaders append produce requests and answer acks=0/1 ones.
+    Append,
+    /// The leader's ISR checks: expansion and the periodic shrink.
+    Isr,
+    /// Requests held at a leader (acks=all produces, fetches waiting for data) that can finish.
+    Delayed,
+    /// Producers: handle responses, time out, accumulate new records and send batches.
+    Producer,
+    /// Checks of Kafka's invariants.
+    Invariants,
+    /// Despawns finished messages and moves the clock one millisecond on.
+    Clock,
+}
+
+/// The model: the step schedule and its systems. Runs the same under `MinimalPlugins` (command
+/// line, tests) and in the window app.
+pub fn plugin(app: &mut App) {
+    let mut schedule = Schedule::new(SimStep);
+    schedule.set_executor(SingleThreadedExecutor::new());
+    schedule.set_build_settings(ScheduleBuildSettings {
+        ambiguity_detection: LogLevel::Error,
+        ..default()
+    });
+    schedule.configure_sets(
+        (
+            SimSet::Timeline,
+            SimSet::Network,
+            SimSet::Replication,
+            SimSet::Append,
+            SimSet::Isr,
+            SimSet::Delayed,
+            SimSet::Producer,
+            SimSet::Invariants,
+            SimSet::Clock,
+        )
+            .chain(),
+    );
+    app.add_schedule(schedule);
+
+    app.add_plugins((
+        clock::plugin,
+        events::plugin,
+        timeline::plugin,
+        network::plugin,
+        replication::plugin,
+        leader::plugin,
+        isr::plugin,
+        producer::plugin,
+        invariants::plugin,
+    ));
+}
+
+/// A running simulation of one scenario: a headless Bevy app with the model plugin.
+pub struct Sim {
+    app: App,
+}
+
+impl Sim {
+    /// Builds the cluster a scenario describes, at sim time 0, seeded with the scenario's seed.
+    pub fn new(scenario: &Scenario) -> Sim {
+        let mut app = App::new();
+        app.add_plugins((MinimalPlugins, plugin));
+        cluster::load(app.world_mut(), scenario);
+        Sim { app }
+    }
+
+    pub fn world(&self) -> &World {
+        self.app.world()
+    }
+
+    pub fn world_mut(&mut self) -> &mut World {
+        self.app.world_mut()
+    }
+
+    pub fn now_ms(&self) -> u64 {
+        self.world().resource::<SimClock>().now_ms
+    }
+
+    /// Runs one millisecond of the model.
+    pub fn step(&mut self) {
+        self.app.world_mut().run_schedule(SimStep);
+    }
+
+    /// Runs every step before `until_ms`; afterwards the clock reads `until_ms`.
+    pub fn run_until(&mut self, until_ms: u64) {
+        while self.now_ms() < until_ms {
+            self.step();
+        }
+    }
+
+    pub fn report(&mut self) -> Report {
+        Report::from_world(self.app.world_mut())
+    }
+}

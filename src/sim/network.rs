@@ -1,0 +1,181 @@
+//! The wire: every request and response is an entity with the instant it was sent and the instant
+//! it arrives, so the view can draw exactly where it is at any sim time.
+
+use std::collections::BTreeSet;
+
+use bevy::prelude::*;
+use serde::Serialize;
+
+use super::cluster::BrokerId;
+use super::events::Metrics;
+use super::{SimClock, SimSet, SimStep};
+use crate::scenario::ClusterConfig;
+
+/// An end of a link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum Node {
+    Broker(BrokerId),
+    /// A producer, by its index in the scenario.
+    Producer(u32),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WireState {
+    /// On its way; handled by its receiver at `arrive_ms`.
+    InFlight,
+    /// Dropped on a cut link at this instant; removed at `arrive_ms`.
+    Lost { at_ms: u64 },
+    /// Arrived and parked at the receiver until it can be answered, at the latest `until_ms`
+    /// (a produce waiting for acks=all, a fetch waiting for data).
+    Held { until_ms: u64 },
+}
+
+/// The envelope of every message. The payload is a second component (`ProduceRequest`, ...).
+#[derive(Component, Debug, Clone)]
+pub struct Wire {
+    /// Unique and increasing in send order: the order receivers handle simultaneous arrivals in.
+    pub id: u64,
+    pub from: Node,
+    pub to: Node,
+    pub sent_ms: u64,
+    pub arrive_ms: u64,
+    pub state: WireState,
+}
+
+impl Wire {
+    pub fn arrives_now(&self, now: u64) -> bool {
+        self.state == WireState::InFlight && self.arrive_ms == now
+    }
+
+    pub fn held(&self) -> bool {
+        matches!(self.state, WireState::Held { .. })
+    }
+}
+
+/// Link latency, cut links and slow brokers.
+#[derive(Resource, Debug, Clone)]
+pub struct Network {
+    pub latency_ms: u64,
+    /// Cut broker-to-broker links, smaller id first.
+    pub cut: BTreeSet<(BrokerId, BrokerId)>,
+    /// Extra delay of every message to or from a broker, indexed by broker id.
+    pub extra_ms: Vec<u64>,
+    next_id: u64,
+}
+
+impl Network {
+    pub fn new(config: &ClusterConfig) -> Self {
+        Network {
+            latency_ms: config.network_latency_ms,
+            cut: BTreeSet::new(),
+            extra_ms: vec![0; config.brokers as usize + 1],
+            next_id: 0,
+        }
+    }
+
+    fn link(a: BrokerId, b: BrokerId) -> (BrokerId, BrokerId) {
+        (a.min(b), a.max(b))
+    }
+
+    pub fn cut_link(&mut self, a: BrokerId, b: BrokerId) {
+        self.cut.insert(Self::link(a, b));
+    }
+
+    pub fn heal_link(&mut self, a: BrokerId, b: BrokerId) {
+        self.cut.remove(&Self::link(a, b));
+    }
+
+    /// Whether messages between two nodes are dropped. Only links between brokers can be cut.
+    pub fn is_cut(&self, from: Node, to: Node) -> bool {
+        match (from, to) {
+            (Node::Broker(a), Node::Broker(b)) => self.cut.contains(&Self::link(a, b)),
+            _ => false,
+        }
+    }
+
+    fn extra(&self, node: Node) -> u64 {
+        match node {
+            Node::Broker(b) => self.extra_ms.get(b as usize).copied().unwrap_or(0),
+            Node::Producer(_) => 0,
+        }
+    }
+
+    /// The envelope of a message sent now: latency plus the slow brokers' extra delay at either
+    /// end; lost at once if its link is cut.
+    pub fn send(&mut self, now: u64, from: Node, to: Node) -> Wire {
+        self.next_id += 1;
+        let state = if self.is_cut(from, to) {
+            WireState::Lost { at_ms: now }
+        } else {
+            WireState::InFlight
+        };
+        Wire {
+            id: self.next_id,
+            from,
+            to,
+            sent_ms: now,
+            arrive_ms: now + self.latency_ms + self.extra(from) + self.extra(to),
+            state,
+        }
+    }
+}
+
+/// The messages of one kind that arrive now, in send order.
+pub fn arrivals<'a>(messages: impl Iterator<Item = (Entity, &'a Wire)>, now: u64) -> Vec<Entity> {
+    let mut due: Vec<(u64, Entity)> = messages
+        .filter(|(_, w)| w.arrives_now(now))
+        .map(|(e, w)| (w.id, e))
+        .collect();
+    due.sort_unstable();
+    due.into_iter().map(|(_, e)| e).collect()
+}
+
+/// The messages of one kind held at their receiver, in send order.
+pub fn held<'a>(messages: impl Iterator<Item = (Entity, &'a Wire)>) -> Vec<Entity> {
+    let mut due: Vec<(u64, Entity)> = messages
+        .filter(|(_, w)| w.held())
+        .map(|(e, w)| (w.id, e))
+        .collect();
+    due.sort_unstable();
+    due.into_iter().map(|(_, e)| e).collect()
+}
+
+pub(super) fn plugin(app: &mut App) {
+    app.add_systems(SimStep, drop_on_cut_links.in_set(SimSet::Network))
+        .add_systems(
+            SimStep,
+            despawn_lost
+                .in_set(SimSet::Clock)
+                .before(super::clock::tick),
+        );
+}
+
+/// A message whose link is cut while it travels never arrives (a network partition drops
+/// packets; nobody is told).
+fn drop_on_cut_links(clock: Res<SimClock>, network: Res<Network>, mut wires: Query<&mut Wire>) {
+    if network.cut.is_empty() {
+        return;
+    }
+    for mut wire in &mut wires {
+        if wire.state == WireState::InFlight && network.is_cut(wire.from, wire.to) {
+            wire.state = WireState::Lost {
+                at_ms: clock.now_ms,
+            };
+        }
+    }
+}
+
+/// Lost messages stay visible until they would have arrived, then go.
+fn despawn_lost(
+    clock: Res<SimClock>,
+    wires: Query<(Entity, &Wire)>,
+    mut metrics: ResMut<Metrics>,
+    mut commands: Commands,
+) {
+    for (entity, wire) in &wires {
+        if matches!(wire.state, WireState::Lost { .. }) && wire.arrive_ms <= clock.now_ms {
+            metrics.messages_lost += 1;
+            commands.entity(entity).despawn();
+        }
+    }
+}

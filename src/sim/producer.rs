@@ -1,0 +1,553 @@
+//! The producer: the application's `send()` calls, the partitioner, the record accumulator
+//! (`batch.size`, `linger.ms`), the sender that drains ready batches into one ProduceRequest per
+//! leader, and what it does with the answers (retries, timeouts, idempotence).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+use bevy::prelude::*;
+use serde::Serialize;
+
+use super::clock::SimRng;
+use super::cluster::{BrokerId, Cluster, Partition};
+use super::network::{Network, Node, Wire, arrivals};
+use super::protocol::{
+    BatchResult, KafkaError, PendingRecord, ProduceRequest, ProduceResponse, WireBatch,
+};
+use super::{SimClock, SimSet, SimStep};
+use crate::partitioner::partition_for_key;
+use crate::scenario::{Acks, Keys, ProducerConfig};
+
+/// `max.request.size`: the most bytes of batches one ProduceRequest carries.
+pub const MAX_REQUEST_SIZE: u32 = 1_048_576;
+/// Kafka's retry back-off grows by this factor per attempt (`RETRY_BACKOFF_EXP_BASE`)...
+const BACKOFF_BASE: u64 = 2;
+/// ...with this much jitter either way, in thousandths (`RETRY_BACKOFF_JITTER` = 0.2).
+const BACKOFF_JITTER_PERMILLE: u64 = 200;
+
+pub(super) fn plugin(app: &mut App) {
+    app.add_systems(
+        SimStep,
+        (handle_responses, expire, accumulate, send)
+            .chain()
+            .in_set(SimSet::Producer),
+    );
+}
+
+/// A batch in the accumulator or in flight.
+#[derive(Debug, Clone)]
+pub struct Batch {
+    pub id: u64,
+    /// Partition index within the topic.
+    pub partition: u32,
+    pub records: Vec<PendingRecord>,
+    pub bytes: u32,
+    pub created_ms: u64,
+    /// Sends so far that failed; 0 for a batch never retried.
+    pub attempts: u32,
+    /// A retried batch waits until then.
+    pub retry_at_ms: u64,
+    pub base_sequence: Option<i32>,
+}
+
+/// A ProduceRequest the producer waits an answer for.
+#[derive(Debug, Clone)]
+pub struct InFlight {
+    pub wire_id: u64,
+    pub broker: BrokerId,
+    pub sent_ms: u64,
+    pub batches: Vec<Batch>,
+}
+
+/// Counts of what happened to the records the application sent.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ProducerStats {
+    /// Records handed to `send()`.
+    pub sent: u64,
+    /// Records the producer saw succeed (with acks=0: put on the wire).
+    pub acked: u64,
+    /// Records given up on (`delivery.timeout.ms` passed).
+    pub failed: u64,
+    /// Every error the producer received, by Kafka's name; a retried batch can count often.
+    pub errors: BTreeMap<String, u64>,
+}
+
+#[derive(Component, Debug)]
+pub struct Producer {
+    /// Index in the scenario: the producer id on the wire and in records.
+    pub index: u32,
+    pub name: String,
+    pub topic: usize,
+    /// The topic's partition entities.
+    pub partitions: Vec<Entity>,
+    pub config: ProducerConfig,
+    pub acks: Acks,
+    pub idempotent: bool,
+    pub records_per_sec: u32,
+    /// When the current rate started, and how many records it has made since.
+    rate_since_ms: u64,
+    made_since: u64,
+    key_counter: u64,
+    /// Records asked for by the timeline (`Produce`), sent at the next step.
+    pub requested: VecDeque<(Option<String>, u64)>,
+    /// The sticky partition for records without a key, and the bytes sent to it.
+    sticky: Option<(u32, u64)>,
+    /// The accumulator: a queue of batches per partition.
+    pub queues: Vec<VecDeque<Batch>>,
+    pub in_flight: Vec<InFlight>,
+    next_sequence: Vec<i32>,
+    next_batch_id: u64,
+    /// Where draining starts for each broker, so partitions take turns (`drainIndex`).
+    drain_start: BTreeMap<BrokerId, usize>,
+    pub stats: ProducerStats,
+}
+
+impl Producer {
+    pub fn new(index: u32, config: &ProducerConfig, topic: usize, partitions: Vec<Entity>) -> Self {
+        let n = partitions.len();
+        let mut producer = Producer {
+            index,
+            name: config.name.clone(),
+            topic,
+            partitions,
+            config: config.clone(),
+            acks: config.acks,
+            idempotent: false,
+            records_per_sec: config.records_per_sec,
+            rate_since_ms: 0,
+            made_since: 0,
+            key_counter: 0,
+            requested: VecDeque::new(),
+            sticky: None,
+            queues: vec![VecDeque::new(); n],
+            in_flight: Vec::new(),
+            next_sequence: vec![0; n],
+            next_batch_id: 0,
+            drain_start: BTreeMap::new(),
+            stats: ProducerStats::default(),
+        };
+        producer.set_acks(config.acks);
+        producer
+    }
+
+    /// Restarts the producer with other acks. Idempotence follows Kafka 3.0+'s default: on with
+    /// acks=all unless the config turns it off.
+    pub fn set_acks(&mut self, acks: Acks) {
+        self.acks = acks;
+        self.idempotent = acks == Acks::All && self.config.enable_idempotence != Some(false);
+    }
+
+    pub fn set_rate(&mut self, now: u64, records_per_sec: u32) {
+        self.records_per_sec = records_per_sec;
+        self.rate_since_ms = now;
+        self.made_since = 0;
+    }
+
+    /// Records waiting in the accumulator or in flight.
+    pub fn pending(&self) -> u64 {
+        let queued: usize = self.queues.iter().flatten().map(|b| b.records.len()).sum();
+        let flying: usize = self
+            .in_flight
+            .iter()
+            .flat_map(|f| &f.batches)
+            .map(|b| b.records.len())
+            .sum();
+        (queued + flying) as u64
+    }
+
+    fn next_key(&mut self, rng: &mut SimRng) -> Option<String> {
+        match &self.config.keys {
+            Keys::None => None,
+            Keys::Fixed(k) => Some(k.clone()),
+            Keys::Sequence(prefix) => {
+                let key = format!("{prefix}{}", self.key_counter);
+                self.key_counter += 1;
+                Some(key)
+            }
+            Keys::Random(n) => Some(format!("key-{}", rng.below(u64::from(*n)))),
+        }
+    }
+
+    /// The partitioner (`BuiltInPartitioner`): murmur2 of the key over all partitions; without a
+    /// key, the sticky partition, changed once `batch.size` bytes went to it. The next one is
+    /// drawn among partitions that have a leader, weighted toward shorter queues (adaptive
+    /// partitioning, KIP-794).
+    fn choose_partition(&mut self, key: Option<&str>, available: &[bool], rng: &mut SimRng) -> u32 {
+        let n = self.partitions.len() as u32;
+        if let Some(key) = key {
+            return partition_for_key(key.as_bytes(), n);
+        }
+        if let Some((p, bytes)) = self.sticky {
+            if bytes < u64::from(self.config.batch_size) {
+                return p;
+            }
+        }
+        let candidates: Vec<u32> = (0..n).filter(|p| available[*p as usize]).collect();
+        let candidates = if candidates.is_empty() {
+            (0..n).collect()
+        } else {
+            candidates
+        };
+        let max_queue = candidates
+            .iter()
+            .map(|p| self.queues[*p as usize].len())
+            .max()
+            .unwrap_or(0);
+        let weights: Vec<u64> = candidates
+            .iter()
+            .map(|p| (max_queue + 1 - self.queues[*p as usize].len()) as u64)
+            .collect();
+        let mut draw = rng.below(weights.iter().sum());
+        let mut chosen = candidates[0];
+        for (p, w) in candidates.iter().zip(&weights) {
+            if draw < *w {
+                chosen = *p;
+                break;
+            }
+            draw -= w;
+        }
+        self.sticky = Some((chosen, 0));
+        chosen
+    }
+
+    /// `RecordAccumulator.append`: into the partition's last batch if it fits, else a new one.
+    fn append(&mut self, now: u64, partition: u32, key: Option<String>) {
+        let bytes = self.config.record_bytes;
+        let batch_size = self.config.batch_size;
+        let id = self.next_batch_id;
+        let queue = &mut self.queues[partition as usize];
+        let fits = queue.back().is_some_and(|b| {
+            b.attempts == 0 && b.base_sequence.is_none() && b.bytes + bytes <= batch_size
+        });
+        if !fits {
+            self.next_batch_id += 1;
+            queue.push_back(Batch {
+                id,
+                partition,
+                records: Vec::new(),
+                bytes: 0,
+                created_ms: now,
+                attempts: 0,
+                retry_at_ms: 0,
+                base_sequence: None,
+            });
+        }
+        let batch = queue.back_mut().expect("just ensured");
+        batch.records.push(PendingRecord {
+            key: key.map(Arc::from),
+            bytes,
+        });
+        batch.bytes += bytes;
+        if let Some((p, sent)) = &mut self.sticky {
+            if *p == partition {
+                *sent += u64::from(bytes);
+            }
+        }
+        self.stats.sent += 1;
+    }
+
+    /// `ExponentialBackoff.backoff`: `retry.backoff.ms` doubled per earlier attempt, with 20%
+    /// jitter, capped at `retry.backoff.max.ms`.
+    fn retry_backoff(&self, attempts: u32, rng: &mut SimRng) -> u64 {
+        let base = self.config.retry_backoff_ms;
+        let max = self.config.retry_backoff_max_ms;
+        let mut term = base;
+        for _ in 1..attempts {
+            term = term.saturating_mul(BACKOFF_BASE);
+            if term >= max {
+                term = max;
+                break;
+            }
+        }
+        if max <= base {
+            return base;
+        }
+        let jittered =
+            term * rng.permille(
+                1000 - BACKOFF_JITTER_PERMILLE,
+                1000 + BACKOFF_JITTER_PERMILLE,
+            ) / 1000;
+        jittered.min(max)
+    }
+
+    fn delivery_expired(&self, batch: &Batch, now: u64) -> bool {
+        now >= batch.created_ms + self.config.delivery_timeout_ms
+    }
+
+    /// Puts a failed batch back at the head of its queue, in sequence order (`reenqueue`,
+    /// `insertInSequenceOrder`), or gives it up.
+    fn complete(
+        &mut self,
+        mut batch: Batch,
+        result: Result<u64, KafkaError>,
+        now: u64,
+        rng: &mut SimRng,
+    ) {
+        match result {
+            Ok(_) => self.stats.acked += batch.records.len() as u64,
+            Err(error) => {
+                *self
+                    .stats
+                    .errors
+                    .entry(error.name().to_string())
+                    .or_default() += 1;
+                if error.retriable() && !self.delivery_expired(&batch, now) {
+                    batch.attempts += 1;
+                    batch.retry_at_ms = now + self.retry_backoff(batch.attempts, rng);
+                    let queue = &mut self.queues[batch.partition as usize];
+                    let at = match batch.base_sequence {
+                        Some(seq) => queue
+                            .iter()
+                            .position(|b| b.base_sequence.is_none_or(|s| s > seq))
+                            .unwrap_or(queue.len()),
+                        None => 0,
+                    };
+                    queue.insert(at, batch);
+                } else {
+                    self.stats.failed += batch.records.len() as u64;
+                }
+            }
+        }
+    }
+}
+
+fn handle_responses(
+    clock: Res<SimClock>,
+    cluster: Res<Cluster>,
+    mut rng: ResMut<SimRng>,
+    responses: Query<(Entity, &Wire, &ProduceResponse)>,
+    mut producers: Query<&mut Producer>,
+    mut commands: Commands,
+) {
+    let now = clock.now_ms;
+    for entity in arrivals(responses.iter().map(|(e, w, _)| (e, w)), now) {
+        let (_, wire, response) = responses.get(entity).unwrap();
+        commands.entity(entity).despawn();
+        let Node::Producer(index) = wire.to else {
+            unreachable!("produce responses go to producers")
+        };
+        let mut producer = producers
+            .get_mut(cluster.producers[index as usize])
+            .expect("producer entity");
+        let Some(i) = producer
+            .in_flight
+            .iter()
+            .position(|f| f.wire_id == response.request)
+        else {
+            continue; // The request timed out on the client already.
+        };
+        let mut in_flight = producer.in_flight.remove(i);
+        for BatchResult { batch, result, .. } in &response.results {
+            if let Some(j) = in_flight.batches.iter().position(|b| b.id == *batch) {
+                let batch = in_flight.batches.remove(j);
+                producer.complete(batch, *result, now, &mut rng);
+            }
+        }
+    }
+}
+
+/// Client-side timeouts: a request unanswered after `request.timeout.ms` fails its batches with
+/// REQUEST_TIMED_OUT (`NetworkClient` disconnects); a batch older than `delivery.timeout.ms` is
+/// given up, queued or in flight (`RecordAccumulator.expiredBatches`,
+/// `Sender.getExpiredInflightBatches`).
+fn expire(clock: Res<SimClock>, mut rng: ResMut<SimRng>, mut producers: Query<&mut Producer>) {
+    let now = clock.now_ms;
+    for mut producer in &mut producers {
+        let producer = &mut *producer;
+        let timeout = producer.config.request_timeout_ms;
+        let (timed_out, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut producer.in_flight)
+            .into_iter()
+            .partition(|f| now >= f.sent_ms + timeout);
+        producer.in_flight = waiting;
+        for request in timed_out {
+            for batch in request.batches {
+                producer.complete(batch, Err(KafkaError::RequestTimedOut), now, &mut rng);
+            }
+        }
+        let delivery = producer.config.delivery_timeout_ms;
+        let mut given_up = 0u64;
+        for queue in &mut producer.queues {
+            queue.retain(|b| {
+                let expired = now >= b.created_ms + delivery;
+                if expired {
+                    given_up += b.records.len() as u64;
+                }
+                !expired
+            });
+        }
+        for request in &mut producer.in_flight {
+            request.batches.retain(|b| {
+                let expired = now >= b.created_ms + delivery;
+                if expired {
+                    given_up += b.records.len() as u64;
+                }
+                !expired
+            });
+        }
+        producer.stats.failed += given_up;
+    }
+}
+
+/// The application calls `send()`: records at the configured rate, spread evenly over each
+/// second, and those the timeline asks for.
+fn accumulate(
+    clock: Res<SimClock>,
+    mut rng: ResMut<SimRng>,
+    partitions: Query<&Partition>,
+    mut producers: Query<&mut Producer>,
+) {
+    let now = clock.now_ms;
+    for mut producer in &mut producers {
+        let due = (now - producer.rate_since_ms + 1) * u64::from(producer.records_per_sec) / 1000;
+        let mut batch: Vec<Option<String>> = Vec::new();
+        while producer.made_since < due {
+            producer.made_since += 1;
+            let key = producer.next_key(&mut rng);
+            batch.push(key);
+        }
+        while let Some((key, count)) = producer.requested.pop_front() {
+            batch.extend(std::iter::repeat_n(key, count as usize));
+        }
+        if batch.is_empty() {
+            continue;
+        }
+        let available: Vec<bool> = producer
+            .partitions
+            .iter()
+            .map(|p| partitions.get(*p).is_ok_and(|p| p.leader.is_some()))
+            .collect();
+        for key in batch {
+            let partition = producer.choose_partition(key.as_deref(), &available, &mut rng);
+            producer.append(now, partition, key);
+        }
+    }
+}
+
+/// The sender (`Sender.sendProducerData`): a leader is ready when one of its partitions' first
+/// batch is full, has lingered `linger.ms`, or is a retry whose back-off passed; then it takes the
+/// first batch of each of that leader's partitions (`RecordAccumulator.drain`) into one request,
+/// up to `max.request.size`, while fewer than `max.in.flight.requests.per.connection` requests
+/// to that broker wait an answer.
+fn send(
+    clock: Res<SimClock>,
+    mut network: ResMut<Network>,
+    partitions: Query<&Partition>,
+    mut producers: Query<&mut Producer>,
+    mut commands: Commands,
+) {
+    let now = clock.now_ms;
+    for mut producer in &mut producers {
+        let producer = &mut *producer;
+        if producer.queues.iter().all(VecDeque::is_empty) {
+            continue;
+        }
+        // Partitions by leader, from the producer's metadata (read straight from the model).
+        let mut by_leader: BTreeMap<BrokerId, Vec<u32>> = BTreeMap::new();
+        for (p, entity) in producer.partitions.iter().enumerate() {
+            if producer.queues[p].is_empty() {
+                continue;
+            }
+            if let Some(leader) = partitions.get(*entity).ok().and_then(|p| p.leader) {
+                by_leader.entry(leader).or_default().push(p as u32);
+            }
+        }
+        for (broker, led) in by_leader {
+            let in_flight = producer
+                .in_flight
+                .iter()
+                .filter(|f| f.broker == broker)
+                .count();
+            if in_flight >= producer.config.max_in_flight_requests_per_connection as usize {
+                continue;
+            }
+            let ready = led.iter().any(|p| {
+                let queue = &producer.queues[*p as usize];
+                let head = &queue[0];
+                if head.attempts > 0 {
+                    return now >= head.retry_at_ms;
+                }
+                let full = queue.len() > 1
+                    || head.bytes + producer.config.record_bytes > producer.config.batch_size;
+                full || now >= head.created_ms + producer.config.linger_ms
+            });
+            if !ready {
+                continue;
+            }
+            let start = producer.drain_start.get(&broker).copied().unwrap_or(0) % led.len();
+            producer.drain_start.insert(broker, start + 1);
+            let mut batches = Vec::new();
+            let mut size = 0u32;
+            for k in 0..led.len() {
+                let p = led[(start + k) % led.len()];
+                let queue = &producer.queues[p as usize];
+                let Some(head) = queue.front() else { continue };
+                if head.attempts > 0 && now < head.retry_at_ms {
+                    continue;
+                }
+                // An idempotent producer resends a batch only when no earlier batch of its
+                // partition is still in flight, so sequences reach the leader in order.
+                if let Some(seq) = head.base_sequence {
+                    let earlier_in_flight = producer
+                        .in_flight
+                        .iter()
+                        .flat_map(|f| &f.batches)
+                        .any(|b| b.partition == p && b.base_sequence.is_some_and(|s| s < seq));
+                    if earlier_in_flight {
+                        continue;
+                    }
+                }
+                if !batches.is_empty() && size + head.bytes > MAX_REQUEST_SIZE {
+                    break;
+                }
+                let mut batch = producer.queues[p as usize]
+                    .pop_front()
+                    .expect("head exists");
+                if producer.idempotent && batch.base_sequence.is_none() {
+                    batch.base_sequence = Some(producer.next_sequence[p as usize]);
+                    producer.next_sequence[p as usize] += batch.records.len() as i32;
+                }
+                size += batch.bytes;
+                batches.push(batch);
+            }
+            if batches.is_empty() {
+                continue;
+            }
+            let wire = network.send(now, Node::Producer(producer.index), Node::Broker(broker));
+            let wire_id = wire.id;
+            commands.spawn((
+                wire,
+                ProduceRequest {
+                    producer: producer.index,
+                    acks: producer.acks,
+                    timeout_ms: producer.config.request_timeout_ms,
+                    batches: batches
+                        .iter()
+                        .map(|b| WireBatch {
+                            id: b.id,
+                            partition: producer.partitions[b.partition as usize],
+                            producer: producer.index,
+                            base_sequence: if producer.idempotent {
+                                b.base_sequence
+                            } else {
+                                None
+                            },
+                            records: b.records.clone(),
+                        })
+                        .collect(),
+                    outcomes: Vec::new(),
+                },
+            ));
+            if producer.acks == Acks::Zero {
+                // acks=0: done once written to the socket; no answer will come.
+                producer.stats.acked += batches.iter().map(|b| b.records.len() as u64).sum::<u64>();
+            } else {
+                producer.in_flight.push(InFlight {
+                    wire_id,
+                    broker,
+                    sent_ms: now,
+                    batches,
+                });
+            }
+        }
+    }
+}

@@ -1,0 +1,113 @@
+//! The payloads of the messages on the wire, and Kafka's error codes among them.
+
+use std::sync::Arc;
+
+use bevy::prelude::*;
+use serde::Serialize;
+
+use super::cluster::Record;
+use crate::scenario::Acks;
+
+/// The error codes of produce and fetch responses that the model can produce (`Errors.java`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum KafkaError {
+    NotEnoughReplicas,
+    NotEnoughReplicasAfterAppend,
+    RequestTimedOut,
+    NotLeaderOrFollower,
+    OutOfOrderSequenceNumber,
+}
+
+impl KafkaError {
+    /// The name Kafka's clients and logs print.
+    pub fn name(self) -> &'static str {
+        match self {
+            KafkaError::NotEnoughReplicas => "NOT_ENOUGH_REPLICAS",
+            KafkaError::NotEnoughReplicasAfterAppend => "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+            KafkaError::RequestTimedOut => "REQUEST_TIMED_OUT",
+            KafkaError::NotLeaderOrFollower => "NOT_LEADER_OR_FOLLOWER",
+            KafkaError::OutOfOrderSequenceNumber => "OUT_OF_ORDER_SEQUENCE_NUMBER",
+        }
+    }
+
+    /// Whether the producer retries a batch that got this error. All of these are retriable in
+    /// Kafka (`RetriableException` subclasses; an out-of-order sequence behind a failed batch is
+    /// retried by the idempotent producer, `TransactionManager.canRetry`).
+    pub fn retriable(self) -> bool {
+        true
+    }
+}
+
+/// A record waiting in a producer's batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingRecord {
+    pub key: Option<Arc<str>>,
+    pub bytes: u32,
+}
+
+/// One partition's batch in a produce request.
+#[derive(Debug, Clone)]
+pub struct WireBatch {
+    /// The producer's own id for the batch.
+    pub id: u64,
+    pub partition: Entity,
+    pub producer: u32,
+    /// First sequence number when the producer is idempotent.
+    pub base_sequence: Option<i32>,
+    pub records: Vec<PendingRecord>,
+}
+
+/// Where the leader is with one batch of a produce request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchOutcome {
+    /// Answered: the batch's base offset, or an error.
+    Done(Result<u64, KafkaError>),
+    /// Appended at `base_offset`; acks=all waits until the high watermark reaches `required`.
+    Waiting { base_offset: u64, required: u64 },
+}
+
+/// A ProduceRequest to a partition leader: the batches of every partition that broker leads.
+#[derive(Component, Debug, Clone)]
+pub struct ProduceRequest {
+    pub producer: u32,
+    pub acks: Acks,
+    /// How long an acks=all request may wait at the leader (`request.timeout.ms`).
+    pub timeout_ms: u64,
+    pub batches: Vec<WireBatch>,
+    /// Filled in by the leader, one per batch.
+    pub outcomes: Vec<BatchOutcome>,
+}
+
+/// The answer to one batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchResult {
+    pub batch: u64,
+    pub partition: Entity,
+    pub result: Result<u64, KafkaError>,
+}
+
+#[derive(Component, Debug, Clone)]
+pub struct ProduceResponse {
+    /// The wire id of the request it answers.
+    pub request: u64,
+    pub results: Vec<BatchResult>,
+}
+
+/// A follower's Fetch for one partition, from its own log end offset.
+#[derive(Component, Debug, Clone)]
+pub struct FetchRequest {
+    pub partition: Entity,
+    /// The follower's replica entity.
+    pub replica: Entity,
+    pub fetch_offset: u64,
+}
+
+#[derive(Component, Debug, Clone)]
+pub struct FetchResponse {
+    pub request: u64,
+    pub partition: Entity,
+    pub replica: Entity,
+    pub records: Vec<Record>,
+    pub high_watermark: u64,
+    pub error: Option<KafkaError>,
+}

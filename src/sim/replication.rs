@@ -1,0 +1,294 @@
+//! Followers pull: each follower fetches from its own log end offset; the leader learns the
+//! follower's progress from that offset (`Partition.updateFollowerFetchState`), answers with the
+//! records it lacks and the high watermark, or holds the fetch until data arrives
+//! (`replica.fetch.wait.max.ms`). The follower takes the high watermark from the response, capped
+//! by its own log end offset, so it learns a new one a fetch later than the leader.
+
+use bevy::prelude::*;
+
+use super::cluster::{Cluster, Partition, Record, Replica};
+use super::events::Metrics;
+use super::network::{Network, Node, Wire, WireState, arrivals, held};
+use super::protocol::{FetchRequest, FetchResponse, KafkaError};
+use super::{SimClock, SimSet, SimStep};
+
+pub(super) fn plugin(app: &mut App) {
+    app.add_systems(
+        SimStep,
+        (
+            leaders_answer_fetches,
+            followers_take_responses,
+            followers_time_out_fetches,
+            followers_send_fetches,
+        )
+            .chain()
+            .in_set(SimSet::Replication),
+    )
+    .add_systems(
+        SimStep,
+        complete_delayed_fetches
+            .in_set(SimSet::Delayed)
+            .after(super::leader::complete_delayed_produce),
+    );
+}
+
+/// The records from `from` up to `max_bytes` (at least one, as Kafka always returns a whole first
+/// batch).
+fn read_log(leader: &Replica, from: u64, max_bytes: u64) -> Vec<Record> {
+    let mut bytes = 0u64;
+    let mut out = Vec::new();
+    for record in leader.log.iter().skip(from as usize) {
+        bytes += u64::from(record.bytes);
+        if bytes > max_bytes && !out.is_empty() {
+            break;
+        }
+        out.push(record.clone());
+    }
+    out
+}
+
+fn answer(
+    commands: &mut Commands,
+    network: &mut Network,
+    now: u64,
+    wire: &Wire,
+    request: &FetchRequest,
+    records: Vec<Record>,
+    high_watermark: u64,
+    error: Option<KafkaError>,
+) {
+    commands.spawn((
+        network.send(now, wire.to, wire.from),
+        FetchResponse {
+            request: wire.id,
+            partition: request.partition,
+            replica: request.replica,
+            records,
+            high_watermark,
+            error,
+        },
+    ));
+}
+
+#[allow(clippy::too_many_arguments)]
+fn leaders_answer_fetches(
+    clock: Res<SimClock>,
+    cluster: Res<Cluster>,
+    mut network: ResMut<Network>,
+    mut metrics: ResMut<Metrics>,
+    mut requests: Query<(Entity, &mut Wire, &FetchRequest)>,
+    mut partitions: Query<&mut Partition>,
+    replicas: Query<&Replica>,
+    mut commands: Commands,
+) {
+    let now = clock.now_ms;
+    for entity in arrivals(requests.iter().map(|(e, w, _)| (e, w)), now) {
+        let (_, mut wire, request) = requests.get_mut(entity).unwrap();
+        metrics.fetch_requests += 1;
+        let mut partition = partitions
+            .get_mut(request.partition)
+            .expect("partition entity");
+        let Node::Broker(to) = wire.to else {
+            unreachable!("fetches go to brokers")
+        };
+        let Node::Broker(follower) = wire.from else {
+            unreachable!("followers are brokers")
+        };
+        let leader_entity = partition
+            .leader_replica()
+            .filter(|_| partition.leader == Some(to));
+        let Some(leader_entity) = leader_entity else {
+            answer(
+                &mut commands,
+                &mut network,
+                now,
+                &wire,
+                request,
+                Vec::new(),
+                0,
+                Some(KafkaError::NotLeaderOrFollower),
+            );
+            commands.entity(entity).despawn();
+            continue;
+        };
+        let leader = replicas.get(leader_entity).expect("replica entity");
+        let leader_leo = leader.log_end_offset();
+        // Kafka reads the log (and the high watermark it reports) before it records the fetch.
+        let hw_before = leader.high_watermark;
+        if let Some(i) = partition.position(follower) {
+            partition.followers[i].record_fetch(request.fetch_offset, leader_leo, now);
+        }
+        if request.fetch_offset < leader_leo {
+            let records = read_log(
+                leader,
+                request.fetch_offset,
+                cluster.config.replica_fetch_max_bytes,
+            );
+            answer(
+                &mut commands,
+                &mut network,
+                now,
+                &wire,
+                request,
+                records,
+                hw_before,
+                None,
+            );
+            commands.entity(entity).despawn();
+        } else {
+            wire.state = WireState::Held {
+                until_ms: now + cluster.config.replica_fetch_wait_max_ms,
+            };
+        }
+    }
+}
+
+/// `DelayedFetch`: a held follower fetch finishes when the leader's log end offset passes its
+/// offset or its wait runs out. A high watermark change alone does not finish it (KAFKA-9952).
+fn complete_delayed_fetches(
+    clock: Res<SimClock>,
+    cluster: Res<Cluster>,
+    mut network: ResMut<Network>,
+    requests: Query<(Entity, &Wire, &FetchRequest)>,
+    partitions: Query<&Partition>,
+    replicas: Query<&Replica>,
+    mut commands: Commands,
+) {
+    let now = clock.now_ms;
+    for entity in held(requests.iter().map(|(e, w, _)| (e, w))) {
+        let (_, wire, request) = requests.get(entity).unwrap();
+        let partition = partitions.get(request.partition).expect("partition entity");
+        let Node::Broker(to) = wire.to else {
+            unreachable!("fetches go to brokers")
+        };
+        let expired = matches!(wire.state, WireState::Held { until_ms } if now >= until_ms);
+        let leader = partition
+            .leader_replica()
+            .filter(|_| partition.leader == Some(to))
+            .map(|e| replicas.get(e).expect("replica entity"));
+        match leader {
+            None => {
+                answer(
+                    &mut commands,
+                    &mut network,
+                    now,
+                    wire,
+                    request,
+                    Vec::new(),
+                    0,
+                    Some(KafkaError::NotLeaderOrFollower),
+                );
+                commands.entity(entity).despawn();
+            }
+            Some(leader) if expired || leader.log_end_offset() > request.fetch_offset => {
+                let records = read_log(
+                    leader,
+                    request.fetch_offset,
+                    cluster.config.replica_fetch_max_bytes,
+                );
+                answer(
+                    &mut commands,
+                    &mut network,
+                    now,
+                    wire,
+                    request,
+                    records,
+                    leader.high_watermark,
+                    None,
+                );
+                commands.entity(entity).despawn();
+            }
+            Some(_) => {}
+        }
+    }
+}
+
+/// The follower appends what it fetched and takes the leader's high watermark, capped by its own
+/// log end offset (`ReplicaFetcherThread.processPartitionData`).
+fn followers_take_responses(
+    clock: Res<SimClock>,
+    cluster: Res<Cluster>,
+    mut metrics: ResMut<Metrics>,
+    responses: Query<(Entity, &Wire, &FetchResponse)>,
+    mut replicas: Query<&mut Replica>,
+    mut commands: Commands,
+) {
+    let now = clock.now_ms;
+    for entity in arrivals(responses.iter().map(|(e, w, _)| (e, w)), now) {
+        let (_, _, response) = responses.get(entity).unwrap();
+        commands.entity(entity).despawn();
+        let mut replica = replicas.get_mut(response.replica).expect("replica entity");
+        if replica.fetcher.in_flight != Some(response.request) {
+            continue; // An answer to a fetch the follower already gave up on.
+        }
+        replica.fetcher.in_flight = None;
+        if response.error.is_some() {
+            replica.fetcher.backoff_until_ms = now + cluster.config.replica_fetch_backoff_ms;
+            continue;
+        }
+        if let Some(first) = response.records.first() {
+            if first.offset != replica.log_end_offset() {
+                continue; // Not where this log ends: a stale answer.
+            }
+            metrics.records_replicated += response.records.len() as u64;
+            replica.append(response.records.iter().cloned());
+        }
+        replica.high_watermark = response.high_watermark.min(replica.log_end_offset());
+    }
+}
+
+/// A fetch with no answer within the broker's `request.timeout.ms` is given up; the fetcher backs
+/// off `replica.fetch.backoff.ms` and tries again.
+fn followers_time_out_fetches(
+    clock: Res<SimClock>,
+    cluster: Res<Cluster>,
+    mut replicas: Query<&mut Replica>,
+) {
+    let now = clock.now_ms;
+    for mut replica in &mut replicas {
+        if replica.fetcher.in_flight.is_some()
+            && now >= replica.fetcher.sent_ms + cluster.config.request_timeout_ms
+        {
+            replica.fetcher.in_flight = None;
+            replica.fetcher.backoff_until_ms = now + cluster.config.replica_fetch_backoff_ms;
+        }
+    }
+}
+
+/// Every follower without a fetch in flight asks its leader for what follows its log end offset.
+fn followers_send_fetches(
+    clock: Res<SimClock>,
+    cluster: Res<Cluster>,
+    mut network: ResMut<Network>,
+    partitions: Query<&Partition>,
+    mut replicas: Query<&mut Replica>,
+    mut commands: Commands,
+) {
+    let now = clock.now_ms;
+    for &partition_entity in &cluster.partitions {
+        let partition = partitions.get(partition_entity).expect("partition entity");
+        let Some(leader) = partition.leader else {
+            continue;
+        };
+        for (&broker, &replica_entity) in partition.assignment.iter().zip(&partition.replicas) {
+            if broker == leader {
+                continue;
+            }
+            let mut replica = replicas.get_mut(replica_entity).expect("replica entity");
+            if replica.fetcher.in_flight.is_some() || now < replica.fetcher.backoff_until_ms {
+                continue;
+            }
+            let wire = network.send(now, Node::Broker(broker), Node::Broker(leader));
+            replica.fetcher.in_flight = Some(wire.id);
+            replica.fetcher.sent_ms = now;
+            commands.spawn((
+                wire,
+                FetchRequest {
+                    partition: partition_entity,
+                    replica: replica_entity,
+                    fetch_offset: replica.log_end_offset(),
+                },
+            ));
+        }
+    }
+}

@@ -1,0 +1,124 @@
+//! The scenario's timeline: actions applied at their instant. The sandbox sends the same actions.
+
+use bevy::prelude::*;
+
+use super::cluster::Cluster;
+use super::events::{EventKind, EventLog};
+use super::network::Network;
+use super::producer::Producer;
+use super::{SimClock, SimSet, SimStep};
+use crate::scenario::{Action, Scenario};
+
+/// Actions still to come, in time order (stable for equal times: file order).
+#[derive(Resource, Debug, Default)]
+pub struct Timeline {
+    pending: Vec<(u64, Action)>,
+    next: usize,
+}
+
+impl Timeline {
+    pub fn new(scenario: &Scenario) -> Self {
+        let mut pending: Vec<(u64, Action)> = scenario
+            .timeline
+            .iter()
+            .map(|e| (e.at_ms, e.action.clone()))
+            .collect();
+        pending.sort_by_key(|(at, _)| *at);
+        Timeline { pending, next: 0 }
+    }
+
+    /// Adds an action to apply at `at_ms` (no earlier than the next step).
+    pub fn push(&mut self, at_ms: u64, action: Action) {
+        let at = self.pending[self.next..]
+            .iter()
+            .position(|(t, _)| *t > at_ms)
+            .map_or(self.pending.len(), |i| self.next + i);
+        self.pending.insert(at, (at_ms, action));
+    }
+}
+
+pub(super) fn plugin(app: &mut App) {
+    app.init_resource::<Timeline>()
+        .add_systems(SimStep, apply_actions.in_set(SimSet::Timeline));
+}
+
+fn apply_actions(
+    clock: Res<SimClock>,
+    cluster: Res<Cluster>,
+    mut timeline: ResMut<Timeline>,
+    mut network: ResMut<Network>,
+    mut events: ResMut<EventLog>,
+    mut producers: Query<&mut Producer>,
+) {
+    let now = clock.now_ms;
+    while let Some((at, action)) = timeline.pending.get(timeline.next).cloned() {
+        if at > now {
+            break;
+        }
+        timeline.next += 1;
+        let producer = |name: &str| {
+            cluster
+                .producers
+                .iter()
+                .copied()
+                .find(|e| producers.get(*e).is_ok_and(|p| p.name == name))
+        };
+        let kind = match action {
+            Action::CutLink(a, b) => {
+                network.cut_link(a, b);
+                EventKind::LinkCut { a, b }
+            }
+            Action::HealLink(a, b) => {
+                network.heal_link(a, b);
+                EventKind::LinkHealed { a, b }
+            }
+            Action::SlowBroker(broker, extra_ms) => {
+                if let Some(slot) = network.extra_ms.get_mut(broker as usize) {
+                    *slot = extra_ms;
+                }
+                EventKind::BrokerSlowed { broker, extra_ms }
+            }
+            Action::SetAcks(name, acks) => {
+                let Some(entity) = producer(&name) else {
+                    continue;
+                };
+                let mut p = producers.get_mut(entity).unwrap();
+                p.set_acks(acks);
+                EventKind::AcksChanged {
+                    producer: name,
+                    acks: acks.as_config().to_string(),
+                    idempotent: p.idempotent,
+                }
+            }
+            Action::SetRate(name, records_per_sec) => {
+                let Some(entity) = producer(&name) else {
+                    continue;
+                };
+                producers
+                    .get_mut(entity)
+                    .unwrap()
+                    .set_rate(now, records_per_sec);
+                EventKind::RateChanged {
+                    producer: name,
+                    records_per_sec,
+                }
+            }
+            Action::Produce(name, key, count) => {
+                let Some(entity) = producer(&name) else {
+                    continue;
+                };
+                producers
+                    .get_mut(entity)
+                    .unwrap()
+                    .requested
+                    .push_back((key.clone(), count));
+                EventKind::RecordsProduced {
+                    producer: name,
+                    key,
+                    count,
+                }
+            }
+        };
+        events.push(now, kind);
+    }
+}

@@ -1,0 +1,179 @@
+//! The command line, run as a person runs it.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+fn kafkascope(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kafkascope"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).unwrap()
+}
+
+#[test]
+fn run_prints_the_json_report() {
+    let out = kafkascope(&["run", "isr-shrink", "--until-ms", "50000", "--seed", "9"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(report["scenario"], "ISR shrink");
+    assert_eq!(report["seed"], 9);
+    assert_eq!(report["sim_time_ms"], 50000);
+    let p = &report["partitions"][0];
+    for field in [
+        "topic",
+        "partition",
+        "leader",
+        "leader_epoch",
+        "isr",
+        "high_watermark",
+        "log_end_offset",
+    ] {
+        assert!(!p[field].is_null(), "partition field {field}");
+    }
+    assert_eq!(p["replicas"][2]["broker"], 3);
+    assert!(p["replicas"][0]["log_end_offset"].is_u64());
+    let producer = &report["producers"][0];
+    for field in ["name", "sent", "acked", "failed", "errors"] {
+        assert!(!producer[field].is_null(), "producer field {field}");
+    }
+    assert_eq!(report["metrics"]["isr_shrinks"], 1);
+    let shrink = report["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["type"] == "IsrShrink")
+        .expect("an IsrShrink event");
+    assert_eq!(shrink["topic"], "orders");
+    assert_eq!(shrink["isr"], serde_json::json!([1, 2]));
+    assert!(shrink["at_ms"].is_u64());
+    assert!(
+        report["invariant_violations"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn the_default_command_summarises_quickstart() {
+    let out = kafkascope(&[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.starts_with("quickstart"), "{text}");
+    assert!(text.contains("orders-0"));
+    assert!(text.contains("producer checkout (acks=all, idempotent)"));
+}
+
+#[test]
+fn list_names_the_built_in_scenarios() {
+    let out = kafkascope(&["list"]);
+    assert!(out.status.success());
+    let text = stdout(&out);
+    assert!(text.lines().next().unwrap().starts_with("quickstart"));
+    for b in kafkascope::scenario::BUILT_IN {
+        assert!(text.contains(b.name));
+    }
+}
+
+#[test]
+fn partition_agrees_with_the_library_for_any_utf8_key() {
+    let keys = [
+        "21",
+        "foobar",
+        "abc",
+        "",
+        "ünïcödé",
+        "键",
+        "🦀 crab",
+        "tab\tin",
+        "a b c",
+    ];
+    let expected: Vec<String> = keys
+        .iter()
+        .map(|k| kafkascope::partitioner::partition_for_key(k.as_bytes(), 12).to_string())
+        .collect();
+
+    let mut args = vec!["partition", "--partitions", "12", "--"];
+    args.extend(keys);
+    let out = kafkascope(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).lines().collect::<Vec<_>>(), expected);
+
+    // The same keys, one a line on stdin.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kafkascope"))
+        .args(["partition", "--partitions", "12"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(format!("{}\n", keys.join("\n")).as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(stdout(&out).lines().collect::<Vec<_>>(), expected);
+
+    // Kafka's vectors for 12 partitions.
+    let out = kafkascope(&[
+        "partition",
+        "--partitions",
+        "12",
+        "foobar",
+        "a-little-bit-longer-string",
+    ]);
+    assert_eq!(stdout(&out), "6\n11\n");
+}
+
+#[test]
+fn bad_input_exits_2_with_a_clear_message() {
+    let dir = std::env::temp_dir().join(format!("kafkascope-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("broken.ron");
+    std::fs::write(&bad, "(\n  name: \"b\",\n  duration_ms: -5,\n)").unwrap();
+    let path = bad.to_str().unwrap();
+    let out = kafkascope(&["run", path]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains(&format!("{path}:3:")),
+        "{}",
+        stderr(&out)
+    );
+
+    let impossible = dir.join("impossible.ron");
+    std::fs::write(
+        &impossible,
+        r#"(name: "i", cluster: (brokers: 1), topics: [(name: "t", replication_factor: 2)])"#,
+    )
+    .unwrap();
+    let out = kafkascope(&["run", impossible.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("topics[0].replication_factor"),
+        "{}",
+        stderr(&out)
+    );
+
+    for args in [
+        &["run", "no-such-scenario"][..],
+        &["run", "quickstart", "--until-ms", "soon"],
+        &["partition", "--partitions", "0", "k"],
+        &["frobnicate"],
+    ] {
+        let out = kafkascope(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(!stderr(&out).is_empty());
+        assert!(!stderr(&out).contains("panicked"), "{args:?}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

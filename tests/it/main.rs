@@ -1,0 +1,28 @@
+//! The integration tests: one binary (each test binary links all of Bevy).
+
+mod cli;
+mod partitioner;
+mod replication;
+mod scenario;
+mod schedule;
+
+use kafkascope::report::Report;
+use kafkascope::scenario::Scenario;
+use kafkascope::sim::Sim;
+
+/// A built-in scenario.
+pub fn built_in(name: &str) -> Scenario {
+    Scenario::built_in(name).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A scenario from RON text.
+pub fn scenario(source: &str) -> Scenario {
+    Scenario::parse(source, "test.ron").unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Runs a scenario to its end.
+pub fn run(scenario: &Scenario) -> Report {
+    let mut sim = Sim::new(scenario);
+    sim.run_until(scenario.duration_ms);
+    sim.report()
+}

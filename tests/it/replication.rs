@@ -1,0 +1,315 @@
+//! Replication, the ISR and acks, with numbers from the report.
+
+use kafkascope::partitioner::partition_for_key;
+use kafkascope::report::Report;
+use kafkascope::sim::{EventKind, Replica, Sim};
+
+fn isr_events(report: &Report) -> Vec<(u64, &EventKind)> {
+    report
+        .events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.kind,
+                EventKind::IsrShrink { .. } | EventKind::IsrExpand { .. }
+            )
+        })
+        .map(|e| (e.at_ms, &e.kind))
+        .collect()
+}
+
+#[test]
+fn a_cut_follower_leaves_the_isr_after_the_lag_time_and_rejoins_after_the_heal() {
+    let scenario = crate::built_in("isr-shrink");
+    let lag = scenario.cluster.replica_lag_time_max_ms;
+    let (cut, heal) = (5_000, 60_000);
+
+    // Not before replica.lag.time.max.ms has passed since the cut.
+    let mut sim = Sim::new(&scenario);
+    sim.run_until(cut + lag);
+    let report = sim.report();
+    assert_eq!(report.partitions[0].isr, vec![1, 2, 3]);
+    assert!(isr_events(&report).is_empty());
+
+    sim.run_until(scenario.duration_ms);
+    let report = sim.report();
+    let events = isr_events(&report);
+    assert_eq!(events.len(), 2, "one shrink, one expand: {events:?}");
+    let (shrink_at, shrink) = events[0];
+    assert_eq!(
+        *shrink,
+        EventKind::IsrShrink {
+            topic: "orders".into(),
+            partition: 0,
+            isr: vec![1, 2],
+            removed: vec![3],
+        }
+    );
+    // The leader checks every lag/2, so the shrink comes within lag/2 of the deadline.
+    assert!(shrink_at > cut + lag, "shrink at {shrink_at}");
+    assert!(shrink_at <= cut + lag + lag / 2, "shrink at {shrink_at}");
+
+    let (expand_at, expand) = events[1];
+    assert!(
+        matches!(expand, EventKind::IsrExpand { isr, added, .. } if *isr == vec![1, 2, 3] && *added == vec![3])
+    );
+    assert!(expand_at > heal, "expand at {expand_at}");
+    assert_eq!(report.partitions[0].isr, vec![1, 2, 3]);
+    assert_eq!(report.metrics.isr_shrinks, 1);
+    assert_eq!(report.metrics.isr_expands, 1);
+    // Back in the ISR means caught up: every replica ends with the whole log.
+    let leo = report.partitions[0].log_end_offset;
+    assert!(
+        report.partitions[0]
+            .replicas
+            .iter()
+            .all(|r| r.log_end_offset == leo)
+    );
+    assert!(
+        report.invariant_violations.is_empty(),
+        "{:?}",
+        report.invariant_violations
+    );
+}
+
+#[test]
+fn the_high_watermark_waits_for_a_lagging_isr_member_until_it_is_dropped() {
+    let mut scenario = crate::built_in("isr-shrink");
+    // acks=1 keeps records flowing to the leader while the HW stands still.
+    scenario.producers[0].acks = kafkascope::scenario::Acks::One;
+    let mut sim = Sim::new(&scenario);
+
+    sim.run_until(5_100);
+    let at_cut = sim.report().partitions[0].clone();
+    sim.run_until(34_000);
+    let stalled = sim.report().partitions[0].clone();
+    assert_eq!(stalled.isr, vec![1, 2, 3], "3 is still in the ISR");
+    assert_eq!(
+        stalled.high_watermark, at_cut.high_watermark,
+        "the HW does not move while ISR member 3 is behind"
+    );
+    let follower_3 = stalled.replicas.iter().find(|r| r.broker == 3).unwrap();
+    assert_eq!(stalled.high_watermark, follower_3.log_end_offset);
+    assert!(
+        stalled.log_end_offset > stalled.high_watermark + 1000,
+        "the leader kept appending: LEO {} HW {}",
+        stalled.log_end_offset,
+        stalled.high_watermark
+    );
+
+    sim.run_until(50_000);
+    let dropped = sim.report().partitions[0].clone();
+    assert_eq!(dropped.isr, vec![1, 2]);
+    let follower_2 = dropped.replicas.iter().find(|r| r.broker == 2).unwrap();
+    assert!(
+        dropped.high_watermark > stalled.log_end_offset,
+        "the HW jumped once 3 was dropped"
+    );
+    assert!(dropped.high_watermark <= follower_2.log_end_offset);
+}
+
+#[test]
+fn acks_all_with_an_isr_below_min_insync_replicas_gets_not_enough_replicas() {
+    let scenario = crate::built_in("min-isr");
+    let mut sim = Sim::new(&scenario);
+    sim.run_until(44_000);
+    let before = sim.report();
+    assert_eq!(before.partitions[0].isr, vec![1, 2, 3]);
+    assert_eq!(
+        before.producers[0].stats.errors.get("NOT_ENOUGH_REPLICAS"),
+        None
+    );
+
+    sim.run_until(74_000);
+    let during = sim.report();
+    assert_eq!(
+        during.partitions[0].isr,
+        vec![1],
+        "the ISR is the leader alone"
+    );
+    let refused = during.producers[0]
+        .stats
+        .errors
+        .get("NOT_ENOUGH_REPLICAS")
+        .copied();
+    assert!(refused.unwrap_or(0) > 5, "refused: {refused:?}");
+    // Refused appends are not appended: the leader's log did not grow while the ISR was {1}.
+    let leo_at_shrink = during.partitions[0].log_end_offset;
+    sim.run_until(74_900);
+    assert_eq!(sim.report().partitions[0].log_end_offset, leo_at_shrink);
+
+    let end = {
+        sim.run_until(scenario.duration_ms);
+        sim.report()
+    };
+    assert_eq!(
+        end.partitions[0].isr,
+        vec![1, 2, 3],
+        "the followers rejoin after the heal"
+    );
+    let p = &end.producers[0];
+    assert!(
+        p.stats.acked > during.producers[0].stats.acked,
+        "acks resume"
+    );
+    assert_eq!(
+        p.stats.failed, 0,
+        "retries outlast the outage within delivery.timeout.ms"
+    );
+    assert!(
+        end.invariant_violations.is_empty(),
+        "{:?}",
+        end.invariant_violations
+    );
+}
+
+#[test]
+fn acks_one_is_acknowledged_before_the_followers_have_the_record() {
+    let scenario = crate::built_in("acks-one");
+    let mut sim = Sim::new(&scenario);
+    sim.run_until(5_000);
+    assert_eq!(sim.report().producers[0].stats.acked, 0);
+    while sim.report().producers[0].stats.acked == 0 {
+        assert!(sim.now_ms() < 6_000, "acks=1 answers within a round trip");
+        sim.step();
+    }
+    let report = sim.report();
+    let p = &report.partitions[0];
+    assert_eq!(p.log_end_offset, 1, "the leader has the record");
+    assert_eq!(p.high_watermark, 0, "it is not committed yet");
+    for follower in p.replicas.iter().filter(|r| r.broker != 1) {
+        assert_eq!(
+            follower.log_end_offset, 0,
+            "follower {} lacks it",
+            follower.broker
+        );
+    }
+    // And a moment later the followers have it and the HW covers it.
+    sim.run_until(6_000);
+    let p = sim.report().partitions[0].clone();
+    assert_eq!(p.high_watermark, 1);
+    assert!(p.replicas.iter().all(|r| r.log_end_offset == 1));
+}
+
+#[test]
+fn a_follower_learns_the_high_watermark_a_fetch_later_than_the_leader() {
+    let scenario = crate::built_in("acks-one");
+    let mut sim = Sim::new(&scenario);
+    sim.run_until(5_000);
+    while sim.report().partitions[0].high_watermark == 0 {
+        assert!(sim.now_ms() < 7_000);
+        sim.step();
+    }
+    let report = sim.report();
+    let leader_hw_at = sim.now_ms();
+    assert!(
+        report.partitions[0]
+            .replicas
+            .iter()
+            .filter(|r| r.broker != 1)
+            .all(|r| r.high_watermark == 0)
+    );
+    while sim.report().partitions[0]
+        .replicas
+        .iter()
+        .any(|r| r.high_watermark == 0)
+    {
+        assert!(sim.now_ms() < 8_000);
+        sim.step();
+    }
+    assert!(sim.now_ms() > leader_hw_at);
+}
+
+#[test]
+fn keyed_records_land_on_the_partition_kafka_picks() {
+    let mut scenario = crate::built_in("quickstart");
+    scenario.duration_ms = 2_000;
+    let mut sim = Sim::new(&scenario);
+    sim.run_until(scenario.duration_ms);
+    let world = sim.world_mut();
+    let mut replicas = world.query::<&Replica>();
+    let mut checked = 0;
+    for replica in replicas.iter(world) {
+        let partition = world
+            .get::<kafkascope::sim::Partition>(replica.partition)
+            .unwrap();
+        for record in &replica.log {
+            let key = record.key.as_deref().expect("quickstart keys its records");
+            assert_eq!(partition_for_key(key.as_bytes(), 3), partition.index);
+            checked += 1;
+        }
+    }
+    assert!(checked > 1000);
+}
+
+/// Keys in the leader logs, and how many appear more than once.
+fn duplicate_keys(sim: &mut Sim) -> usize {
+    let world = sim.world_mut();
+    let mut replicas = world.query::<&Replica>();
+    let mut keys: Vec<String> = Vec::new();
+    for replica in replicas.iter(world) {
+        let partition = world
+            .get::<kafkascope::sim::Partition>(replica.partition)
+            .unwrap();
+        if partition.leader == Some(replica.broker) {
+            keys.extend(
+                replica
+                    .log
+                    .iter()
+                    .map(|r| r.key.as_deref().unwrap().to_string()),
+            );
+        }
+    }
+    let total = keys.len();
+    keys.sort();
+    keys.dedup();
+    total - keys.len()
+}
+
+#[test]
+fn retries_duplicate_records_unless_the_producer_is_idempotent() {
+    // Timed-out acks=all requests were appended at the leader; their retries append again unless
+    // the leader recognises the producer's sequence numbers.
+    for (idempotence, duplicates_expected) in [(None, false), (Some(false), true)] {
+        let mut scenario = crate::built_in("isr-shrink");
+        scenario.producers[0].enable_idempotence = idempotence;
+        let mut sim = Sim::new(&scenario);
+        sim.run_until(scenario.duration_ms);
+        let report = sim.report();
+        let timeouts = report.producers[0]
+            .stats
+            .errors
+            .get("REQUEST_TIMED_OUT")
+            .copied();
+        assert!(
+            timeouts.unwrap_or(0) > 0,
+            "the stall makes requests time out"
+        );
+        let duplicates = duplicate_keys(&mut sim);
+        assert_eq!(
+            duplicates > 0,
+            duplicates_expected,
+            "idempotence {idempotence:?}: {duplicates} duplicates"
+        );
+    }
+}
+
+#[test]
+fn every_built_in_scenario_keeps_the_invariants() {
+    for built_in in kafkascope::scenario::BUILT_IN {
+        let mut scenario = crate::built_in(built_in.name);
+        scenario.duration_ms = scenario.duration_ms.min(100_000);
+        let report = crate::run(&scenario);
+        assert!(
+            report.invariant_violations.is_empty(),
+            "{}: {:?}",
+            built_in.name,
+            report.invariant_violations
+        );
+        assert!(
+            report.producers.iter().all(|p| p.stats.sent > 0),
+            "{} produces",
+            built_in.name
+        );
+    }
+}

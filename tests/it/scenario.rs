@@ -1,0 +1,147 @@
+//! Scenario files: Kafka's defaults, and clear refusals of what cannot exist.
+
+use kafkascope::scenario::{Acks, Keys, Scenario, ScenarioError};
+
+fn refused(source: &str) -> ScenarioError {
+    Scenario::parse(source, "bad.ron").expect_err("the scenario should be refused")
+}
+
+fn invalid_field(source: &str) -> (String, String) {
+    match refused(source) {
+        ScenarioError::Invalid { field, message, .. } => (field, message),
+        other => panic!("expected a field error, got {other}"),
+    }
+}
+
+const MINIMAL: &str = r#"(name: "m", topics: [(name: "t")], producers: [(name: "p", topic: "t")])"#;
+
+#[test]
+fn left_out_fields_take_kafkas_defaults() {
+    let s = crate::scenario(MINIMAL);
+    assert_eq!(s.cluster.brokers, 3);
+    assert_eq!(s.cluster.replica_lag_time_max_ms, 30_000);
+    assert_eq!(s.cluster.replica_fetch_wait_max_ms, 500);
+    assert_eq!(s.cluster.request_timeout_ms, 30_000);
+    let t = &s.topics[0];
+    assert_eq!(
+        (t.partitions, t.replication_factor, t.min_insync_replicas),
+        (1, 1, 1)
+    );
+    let p = &s.producers[0];
+    assert_eq!(p.acks, Acks::All);
+    assert_eq!(p.keys, Keys::None);
+    assert_eq!((p.linger_ms, p.batch_size), (5, 16_384));
+    assert_eq!(
+        (p.request_timeout_ms, p.delivery_timeout_ms),
+        (30_000, 120_000)
+    );
+    assert_eq!((p.retry_backoff_ms, p.retry_backoff_max_ms), (100, 1_000));
+    assert_eq!(p.max_in_flight_requests_per_connection, 5);
+    assert_eq!(p.enable_idempotence, None);
+}
+
+#[test]
+fn the_issue_example_parses() {
+    let s = crate::built_in("isr-shrink");
+    assert_eq!(s.name, "ISR shrink");
+    assert_eq!(s.seed, 7);
+    assert_eq!(s.topics[0].assignment, Some(vec![vec![1, 2, 3]]));
+    assert_eq!(s.producers[0].keys, Keys::Sequence("k".into()));
+}
+
+#[test]
+fn default_assignment_is_kafkas_rack_unaware_placement() {
+    let s = crate::scenario(
+        r#"(name: "a", cluster: (brokers: 3), topics: [(name: "t", partitions: 4, replication_factor: 2)])"#,
+    );
+    // First replicas round-robin over the brokers; followers shift by one more every full round.
+    assert_eq!(
+        s.assignment(&s.topics[0]),
+        vec![vec![1, 2], vec![2, 3], vec![3, 1], vec![1, 3]]
+    );
+}
+
+#[test]
+fn a_syntax_error_names_line_and_column() {
+    let e = refused("(\n  name: \"x\",\n  seed: oops,\n)");
+    let ScenarioError::Syntax { line, column, .. } = &e else {
+        panic!("expected a syntax error, got {e}");
+    };
+    assert_eq!(*line, 3);
+    assert!(*column > 1);
+    assert!(e.to_string().starts_with("bad.ron:3:"), "{e}");
+}
+
+#[test]
+fn an_unknown_field_is_an_error() {
+    let e = refused(r#"(name: "x", brokers: 3)"#);
+    assert!(matches!(e, ScenarioError::Syntax { .. }));
+    assert!(e.to_string().contains("brokers"), "{e}");
+    let e = refused(r#"(name: "x", topics: [(name: "t", partitons: 3)])"#);
+    assert!(e.to_string().contains("partitons"), "{e}");
+}
+
+#[test]
+fn impossible_scenarios_name_the_field() {
+    let cases = [
+        (
+            r#"(name: "x", cluster: (brokers: 2), topics: [(name: "t", replication_factor: 3)])"#,
+            "topics[0].replication_factor",
+            "above the broker count",
+        ),
+        (
+            r#"(name: "x", topics: [(name: "t", replication_factor: 2, min_insync_replicas: 3)])"#,
+            "topics[0].min_insync_replicas",
+            "above the replication factor",
+        ),
+        (
+            r#"(name: "x", topics: [(name: "t", partitions: 0)])"#,
+            "topics[0].partitions",
+            "0 partitions",
+        ),
+        (
+            r#"(name: "x", topics: [(name: "t")], timeline: [(at_ms: 10, action: CutLink(1, 9))])"#,
+            "timeline[0].action",
+            "broker 9 does not exist",
+        ),
+        (
+            r#"(name: "x", topics: [(name: "t")], timeline: [(at_ms: 10, action: SetRate("ghost", 5))])"#,
+            "timeline[0].action",
+            "no producer named \"ghost\"",
+        ),
+        (
+            r#"(name: "x", producers: [(name: "p", topic: "nope")])"#,
+            "producers[0].topic",
+            "no topic named",
+        ),
+        (
+            r#"(name: "x", topics: [(name: "t", replication_factor: 3)], producers: [(name: "p", topic: "t", records_per_sec: 1000000)], duration_ms: 600000000)"#,
+            "producers",
+            "fit in memory",
+        ),
+        (
+            r#"(name: "x", topics: [(name: "t")], producers: [(name: "p", topic: "t", acks: One, enable_idempotence: Some(true))])"#,
+            "producers[0].enable_idempotence",
+            "needs acks=all",
+        ),
+        (
+            r#"(name: "x", topics: [(name: "t", partitions: 2, assignment: Some([[1]]))])"#,
+            "topics[0].assignment",
+            "lists 1 partitions",
+        ),
+    ];
+    for (source, field, why) in cases {
+        let (f, message) = invalid_field(source);
+        assert_eq!(f, field, "{source}");
+        assert!(message.contains(why), "{source}: {message}");
+    }
+}
+
+#[test]
+fn every_built_in_scenario_parses_and_has_a_description() {
+    for b in kafkascope::scenario::BUILT_IN {
+        let s = crate::built_in(b.name);
+        assert!(!s.description.is_empty(), "{}", b.name);
+    }
+    assert_eq!(kafkascope::scenario::BUILT_IN[0].name, "quickstart");
+}
