@@ -6,10 +6,47 @@ use rand_pcg::Pcg64;
 
 use super::{SimSet, SimStep};
 
-/// Integer sim time. A step handles the instant `now_ms`, then moves it one millisecond on.
-#[derive(Resource, Debug, Default, Clone, Copy)]
+/// Integer sim time. A step handles the instant `now_ms`, then moves the clock to the next instant
+/// at which anything can happen: one millisecond on, or further when every system says it has
+/// nothing to do before then. Skipped instants are those at which no rule could act, so a run
+/// gives the same report with skipping on or off (a test checks it).
+#[derive(Resource, Debug, Clone, Copy)]
 pub struct SimClock {
     pub now_ms: u64,
+    /// The clock never moves past this instant in one step (where the caller wants to stop).
+    pub horizon_ms: u64,
+    /// Jump over idle instants (on by default; off steps every millisecond).
+    pub skip_idle: bool,
+}
+
+impl Default for SimClock {
+    fn default() -> Self {
+        SimClock {
+            now_ms: 0,
+            horizon_ms: u64::MAX,
+            skip_idle: true,
+        }
+    }
+}
+
+/// The earliest future instant at which some system has something to do: every system with a
+/// deadline (a message arriving, a timeout, a linger, a periodic check) reports it here, each step.
+#[derive(Resource, Debug, Clone, Copy)]
+pub struct Wake {
+    next_ms: u64,
+}
+
+impl Default for Wake {
+    fn default() -> Self {
+        Wake { next_ms: u64::MAX }
+    }
+}
+
+impl Wake {
+    /// Something is due at `at_ms`, an instant after the current one.
+    pub fn at(&mut self, at_ms: u64) {
+        self.next_ms = self.next_ms.min(at_ms);
+    }
 }
 
 /// The run's only source of randomness: PCG64, whose output is fixed by its specification on every
@@ -36,10 +73,17 @@ impl SimRng {
 
 pub(super) fn plugin(app: &mut App) {
     app.init_resource::<SimClock>()
+        .init_resource::<Wake>()
         .insert_resource(SimRng::new(0))
         .add_systems(SimStep, tick.in_set(SimSet::Clock));
 }
 
-pub(super) fn tick(mut clock: ResMut<SimClock>) {
-    clock.now_ms += 1;
+pub(super) fn tick(mut clock: ResMut<SimClock>, mut wake: ResMut<Wake>) {
+    let next = clock.now_ms + 1;
+    clock.now_ms = if clock.skip_idle {
+        wake.next_ms.max(next).min(clock.horizon_ms.max(next))
+    } else {
+        next
+    };
+    *wake = Wake::default();
 }

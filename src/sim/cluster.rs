@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use bevy::prelude::*;
 
-use super::clock::{SimClock, SimRng};
+use super::clock::{SimClock, SimRng, Wake};
 use super::events::{EventLog, Metrics};
 use super::invariants::Invariants;
 use super::network::Network;
@@ -124,15 +124,11 @@ impl Partition {
 
     /// `Partition.maybeIncrementLeaderHW`: the smallest log end offset among the leader, the ISR
     /// and followers caught up enough to be about to join it; never while the ISR is below the
-    /// effective `min.insync.replicas` (Kafka 3.7+), never backwards. Returns whether it moved.
-    pub fn maybe_increment_leader_hw(
-        &self,
-        leader: &mut Replica,
-        now: u64,
-        lag_max_ms: u64,
-    ) -> bool {
+    /// effective `min.insync.replicas` (Kafka 3.7+), never backwards. Returns the new high
+    /// watermark when it moves.
+    pub fn next_leader_hw(&self, leader: &Replica, now: u64, lag_max_ms: u64) -> Option<u64> {
         if self.isr.len() < self.effective_min_isr() {
-            return false;
+            return None;
         }
         let leader_leo = leader.log_end_offset();
         let mut new_hw = leader_leo;
@@ -147,12 +143,7 @@ impl Partition {
                 new_hw = f.log_end_offset;
             }
         }
-        if new_hw > leader.high_watermark {
-            leader.high_watermark = new_hw;
-            true
-        } else {
-            false
-        }
+        (new_hw > leader.high_watermark).then_some(new_hw)
     }
 }
 
@@ -280,6 +271,7 @@ impl Replica {
 /// Spawns the scenario's brokers, partitions, replicas and producers and sets the run's seed.
 pub fn load(world: &mut World, scenario: &Scenario) {
     world.insert_resource(SimClock::default());
+    world.insert_resource(Wake::default());
     world.insert_resource(SimRng::new(scenario.seed));
     world.insert_resource(EventLog::default());
     world.insert_resource(Metrics::default());

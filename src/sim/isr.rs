@@ -13,7 +13,7 @@ use bevy::prelude::*;
 
 use super::cluster::{Cluster, Partition, Replica};
 use super::events::{EventKind, EventLog, Metrics};
-use super::{SimClock, SimSet, SimStep};
+use super::{SimClock, SimSet, SimStep, Wake};
 
 pub(super) fn plugin(app: &mut App) {
     app.add_systems(
@@ -33,6 +33,14 @@ fn expand_isr(
     replicas: Query<&Replica>,
 ) {
     for &entity in &cluster.partitions {
+        let partition_ref = partitions.get(entity).expect("partition entity");
+        if partition_ref
+            .followers
+            .iter()
+            .all(|f| f.last_fetch_ms != clock.now_ms)
+        {
+            continue;
+        }
         let mut partition = partitions.get_mut(entity).expect("partition entity");
         let Some(leader) = partition.leader_replica() else {
             continue;
@@ -78,10 +86,13 @@ fn shrink_isr(
     mut metrics: ResMut<Metrics>,
     mut partitions: Query<&mut Partition>,
     replicas: Query<&Replica>,
+    mut wake: ResMut<Wake>,
 ) {
     let lag_max = cluster.config.replica_lag_time_max_ms;
+    let period = lag_max / 2;
     let now = clock.now_ms;
-    if now == 0 || now % (lag_max / 2) != 0 {
+    wake.at((now / period + 1) * period);
+    if now == 0 || now % period != 0 {
         return;
     }
     for &entity in &cluster.partitions {
@@ -126,16 +137,31 @@ fn advance_high_watermarks(
     cluster: Res<Cluster>,
     partitions: Query<&Partition>,
     mut replicas: Query<&mut Replica>,
+    mut wake: ResMut<Wake>,
 ) {
+    let now = clock.now_ms;
+    let lag_max = cluster.config.replica_lag_time_max_ms;
     for &entity in &cluster.partitions {
         let partition = partitions.get(entity).expect("partition entity");
-        if let Some(leader) = partition.leader_replica() {
-            let mut leader = replicas.get_mut(leader).expect("replica entity");
-            partition.maybe_increment_leader_hw(
-                &mut leader,
-                clock.now_ms,
-                cluster.config.replica_lag_time_max_ms,
-            );
+        let Some(leader) = partition.leader_replica() else {
+            continue;
+        };
+        let mut leader = replicas.get_mut(leader).expect("replica entity");
+        // Read first: only a real change marks the replica changed.
+        if let Some(hw) = partition.next_leader_hw(&leader, now, lag_max) {
+            leader.high_watermark = hw;
+        }
+        // A follower outside the ISR holds the high watermark back only while it is caught up
+        // within the lag time: when that runs out, the high watermark may move with no message.
+        let leader_leo = leader.log_end_offset();
+        for (broker, f) in partition.assignment.iter().zip(&partition.followers) {
+            if Some(*broker) != partition.leader
+                && !partition.in_isr(*broker)
+                && f.log_end_offset < leader_leo
+                && f.last_caught_up_ms + lag_max >= now
+            {
+                wake.at(f.last_caught_up_ms + lag_max + 1);
+            }
         }
     }
 }

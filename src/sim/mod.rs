@@ -21,7 +21,7 @@ pub mod protocol;
 pub mod replication;
 pub mod timeline;
 
-pub use clock::{SimClock, SimRng};
+pub use clock::{SimClock, SimRng, Wake};
 pub use cluster::{Broker, BrokerId, Cluster, Partition, Record, Replica};
 pub use events::{Event, EventKind, EventLog, Metrics};
 pub use network::{Node, Wire, WireState};
@@ -64,6 +64,9 @@ pub fn plugin(app: &mut App) {
     schedule.set_executor(SingleThreadedExecutor::new());
     schedule.set_build_settings(ScheduleBuildSettings {
         ambiguity_detection: LogLevel::Error,
+        // What a step spawns (messages) is only read at later steps, and despawns are of
+        // messages already handled: the commands of a step are applied once, at its end.
+        auto_insert_apply_deferred: false,
         ..default()
     });
     schedule.configure_sets(
@@ -121,16 +124,30 @@ impl Sim {
         self.world().resource::<SimClock>().now_ms
     }
 
-    /// Runs one millisecond of the model.
+    /// Runs one step: the current instant, after which the clock moves to the next instant at
+    /// which anything happens.
     pub fn step(&mut self) {
         self.app.world_mut().run_schedule(SimStep);
     }
 
+    /// Steps every millisecond instead of jumping over idle ones (the reports are the same).
+    pub fn set_skip_idle(&mut self, skip: bool) {
+        self.world_mut().resource_mut::<SimClock>().skip_idle = skip;
+    }
+
     /// Runs every step before `until_ms`; afterwards the clock reads `until_ms`.
     pub fn run_until(&mut self, until_ms: u64) {
-        while self.now_ms() < until_ms {
-            self.step();
+        // Holding the schedule outside `Schedules` for the loop saves a look-up per step.
+        let world = self.app.world_mut();
+        let mut schedule = world
+            .resource_mut::<Schedules>()
+            .remove(SimStep)
+            .expect("the model plugin adds its schedule");
+        world.resource_mut::<SimClock>().horizon_ms = until_ms;
+        while world.resource::<SimClock>().now_ms < until_ms {
+            schedule.run(world);
         }
+        world.resource_mut::<Schedules>().insert(schedule);
     }
 
     pub fn report(&mut self) -> Report {

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::cluster::BrokerId;
 use super::events::Metrics;
-use super::{SimClock, SimSet, SimStep};
+use super::{SimClock, SimSet, SimStep, Wake};
 use crate::scenario::ClusterConfig;
 
 /// An end of a link.
@@ -61,6 +61,8 @@ pub struct Network {
     /// Extra delay of every message to or from a broker, indexed by broker id.
     pub extra_ms: Vec<u64>,
     next_id: u64,
+    /// The earliest arrival among messages sent this step (not yet spawned, so not yet seen).
+    first_arrival_ms: u64,
 }
 
 impl Network {
@@ -70,6 +72,7 @@ impl Network {
             cut: BTreeSet::new(),
             extra_ms: vec![0; config.brokers as usize + 1],
             next_id: 0,
+            first_arrival_ms: u64::MAX,
         }
     }
 
@@ -109,12 +112,14 @@ impl Network {
         } else {
             WireState::InFlight
         };
+        let arrive_ms = now + self.latency_ms + self.extra(from) + self.extra(to);
+        self.first_arrival_ms = self.first_arrival_ms.min(arrive_ms);
         Wire {
             id: self.next_id,
             from,
             to,
             sent_ms: now,
-            arrive_ms: now + self.latency_ms + self.extra(from) + self.extra(to),
+            arrive_ms,
             state,
         }
     }
@@ -165,17 +170,28 @@ fn drop_on_cut_links(clock: Res<SimClock>, network: Res<Network>, mut wires: Que
     }
 }
 
-/// Lost messages stay visible until they would have arrived, then go.
+/// Lost messages stay visible until they would have arrived, then go. Every other message wakes
+/// the clock when it arrives or when its hold runs out.
 fn despawn_lost(
     clock: Res<SimClock>,
     wires: Query<(Entity, &Wire)>,
     mut metrics: ResMut<Metrics>,
+    mut network: ResMut<Network>,
+    mut wake: ResMut<Wake>,
     mut commands: Commands,
 ) {
+    let now = clock.now_ms;
+    wake.at(network.first_arrival_ms);
+    network.first_arrival_ms = u64::MAX;
     for (entity, wire) in &wires {
-        if matches!(wire.state, WireState::Lost { .. }) && wire.arrive_ms <= clock.now_ms {
-            metrics.messages_lost += 1;
-            commands.entity(entity).despawn();
+        match wire.state {
+            WireState::Lost { .. } if wire.arrive_ms <= now => {
+                metrics.messages_lost += 1;
+                commands.entity(entity).despawn();
+            }
+            WireState::Held { until_ms } if until_ms > now => wake.at(until_ms),
+            _ if wire.arrive_ms > now => wake.at(wire.arrive_ms),
+            _ => {}
         }
     }
 }

@@ -14,7 +14,7 @@ use super::network::{Network, Node, Wire, arrivals};
 use super::protocol::{
     BatchResult, KafkaError, PendingRecord, ProduceRequest, ProduceResponse, WireBatch,
 };
-use super::{SimClock, SimSet, SimStep};
+use super::{SimClock, SimSet, SimStep, Wake};
 use crate::partitioner::partition_for_key;
 use crate::scenario::{Acks, Keys, ProducerConfig};
 
@@ -28,7 +28,7 @@ const BACKOFF_JITTER_PERMILLE: u64 = 200;
 pub(super) fn plugin(app: &mut App) {
     app.add_systems(
         SimStep,
-        (handle_responses, expire, accumulate, send)
+        (handle_responses, expire, accumulate, send, wake_producers)
             .chain()
             .in_set(SimSet::Producer),
     );
@@ -547,6 +547,44 @@ fn send(
                     sent_ms: now,
                     batches,
                 });
+            }
+        }
+    }
+}
+
+/// The next instants a producer has something to do: its next record, a batch's linger or retry
+/// back-off, a request's or a batch's timeout.
+fn wake_producers(clock: Res<SimClock>, mut wake: ResMut<Wake>, producers: Query<&Producer>) {
+    let now = clock.now_ms;
+    let mut at = |t: u64| {
+        if t > now {
+            wake.at(t);
+        }
+    };
+    for producer in &producers {
+        let rate = u64::from(producer.records_per_sec);
+        if rate > 0 {
+            // The first instant t with (t - since + 1) * rate / 1000 > made so far.
+            let needed = (producer.made_since + 1) * 1000;
+            at(producer.rate_since_ms + needed.div_ceil(rate) - 1);
+        }
+        let delivery = producer.config.delivery_timeout_ms;
+        for queue in &producer.queues {
+            if let Some(head) = queue.front() {
+                at(if head.attempts > 0 {
+                    head.retry_at_ms
+                } else {
+                    head.created_ms + producer.config.linger_ms
+                });
+            }
+            for batch in queue {
+                at(batch.created_ms + delivery);
+            }
+        }
+        for request in &producer.in_flight {
+            at(request.sent_ms + producer.config.request_timeout_ms);
+            for batch in &request.batches {
+                at(batch.created_ms + delivery);
             }
         }
     }

@@ -8,9 +8,9 @@ use bevy::prelude::*;
 
 use super::cluster::{Cluster, Partition, Record, Replica};
 use super::events::Metrics;
-use super::network::{Network, Node, Wire, WireState, arrivals, held};
+use super::network::{Network, Node, Wire, WireState, arrivals};
 use super::protocol::{FetchRequest, FetchResponse, KafkaError};
-use super::{SimClock, SimSet, SimStep};
+use super::{SimClock, SimSet, SimStep, Wake};
 
 pub(super) fn plugin(app: &mut App) {
     app.add_systems(
@@ -20,6 +20,7 @@ pub(super) fn plugin(app: &mut App) {
             followers_take_responses,
             followers_time_out_fetches,
             followers_send_fetches,
+            wake_followers,
         )
             .chain()
             .in_set(SimSet::Replication),
@@ -145,6 +146,7 @@ fn leaders_answer_fetches(
 
 /// `DelayedFetch`: a held follower fetch finishes when the leader's log end offset passes its
 /// offset or its wait runs out. A high watermark change alone does not finish it (KAFKA-9952).
+#[allow(clippy::too_many_arguments)]
 fn complete_delayed_fetches(
     clock: Res<SimClock>,
     cluster: Res<Cluster>,
@@ -152,10 +154,26 @@ fn complete_delayed_fetches(
     requests: Query<(Entity, &Wire, &FetchRequest)>,
     partitions: Query<&Partition>,
     replicas: Query<&Replica>,
+    changed: Query<&Replica, Changed<Replica>>,
     mut commands: Commands,
 ) {
     let now = clock.now_ms;
-    for entity in held(requests.iter().map(|(e, w, _)| (e, w))) {
+    // Only partitions whose replicas changed since the last step can have new data.
+    let mut touched: Vec<Entity> = changed.iter().map(|r| r.partition).collect();
+    touched.sort_unstable();
+    touched.dedup();
+    let mut due: Vec<(u64, Entity)> = requests
+        .iter()
+        .filter(|(_, wire, request)| match wire.state {
+            WireState::Held { until_ms } => {
+                now >= until_ms || touched.binary_search(&request.partition).is_ok()
+            }
+            _ => false,
+        })
+        .map(|(e, w, _)| (w.id, e))
+        .collect();
+    due.sort_unstable();
+    for (_, entity) in due {
         let (_, wire, request) = requests.get(entity).unwrap();
         let partition = partitions.get(request.partition).expect("partition entity");
         let Node::Broker(to) = wire.to else {
@@ -258,37 +276,58 @@ fn followers_time_out_fetches(
 /// Every follower without a fetch in flight asks its leader for what follows its log end offset.
 fn followers_send_fetches(
     clock: Res<SimClock>,
-    cluster: Res<Cluster>,
     mut network: ResMut<Network>,
     partitions: Query<&Partition>,
-    mut replicas: Query<&mut Replica>,
+    mut replicas: Query<(Entity, &mut Replica)>,
     mut commands: Commands,
 ) {
     let now = clock.now_ms;
-    for &partition_entity in &cluster.partitions {
-        let partition = partitions.get(partition_entity).expect("partition entity");
-        let Some(leader) = partition.leader else {
+    let mut idle: Vec<Entity> = replicas
+        .iter()
+        .filter(|(_, r)| r.fetcher.in_flight.is_none() && now >= r.fetcher.backoff_until_ms)
+        .map(|(e, _)| e)
+        .collect();
+    if idle.is_empty() {
+        return;
+    }
+    idle.sort_unstable();
+    for replica_entity in idle {
+        let (_, mut replica) = replicas.get_mut(replica_entity).expect("replica entity");
+        let partition = partitions.get(replica.partition).expect("partition entity");
+        let Some(leader) = partition.leader.filter(|l| *l != replica.broker) else {
             continue;
         };
-        for (&broker, &replica_entity) in partition.assignment.iter().zip(&partition.replicas) {
-            if broker == leader {
-                continue;
-            }
-            let mut replica = replicas.get_mut(replica_entity).expect("replica entity");
-            if replica.fetcher.in_flight.is_some() || now < replica.fetcher.backoff_until_ms {
-                continue;
-            }
-            let wire = network.send(now, Node::Broker(broker), Node::Broker(leader));
-            replica.fetcher.in_flight = Some(wire.id);
-            replica.fetcher.sent_ms = now;
-            commands.spawn((
-                wire,
-                FetchRequest {
-                    partition: partition_entity,
-                    replica: replica_entity,
-                    fetch_offset: replica.log_end_offset(),
-                },
-            ));
+        let wire = network.send(now, Node::Broker(replica.broker), Node::Broker(leader));
+        replica.fetcher.in_flight = Some(wire.id);
+        replica.fetcher.sent_ms = now;
+        commands.spawn((
+            wire,
+            FetchRequest {
+                partition: replica.partition,
+                replica: replica_entity,
+                fetch_offset: replica.log_end_offset(),
+            },
+        ));
+    }
+}
+
+/// A follower's next deadline: its fetch's timeout, or the end of its back-off.
+fn wake_followers(
+    clock: Res<SimClock>,
+    cluster: Res<Cluster>,
+    mut wake: ResMut<Wake>,
+    replicas: Query<&Replica>,
+) {
+    let now = clock.now_ms;
+    for replica in &replicas {
+        let f = &replica.fetcher;
+        let at = if f.in_flight.is_some() {
+            f.sent_ms + cluster.config.request_timeout_ms
+        } else {
+            f.backoff_until_ms
+        };
+        if at > now {
+            wake.at(at);
         }
     }
 }

@@ -6,7 +6,7 @@ use super::cluster::Cluster;
 use super::events::{EventKind, EventLog};
 use super::network::Network;
 use super::producer::Producer;
-use super::{SimClock, SimSet, SimStep};
+use super::{SimClock, SimSet, SimStep, Wake};
 use crate::scenario::{Action, Scenario};
 
 /// Actions still to come, in time order (stable for equal times: file order).
@@ -48,9 +48,18 @@ fn apply_actions(
     mut timeline: ResMut<Timeline>,
     mut network: ResMut<Network>,
     mut events: ResMut<EventLog>,
+    mut wake: ResMut<Wake>,
     mut producers: Query<&mut Producer>,
 ) {
     let now = clock.now_ms;
+    if let Some((at, _)) = timeline
+        .pending
+        .iter()
+        .skip(timeline.next)
+        .find(|(at, _)| *at > now)
+    {
+        wake.at(*at);
+    }
     while let Some((at, action)) = timeline.pending.get(timeline.next).cloned() {
         if at > now {
             break;
