@@ -151,15 +151,20 @@ fn run(cli: Cli) -> Result<(), String> {
                 .map_err(|e| e.to_string())?;
             let started = bevy::platform::time::Instant::now();
             let mut sim = Sim::new(&scenario);
-            sim.run_until(until);
+            let steps = sim.run_until(until);
             let wall = started.elapsed().as_secs_f64();
             let report = sim.report();
             let records: u64 = report.producers.iter().map(|p| p.stats.sent).sum();
+            let messages = report.metrics.produce_requests + report.metrics.fetch_requests;
             println!(
-                "{}: {sim_seconds} simulated s in {wall:.3} wall s = {:.0} simulated s per wall s ({} steps/s, {records} records)",
+                "{}: {sim_seconds} simulated s in {wall:.3} wall s = {:.0} simulated s per wall s",
                 scenario.name,
                 sim_seconds as f64 / wall,
-                (until as f64 / wall) as u64
+            );
+            println!(
+                "  {steps} steps ({:.0}% of the milliseconds), {:.2} us per step; {records} records, {messages} produce and fetch requests",
+                steps as f64 * 100.0 / until as f64,
+                wall * 1e6 / steps as f64,
             );
             Ok(())
         }

@@ -135,8 +135,9 @@ impl Sim {
         self.world_mut().resource_mut::<SimClock>().skip_idle = skip;
     }
 
-    /// Runs every step before `until_ms`; afterwards the clock reads `until_ms`.
-    pub fn run_until(&mut self, until_ms: u64) {
+    /// Runs every step before `until_ms`; afterwards the clock reads `until_ms`. Returns how many
+    /// steps ran (instants at which something could happen).
+    pub fn run_until(&mut self, until_ms: u64) -> u64 {
         // Holding the schedule outside `Schedules` for the loop saves a look-up per step.
         let world = self.app.world_mut();
         let mut schedule = world
@@ -144,10 +145,13 @@ impl Sim {
             .remove(SimStep)
             .expect("the model plugin adds its schedule");
         world.resource_mut::<SimClock>().horizon_ms = until_ms;
+        let mut steps = 0;
         while world.resource::<SimClock>().now_ms < until_ms {
             schedule.run(world);
+            steps += 1;
         }
         world.resource_mut::<Schedules>().insert(schedule);
+        steps
     }
 
     pub fn report(&mut self) -> Report {
