@@ -252,10 +252,30 @@ pub fn summary(scenario: &Scenario, report: &Report) -> String {
         );
     }
     let m = &report.metrics;
+    let brokers: Vec<String> = report
+        .brokers
+        .iter()
+        .map(|b| format!("{} {}", b.id, b.state))
+        .collect();
+    let _ = writeln!(s, "\nbrokers: {}", brokers.join(", "));
     let _ = writeln!(
         s,
-        "\nISR shrinks {}, expands {}; {} produce and {} fetch requests; {} messages lost on cut links",
-        m.isr_shrinks, m.isr_expands, m.produce_requests, m.fetch_requests, m.messages_lost
+        "ISR shrinks {}, expands {}; leader elections {} ({} unclean); partitions offline {:.3} s in all",
+        m.isr_shrinks,
+        m.isr_expands,
+        m.leader_elections,
+        m.unclean_leader_elections,
+        m.offline_partition_ms as f64 / 1000.0
+    );
+    let _ = writeln!(
+        s,
+        "{} produce and {} fetch requests; {} messages lost on cut links or at dead brokers; {} records truncated",
+        m.produce_requests, m.fetch_requests, m.messages_lost, m.records_truncated
+    );
+    let _ = writeln!(
+        s,
+        "acknowledged records lost: {}",
+        report.acked_records_lost
     );
     if !report.events.is_empty() {
         let _ = writeln!(s, "\nevents:");

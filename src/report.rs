@@ -4,8 +4,11 @@
 use bevy::prelude::*;
 use serde::Serialize;
 
-use crate::sim::cluster::{Cluster, Partition, Replica};
+use bevy::ecs::system::RunSystemOnce;
+
+use crate::sim::cluster::{Broker, Cluster, Partition, Replica};
 use crate::sim::invariants::Invariants;
+use crate::sim::ledger::{AckLedger, LostRecord, lost_records};
 use crate::sim::producer::{Producer, ProducerStats};
 use crate::sim::{Event, EventLog, Metrics, SimClock};
 
@@ -14,11 +17,22 @@ pub struct Report {
     pub scenario: String,
     pub seed: u64,
     pub sim_time_ms: u64,
+    pub brokers: Vec<BrokerReport>,
     pub partitions: Vec<PartitionReport>,
     pub producers: Vec<ProducerReport>,
     pub metrics: Metrics,
+    /// Records a producer saw succeed that the partition no longer has.
+    pub acked_records_lost: u64,
+    pub lost_records: Vec<LostRecord>,
     pub events: Vec<Event>,
     pub invariant_violations: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BrokerReport {
+    pub id: u32,
+    /// `online`, `crashed` or `fenced`.
+    pub state: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -28,6 +42,9 @@ pub struct PartitionReport {
     pub leader: Option<u32>,
     pub leader_epoch: u32,
     pub isr: Vec<u32>,
+    /// Eligible leader replicas (KIP-966), when the cluster uses them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub elr: Vec<u32>,
     /// The leader's (0 when there is none).
     pub high_watermark: u64,
     /// The leader's (0 when there is none).
@@ -86,13 +103,14 @@ impl Report {
                     leader: p.leader,
                     leader_epoch: p.leader_epoch,
                     isr: p.isr.clone(),
+                    elr: p.elr.clone(),
                     high_watermark: leader.map_or(0, |r| r.high_watermark),
                     log_end_offset: leader.map_or(0, |r| r.log_end_offset),
                     replicas,
                 }
             })
             .collect();
-        let producers = producer_entities
+        let producers: Vec<ProducerReport> = producer_entities
             .iter()
             .map(|e| {
                 let p = world.get::<Producer>(*e).expect("producer");
@@ -105,13 +123,50 @@ impl Report {
                 }
             })
             .collect();
+        let now = world.resource::<SimClock>().now_ms;
+        let mut metrics = world.resource::<Metrics>().clone();
+        let mut brokers = Vec::new();
+        let broker_entities = world.resource::<Cluster>().brokers.clone();
+        for e in broker_entities {
+            let b = world.get::<Broker>(e).expect("broker");
+            brokers.push(BrokerReport {
+                id: b.id,
+                state: b.state().to_string(),
+            });
+        }
+        for e in &partition_entities {
+            if let Some(since) = world
+                .get::<Partition>(*e)
+                .expect("partition")
+                .offline_since_ms
+            {
+                metrics.offline_partition_ms += now - since;
+            }
+        }
+        let names: Vec<String> = producers
+            .iter()
+            .map(|p: &ProducerReport| p.name.clone())
+            .collect();
+        let lost = world
+            .run_system_once(
+                move |ledger: Res<AckLedger>,
+                      cluster: Res<Cluster>,
+                      partitions: Query<&Partition>,
+                      replicas: Query<&Replica>| {
+                    lost_records(&ledger, &cluster, &names, &partitions, &replicas)
+                },
+            )
+            .expect("the report's query runs");
         Report {
             scenario,
             seed,
-            sim_time_ms: world.resource::<SimClock>().now_ms,
+            sim_time_ms: now,
+            brokers,
             partitions,
             producers,
-            metrics: world.resource::<Metrics>().clone(),
+            metrics,
+            acked_records_lost: lost.len() as u64,
+            lost_records: lost,
             events: world.resource::<EventLog>().events.clone(),
             invariant_violations: world.resource::<Invariants>().violations.clone(),
         }

@@ -35,6 +35,30 @@ pub const BUILT_IN: &[BuiltIn] = &[
         source: include_str!("../scenarios/acks-one.ron"),
     },
     BuiltIn {
+        name: "isr-then-leader-dies",
+        source: include_str!("../scenarios/isr-then-leader-dies.ron"),
+    },
+    BuiltIn {
+        name: "isr-then-leader-wiped",
+        source: include_str!("../scenarios/isr-then-leader-wiped.ron"),
+    },
+    BuiltIn {
+        name: "unclean-election",
+        source: include_str!("../scenarios/unclean-election.ron"),
+    },
+    BuiltIn {
+        name: "min-isr-protects",
+        source: include_str!("../scenarios/min-isr-protects.ron"),
+    },
+    BuiltIn {
+        name: "acks-one-crash",
+        source: include_str!("../scenarios/acks-one-crash.ron"),
+    },
+    BuiltIn {
+        name: "clean-failover",
+        source: include_str!("../scenarios/clean-failover.ron"),
+    },
+    BuiltIn {
         name: "throughput",
         source: include_str!("../scenarios/throughput.ron"),
     },
@@ -85,6 +109,21 @@ pub struct ClusterConfig {
     /// `replica.fetch.backoff.ms`: the pause after a failed fetch.
     #[serde(default = "defaults::replica_fetch_backoff_ms")]
     pub replica_fetch_backoff_ms: u64,
+    /// `broker.heartbeat.interval.ms`: how often a broker heartbeats the active controller.
+    #[serde(default = "defaults::heartbeat_interval_ms")]
+    pub heartbeat_interval_ms: u64,
+    /// `broker.session.timeout.ms`: a broker silent this long is fenced.
+    #[serde(default = "defaults::session_timeout_ms")]
+    pub session_timeout_ms: u64,
+    /// Eligible leader replicas (KIP-966; `eligible.leader.replicas.version`).
+    #[serde(default)]
+    pub eligible_leader_replicas: bool,
+    /// `auto.leader.rebalance.enable`.
+    #[serde(default = "defaults::yes")]
+    pub auto_leader_rebalance_enable: bool,
+    /// `leader.imbalance.check.interval.seconds`, in milliseconds.
+    #[serde(default = "defaults::leader_imbalance_check_interval_ms")]
+    pub leader_imbalance_check_interval_ms: u64,
 }
 
 impl Default for ClusterConfig {
@@ -97,6 +136,11 @@ impl Default for ClusterConfig {
             replica_fetch_max_bytes: defaults::replica_fetch_max_bytes(),
             request_timeout_ms: defaults::request_timeout_ms(),
             replica_fetch_backoff_ms: defaults::replica_fetch_backoff_ms(),
+            heartbeat_interval_ms: defaults::heartbeat_interval_ms(),
+            session_timeout_ms: defaults::session_timeout_ms(),
+            eligible_leader_replicas: false,
+            auto_leader_rebalance_enable: true,
+            leader_imbalance_check_interval_ms: defaults::leader_imbalance_check_interval_ms(),
         }
     }
 }
@@ -118,6 +162,9 @@ pub struct TopicConfig {
     /// assignment.
     #[serde(default)]
     pub assignment: Option<Vec<Vec<u32>>>,
+    /// `unclean.leader.election.enable`.
+    #[serde(default)]
+    pub unclean_leader_election: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -212,6 +259,20 @@ pub enum Action {
     SetRate(String, u32),
     /// Have a producer send `count` records with this key at once (`None`: no key).
     Produce(String, Option<String>, u64),
+    /// The broker's process dies; its disk is kept.
+    CrashBroker(u32),
+    /// A crashed broker starts again (with whatever disk it has).
+    RestartBroker(u32),
+    /// The broker crashes and loses its disk: it restarts empty.
+    WipeBroker(u32),
+    /// Cut a broker off from every other node, the controller and clients included.
+    IsolateBroker(u32),
+    HealBroker(u32),
+    /// Cut only the link between a broker and the controller.
+    CutControllerLink(u32),
+    HealControllerLink(u32),
+    /// Ask the controller to move each partition's leadership to its preferred replica.
+    PreferredElection,
 }
 
 mod defaults {
@@ -239,6 +300,18 @@ mod defaults {
     }
     pub fn replica_fetch_backoff_ms() -> u64 {
         1_000
+    }
+    pub fn heartbeat_interval_ms() -> u64 {
+        2_000
+    }
+    pub fn session_timeout_ms() -> u64 {
+        9_000
+    }
+    pub fn leader_imbalance_check_interval_ms() -> u64 {
+        300_000
+    }
+    pub fn yes() -> bool {
+        true
     }
     pub fn acks() -> Acks {
         Acks::All
@@ -424,6 +497,12 @@ impl Scenario {
         for (field, value) in [
             ("replica_lag_time_max_ms", c.replica_lag_time_max_ms),
             ("request_timeout_ms", c.request_timeout_ms),
+            ("heartbeat_interval_ms", c.heartbeat_interval_ms),
+            ("session_timeout_ms", c.session_timeout_ms),
+            (
+                "leader_imbalance_check_interval_ms",
+                c.leader_imbalance_check_interval_ms,
+            ),
         ] {
             if value < 2 {
                 return Err(bad(
@@ -431,6 +510,15 @@ impl Scenario {
                     format!("{value} ms: must be at least 2 ms"),
                 ));
             }
+        }
+        if c.session_timeout_ms <= c.heartbeat_interval_ms {
+            return Err(bad(
+                "cluster.session_timeout_ms".into(),
+                format!(
+                    "{} ms is not above heartbeat_interval_ms ({} ms): every broker would be fenced between heartbeats",
+                    c.session_timeout_ms, c.heartbeat_interval_ms
+                ),
+            ));
         }
         if c.replica_fetch_max_bytes == 0 || c.replica_fetch_max_bytes > MAX_FETCH_BYTES_LIMIT {
             return Err(bad(
@@ -724,6 +812,14 @@ impl Scenario {
                             .saturating_mul(rf),
                     );
                 }
+                Action::CrashBroker(b)
+                | Action::RestartBroker(b)
+                | Action::WipeBroker(b)
+                | Action::IsolateBroker(b)
+                | Action::HealBroker(b)
+                | Action::CutControllerLink(b)
+                | Action::HealControllerLink(b) => broker(*b)?,
+                Action::PreferredElection => {}
                 Action::Produce(name, _, count) => {
                     let p = producer(name)?;
                     let rf = self

@@ -19,6 +19,69 @@ pub type BrokerId = u32;
 #[derive(Component, Debug)]
 pub struct Broker {
     pub id: BrokerId,
+    /// The broker's process runs.
+    pub alive: bool,
+    /// Fenced by the controller (its heartbeats stopped): it may neither lead nor join an ISR.
+    pub fenced: bool,
+    /// Counts the process's starts; a new one registers anew with the controller.
+    pub incarnation: u32,
+    pub next_heartbeat_ms: u64,
+    /// The process died without a clean shutdown and has not registered since (KIP-966 takes such
+    /// a broker out of the eligible leader replicas).
+    pub unclean_shutdown: bool,
+}
+
+impl Broker {
+    pub fn new(id: BrokerId) -> Self {
+        Broker {
+            id,
+            alive: true,
+            fenced: false,
+            incarnation: 0,
+            next_heartbeat_ms: 0,
+            unclean_shutdown: false,
+        }
+    }
+
+    /// `online`, `crashed` or `fenced`, as the report names the states.
+    pub fn state(&self) -> &'static str {
+        if !self.alive {
+            "crashed"
+        } else if self.fenced {
+            "fenced"
+        } else {
+            "online"
+        }
+    }
+
+    /// May lead a partition or be in an ISR, as far as the controller knows
+    /// (`Partition.isReplicaIsrEligible`, `PartitionChangeBuilder`).
+    pub fn eligible(&self) -> bool {
+        !self.fenced
+    }
+}
+
+/// What the leader's rules need to know of every broker, by id (index 0 unused).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BrokerView {
+    pub alive: bool,
+    pub eligible: bool,
+}
+
+/// The brokers' views, indexed by id.
+pub fn broker_views<'a>(brokers: impl Iterator<Item = &'a Broker>) -> Vec<BrokerView> {
+    let mut views = Vec::new();
+    for b in brokers {
+        let i = b.id as usize;
+        if views.len() <= i {
+            views.resize(i + 1, BrokerView::default());
+        }
+        views[i] = BrokerView {
+            alive: b.alive,
+            eligible: b.eligible(),
+        };
+    }
+    views
 }
 
 /// A topic's settings; its partitions are entities.
@@ -38,6 +101,8 @@ pub struct Cluster {
     pub config: ClusterConfig,
     /// Broker `id` is at `brokers[id - 1]`.
     pub brokers: Vec<Entity>,
+    /// The active KRaft controller.
+    pub controller: Entity,
     pub topics: Vec<Topic>,
     /// Every partition, topic by topic.
     pub partitions: Vec<Entity>,
@@ -49,6 +114,8 @@ pub struct Cluster {
 pub struct Partition {
     pub topic: usize,
     pub index: u32,
+    /// Position in `Cluster::partitions`.
+    pub ordinal: u32,
     /// Replica brokers, preferred leader first.
     pub assignment: Vec<BrokerId>,
     /// The replica entities, in assignment order.
@@ -57,6 +124,15 @@ pub struct Partition {
     pub leader_epoch: u32,
     /// In-sync replicas, kept in assignment order.
     pub isr: Vec<BrokerId>,
+    /// Eligible leader replicas (KIP-966): left the ISR while it was below `min.insync.replicas`,
+    /// so they hold everything committed.
+    pub elr: Vec<BrokerId>,
+    /// `unclean.leader.election.enable` of the topic.
+    pub unclean_leader_election: bool,
+    /// Whether the current leader was elected uncleanly.
+    pub elected_uncleanly: bool,
+    /// Since when the partition has had no leader.
+    pub offline_since_ms: Option<u64>,
     /// What the leader knows of each replica, in assignment order (the leader's own entry unused),
     /// learnt from fetch requests (`Partition.updateFollowerFetchState`).
     pub followers: Vec<FollowerState>,
@@ -123,10 +199,16 @@ impl Partition {
     }
 
     /// `Partition.maybeIncrementLeaderHW`: the smallest log end offset among the leader, the ISR
-    /// and followers caught up enough to be about to join it; never while the ISR is below the
-    /// effective `min.insync.replicas` (Kafka 3.7+), never backwards. Returns the new high
-    /// watermark when it moves.
-    pub fn next_leader_hw(&self, leader: &Replica, now: u64, lag_max_ms: u64) -> Option<u64> {
+    /// and eligible followers caught up enough to be about to join it; never while the ISR is
+    /// below the effective `min.insync.replicas` (Kafka 3.7+), never backwards. Returns the new
+    /// high watermark when it moves.
+    pub fn next_leader_hw(
+        &self,
+        leader: &Replica,
+        brokers: &[BrokerView],
+        now: u64,
+        lag_max_ms: u64,
+    ) -> Option<u64> {
         if self.isr.len() < self.effective_min_isr() {
             return None;
         }
@@ -138,7 +220,9 @@ impl Partition {
             }
             let f = &self.followers[i];
             if f.log_end_offset < new_hw
-                && (self.in_isr(*broker) || f.is_caught_up(leader_leo, now, lag_max_ms))
+                && (self.in_isr(*broker)
+                    || (f.is_caught_up(leader_leo, now, lag_max_ms)
+                        && brokers[*broker as usize].eligible))
             {
                 new_hw = f.log_end_offset;
             }
@@ -151,6 +235,8 @@ impl Partition {
 /// retention, no compaction).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Record {
+    /// Unique over the run: which `send()` made it (a retried duplicate has the same id).
+    pub id: u64,
     pub offset: u64,
     /// The leader epoch of the leader that appended it.
     pub leader_epoch: u32,
@@ -161,6 +247,8 @@ pub struct Record {
     pub sequence: i32,
     /// The sequence of the first record of its batch, or -1.
     pub batch_first_sequence: i32,
+    /// The idempotent producer's epoch (bumped when it resets its sequence numbers).
+    pub producer_epoch: u16,
     pub bytes: u32,
 }
 
@@ -168,6 +256,7 @@ pub struct Record {
 /// (`ProducerStateEntry` keeps 5 of them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchMetadata {
+    pub producer_epoch: u16,
     pub first_sequence: i32,
     pub last_sequence: i32,
     pub first_offset: u64,
@@ -225,6 +314,47 @@ impl Replica {
             .map(|(_, s)| *s)
     }
 
+    /// The latest epoch in this replica's history.
+    pub fn latest_epoch(&self) -> Option<u32> {
+        self.epochs.last().map(|(e, _)| *e)
+    }
+
+    /// `LeaderEpochFileCache.endOffsetFor`: the largest epoch at or below `epoch` in this
+    /// history, and the offset where it ends (the next epoch's start, or the log end).
+    pub fn end_offset_for(&self, epoch: u32) -> Option<(u32, u64)> {
+        let i = self.epochs.iter().rposition(|(e, _)| *e <= epoch)?;
+        let end = self
+            .epochs
+            .get(i + 1)
+            .map_or(self.log_end_offset(), |(_, start)| *start);
+        Some((self.epochs[i].0, end))
+    }
+
+    /// Cuts the log back to `offset` (a follower that diverged from its leader). Returns how
+    /// many records went.
+    pub fn truncate_to(&mut self, offset: u64) -> u64 {
+        let leo = self.log_end_offset();
+        if offset >= leo {
+            return 0;
+        }
+        self.log.truncate(offset as usize);
+        self.epochs.retain(|(_, start)| *start < offset);
+        for (_, batches) in &mut self.producer_batches {
+            batches.retain(|b| b.first_offset < offset);
+        }
+        self.high_watermark = self.high_watermark.min(offset);
+        leo - offset
+    }
+
+    /// The disk is gone: no log, no history.
+    pub fn wipe(&mut self) {
+        self.log.clear();
+        self.high_watermark = 0;
+        self.epochs.clear();
+        self.producer_batches.clear();
+        self.fetcher = Fetcher::default();
+    }
+
     pub fn producer_state(&self, producer: u32) -> Option<&VecDeque<BatchMetadata>> {
         self.producer_batches
             .iter()
@@ -237,6 +367,14 @@ impl Replica {
     pub fn append(&mut self, records: impl IntoIterator<Item = Record>) {
         for mut record in records {
             record.offset = self.log_end_offset();
+            // A record of a newer leader epoch starts that epoch in this replica's history.
+            if self
+                .epochs
+                .last()
+                .is_none_or(|(e, _)| record.leader_epoch > *e)
+            {
+                self.epochs.push((record.leader_epoch, record.offset));
+            }
             if record.sequence >= 0 {
                 let batches = match self
                     .producer_batches
@@ -250,11 +388,19 @@ impl Replica {
                         &mut self.producer_batches.last_mut().unwrap().1
                     }
                 };
+                // A new producer epoch starts the producer's sequence numbers afresh.
+                if batches
+                    .back()
+                    .is_some_and(|b| b.producer_epoch < record.producer_epoch)
+                {
+                    batches.clear();
+                }
                 if record.sequence == record.batch_first_sequence || batches.is_empty() {
                     if batches.len() == PRODUCER_STATE_BATCHES {
                         batches.pop_front();
                     }
                     batches.push_back(BatchMetadata {
+                        producer_epoch: record.producer_epoch,
                         first_sequence: record.batch_first_sequence,
                         last_sequence: record.sequence,
                         first_offset: record.offset,
@@ -276,14 +422,21 @@ pub fn load(world: &mut World, scenario: &Scenario) {
     world.insert_resource(EventLog::default());
     world.insert_resource(Metrics::default());
     world.insert_resource(Network::new(&scenario.cluster));
+    world.insert_resource(super::ledger::AckLedger::default());
 
     let brokers: Vec<Entity> = (1..=scenario.cluster.brokers)
         .map(|id| {
             world
-                .spawn((Name::new(format!("broker {id}")), Broker { id }))
+                .spawn((Name::new(format!("broker {id}")), Broker::new(id)))
                 .id()
         })
         .collect();
+    let controller = world
+        .spawn((
+            Name::new("controller"),
+            super::controller::Controller::new(&scenario.cluster),
+        ))
+        .id();
 
     let mut topics = Vec::new();
     let mut all_partitions = Vec::new();
@@ -307,9 +460,14 @@ pub fn load(world: &mut World, scenario: &Scenario) {
                 Partition {
                     topic: t,
                     index: p as u32,
+                    ordinal: (all_partitions.len() + partitions.len()) as u32,
                     leader: assignment.first().copied(),
                     leader_epoch: 0,
                     isr: assignment.clone(),
+                    elr: Vec::new(),
+                    unclean_leader_election: config.unclean_leader_election,
+                    elected_uncleanly: false,
+                    offline_since_ms: None,
                     followers: vec![FollowerState::default(); assignment.len()],
                     assignment,
                     replicas,
@@ -334,10 +492,14 @@ pub fn load(world: &mut World, scenario: &Scenario) {
         .map(|(i, config)| {
             let topic = scenario.topic_index(&config.topic).expect("validated");
             let partitions = topics[topic].partitions.clone();
+            let first = all_partitions
+                .iter()
+                .position(|p| *p == partitions[0])
+                .expect("the topic's partitions are listed") as u32;
             world
                 .spawn((
                     Name::new(format!("producer {}", config.name)),
-                    Producer::new(i as u32, config, topic, partitions),
+                    Producer::new(i as u32, config, topic, partitions, first),
                 ))
                 .id()
         })
@@ -351,6 +513,7 @@ pub fn load(world: &mut World, scenario: &Scenario) {
         seed: scenario.seed,
         config: scenario.cluster.clone(),
         brokers,
+        controller,
         topics,
         partitions: all_partitions,
         producers,

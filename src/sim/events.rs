@@ -56,6 +56,59 @@ pub enum EventKind {
         key: Option<String>,
         count: u64,
     },
+    BrokerCrashed {
+        broker: u32,
+    },
+    /// The broker crashed and its disk is gone.
+    BrokerWiped {
+        broker: u32,
+    },
+    BrokerRestarted {
+        broker: u32,
+    },
+    BrokerIsolated {
+        broker: u32,
+    },
+    BrokerHealed {
+        broker: u32,
+    },
+    ControllerLinkCut {
+        broker: u32,
+    },
+    ControllerLinkHealed {
+        broker: u32,
+    },
+    PreferredElectionRequested,
+    /// The controller fenced a broker whose heartbeats stopped.
+    BrokerFenced {
+        broker: u32,
+    },
+    BrokerUnfenced {
+        broker: u32,
+    },
+    LeaderElected {
+        topic: String,
+        partition: u32,
+        leader: u32,
+        leader_epoch: u32,
+        unclean: bool,
+        isr: Vec<u32>,
+    },
+    /// No replica can lead: the partition is unavailable.
+    PartitionOffline {
+        topic: String,
+        partition: u32,
+        leader_epoch: u32,
+        isr: Vec<u32>,
+    },
+    /// A follower cut its log back to where it agrees with its leader.
+    Truncated {
+        broker: u32,
+        topic: String,
+        partition: u32,
+        from_offset: u64,
+        to_offset: u64,
+    },
 }
 
 #[derive(Resource, Debug, Default)]
@@ -82,8 +135,16 @@ pub struct Metrics {
     pub records_appended: u64,
     /// Records appended by followers from fetch responses.
     pub records_replicated: u64,
-    /// Messages dropped on cut links.
+    /// Messages dropped on cut links or refused by a dead broker.
     pub messages_lost: u64,
+    /// `LeaderElectionRate`, summed.
+    pub leader_elections: u64,
+    /// `UncleanLeaderElectionsPerSec`, summed.
+    pub unclean_leader_elections: u64,
+    /// Time partitions spent without a leader, summed over partitions.
+    pub offline_partition_ms: u64,
+    /// Records removed from followers' logs by truncation.
+    pub records_truncated: u64,
 }
 
 pub(super) fn plugin(app: &mut App) {

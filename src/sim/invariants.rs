@@ -1,114 +1,233 @@
-//! Kafka's invariants, checked after every step. A violation is a bug in the model (or, in later
-//! labs, the very point being shown); each kind is reported once per partition and replica.
+//! Kafka's invariants, checked after every step (on what changed in it). A violation is a bug in
+//! the model; each kind is reported once per partition and broker.
 
 use std::collections::BTreeSet;
 
 use bevy::prelude::*;
 
-use super::cluster::{Cluster, Partition, Replica};
+use super::cluster::{Broker, Cluster, Partition, Replica, broker_views};
+use super::events::Metrics;
+use super::ledger::{AckLedger, lost_records};
+use super::producer::Producer;
 use super::{SimClock, SimSet, SimStep};
+use crate::scenario::Acks;
 
 /// At most this many violations are kept.
 const KEEP: usize = 100;
+
+/// What the checker remembers of each partition from the previous step.
+#[derive(Debug, Clone, Default)]
+struct Seen {
+    leader: Option<u32>,
+    epoch: u32,
+    leader_hw: Option<u64>,
+    /// ISR and ELR: who could be elected cleanly.
+    electable: Vec<u32>,
+}
 
 #[derive(Resource, Debug, Default)]
 pub struct Invariants {
     pub violations: Vec<String>,
     /// How many were found, kept or not.
     pub count: u64,
-    /// Kinds already reported, so a lasting violation is listed once.
-    seen: BTreeSet<(&'static str, usize, u32)>,
-    /// Each partition's leader epoch and high watermark at the last check.
-    leader_hw: Vec<Option<(u32, u64)>>,
+    reported: BTreeSet<(&'static str, usize, u32)>,
+    partitions: Vec<Seen>,
+    /// Elections and truncations seen at the last loss check.
+    last_changes: (u64, u64),
 }
 
 impl Invariants {
     pub fn new(partitions: usize) -> Self {
         Invariants {
-            leader_hw: vec![None; partitions],
+            partitions: vec![Seen::default(); partitions],
             ..default()
         }
     }
 
     fn report(&mut self, kind: &'static str, partition: usize, broker: u32, message: String) {
         self.count += 1;
-        if self.seen.insert((kind, partition, broker)) && self.violations.len() < KEEP {
+        if self.reported.insert((kind, partition, broker)) && self.violations.len() < KEEP {
             self.violations.push(message);
         }
     }
 }
 
 pub(super) fn plugin(app: &mut App) {
-    app.init_resource::<Invariants>()
-        .add_systems(SimStep, check.in_set(SimSet::Invariants));
+    app.init_resource::<Invariants>().add_systems(
+        SimStep,
+        (check, check_no_safe_loss)
+            .chain()
+            .in_set(SimSet::Invariants),
+    );
 }
 
 fn check(
     clock: Res<SimClock>,
     cluster: Res<Cluster>,
     mut invariants: ResMut<Invariants>,
+    changed_partitions: Query<Entity, Changed<Partition>>,
+    changed_replicas: Query<&Replica, Changed<Replica>>,
+    brokers: Query<&Broker>,
     partitions: Query<&Partition>,
     replicas: Query<&Replica>,
 ) {
     let now = clock.now_ms;
-    for (i, &entity) in cluster.partitions.iter().enumerate() {
-        let partition = partitions.get(entity).expect("partition entity");
-        let name = || {
-            format!(
-                "{}-{}",
-                cluster.topics[partition.topic].name, partition.index
-            )
-        };
-        for replica in partition
-            .replicas
-            .iter()
-            .map(|e| replicas.get(*e).expect("replica"))
-        {
-            if replica.high_watermark > replica.log_end_offset() {
-                invariants.report(
-                    "hw-above-leo",
-                    i,
+    let views = broker_views(brokers.iter());
+    let name = |p: &Partition| format!("{}-{}", cluster.topics[p.topic].name, p.index);
+    let mut touched: Vec<Entity> = changed_partitions.iter().collect();
+    for replica in &changed_replicas {
+        touched.push(replica.partition);
+        if replica.high_watermark > replica.log_end_offset() {
+            let p = partitions.get(replica.partition).expect("partition entity");
+            invariants.report(
+                "hw-above-leo",
+                p.ordinal as usize,
+                replica.broker,
+                format!(
+                    "{now} ms: {} on broker {}: high watermark {} above log end offset {}",
+                    name(p),
                     replica.broker,
-                    format!(
-                        "{now} ms: {} on broker {}: high watermark {} above log end offset {}",
-                        name(),
-                        replica.broker,
-                        replica.high_watermark,
-                        replica.log_end_offset()
-                    ),
-                );
-            }
+                    replica.high_watermark,
+                    replica.log_end_offset()
+                ),
+            );
         }
-        for broker in &partition.isr {
-            if !partition.assignment.contains(broker) {
+    }
+    touched.sort_unstable();
+    touched.dedup();
+    for entity in touched {
+        let p = partitions.get(entity).expect("partition entity");
+        let i = p.ordinal as usize;
+        for broker in p.isr.iter().chain(&p.elr) {
+            if !p.assignment.contains(broker) {
                 invariants.report(
                     "isr-outside-replicas",
                     i,
                     *broker,
-                    format!("{now} ms: {}: ISR member {broker} is not a replica", name()),
-                );
-            }
-        }
-        let current = partition.leader_replica().map(|e| {
-            let leader = replicas.get(e).expect("replica");
-            (partition.leader_epoch, leader.high_watermark)
-        });
-        if let (Some((epoch, hw)), Some((last_epoch, last_hw))) = (current, invariants.leader_hw[i])
-        {
-            if epoch == last_epoch && hw < last_hw {
-                invariants.report(
-                    "leader-hw-backwards",
-                    i,
-                    partition.leader.unwrap_or(0),
                     format!(
-                        "{now} ms: {}: the leader's high watermark moved back from {last_hw} to {hw} in epoch {epoch}",
-                        name()
+                        "{now} ms: {}: ISR or ELR member {broker} is not a replica",
+                        name(p)
                     ),
                 );
             }
         }
-        if current.is_some() {
-            invariants.leader_hw[i] = current;
+        let seen = invariants.partitions[i].clone();
+        if p.leader_epoch < seen.epoch {
+            invariants.report(
+                "epoch-backwards",
+                i,
+                0,
+                format!(
+                    "{now} ms: {}: leader epoch went back from {} to {}",
+                    name(p),
+                    seen.epoch,
+                    p.leader_epoch
+                ),
+            );
+        }
+        if p.leader_epoch == seen.epoch && p.leader != seen.leader && seen.leader.is_some() {
+            invariants.report(
+                "two-leaders-one-epoch",
+                i,
+                p.leader.unwrap_or(0),
+                format!(
+                    "{now} ms: {}: brokers {:?} and {:?} both led in epoch {}",
+                    name(p),
+                    seen.leader,
+                    p.leader,
+                    p.leader_epoch
+                ),
+            );
+        }
+        if let Some(leader) = p.leader {
+            if p.leader_epoch != seen.epoch
+                && !p.elected_uncleanly
+                && !seen.electable.contains(&leader)
+            {
+                invariants.report(
+                    "clean-leader-outside-isr",
+                    i,
+                    leader,
+                    format!(
+                        "{now} ms: {}: broker {leader} was elected cleanly in epoch {} without being in the ISR {:?}",
+                        name(p),
+                        p.leader_epoch,
+                        seen.electable
+                    ),
+                );
+            }
+        }
+        // A dead leader's process keeps nothing in memory (and a wiped one has no disk either).
+        let leader_hw = p
+            .leader_replica()
+            .filter(|_| p.leader.is_some_and(|l| views[l as usize].alive))
+            .map(|e| replicas.get(e).expect("replica").high_watermark);
+        if let (Some(hw), Some(last)) = (leader_hw, seen.leader_hw) {
+            if p.leader_epoch == seen.epoch && hw < last {
+                invariants.report(
+                    "leader-hw-backwards",
+                    i,
+                    p.leader.unwrap_or(0),
+                    format!(
+                        "{now} ms: {}: the leader's high watermark moved back from {last} to {hw} in epoch {}",
+                        name(p),
+                        p.leader_epoch
+                    ),
+                );
+            }
+        }
+        invariants.partitions[i] = Seen {
+            leader: p.leader,
+            epoch: p.leader_epoch,
+            leader_hw,
+            electable: p.isr.iter().chain(&p.elr).copied().collect(),
+        };
+    }
+}
+
+/// With acks=all, `min.insync.replicas` >= 2, unclean election off and no disk lost, Kafka loses
+/// no acknowledged record. Checked whenever a leader changed or a log was truncated.
+#[allow(clippy::too_many_arguments)]
+fn check_no_safe_loss(
+    clock: Res<SimClock>,
+    cluster: Res<Cluster>,
+    metrics: Res<Metrics>,
+    ledger: Res<AckLedger>,
+    mut invariants: ResMut<Invariants>,
+    partitions: Query<&Partition>,
+    replicas: Query<&Replica>,
+    producers: Query<&Producer>,
+) {
+    let changes = (metrics.leader_elections, metrics.records_truncated);
+    if changes == invariants.last_changes || ledger.disk_lost {
+        return;
+    }
+    invariants.last_changes = changes;
+    let names: Vec<String> = cluster
+        .producers
+        .iter()
+        .map(|e| producers.get(*e).expect("producer").name.clone())
+        .collect();
+    let lost = lost_records(&ledger, &cluster, &names, &partitions, &replicas);
+    for record in lost.iter().filter(|r| r.acks == Acks::All) {
+        let entity = cluster
+            .topics
+            .iter()
+            .find(|t| t.name == record.topic)
+            .map(|t| t.partitions[record.partition as usize]);
+        let Some(p) = entity.and_then(|e| partitions.get(e).ok()) else {
+            continue;
+        };
+        if p.min_insync_replicas >= 2 && !p.unclean_leader_election {
+            invariants.report(
+                "safe-write-lost",
+                p.ordinal as usize,
+                0,
+                format!(
+                    "{} ms: {}-{}: acknowledged record at offset {:?} lost with acks=all, min.insync.replicas {} and clean elections ({})",
+                    clock.now_ms, record.topic, record.partition, record.offset, p.min_insync_replicas, record.why
+                ),
+            );
         }
     }
 }

@@ -11,7 +11,7 @@
 
 use bevy::prelude::*;
 
-use super::cluster::{Cluster, Partition, Replica};
+use super::cluster::{Broker, BrokerView, Cluster, Partition, Replica, broker_views};
 use super::events::{EventKind, EventLog, Metrics};
 use super::{SimClock, SimSet, SimStep, Wake};
 
@@ -24,14 +24,22 @@ pub(super) fn plugin(app: &mut App) {
     );
 }
 
+/// The leader's partitions whose leader's process runs (a dead broker does nothing).
+fn led_by_live(partition: &Partition, brokers: &[BrokerView]) -> bool {
+    partition.leader.is_some_and(|l| brokers[l as usize].alive)
+}
+
+#[allow(clippy::too_many_arguments)]
 fn expand_isr(
     clock: Res<SimClock>,
     cluster: Res<Cluster>,
     mut events: ResMut<EventLog>,
     mut metrics: ResMut<Metrics>,
+    brokers: Query<&Broker>,
     mut partitions: Query<&mut Partition>,
     replicas: Query<&Replica>,
 ) {
+    let views = broker_views(brokers.iter());
     for &entity in &cluster.partitions {
         let partition_ref = partitions.get(entity).expect("partition entity");
         if partition_ref
@@ -55,6 +63,7 @@ fn expand_isr(
             .zip(&partition.followers)
             .filter(|(b, f)| {
                 !partition.in_isr(**b)
+                    && views[**b as usize].eligible
                     && f.last_fetch_ms == clock.now_ms
                     && f.log_end_offset >= leader.high_watermark
                     && f.log_end_offset >= epoch_start
@@ -66,6 +75,11 @@ fn expand_isr(
         }
         partition.isr.extend(&joining);
         partition.sort_isr();
+        partition.elr.retain(|b| !joining.contains(b));
+        // KIP-966: with the ISR back at min.insync.replicas, the ELR is no longer needed.
+        if partition.isr.len() >= partition.min_insync_replicas as usize {
+            partition.elr.clear();
+        }
         metrics.isr_expands += 1;
         events.push(
             clock.now_ms,
@@ -79,11 +93,13 @@ fn expand_isr(
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn shrink_isr(
     clock: Res<SimClock>,
     cluster: Res<Cluster>,
     mut events: ResMut<EventLog>,
     mut metrics: ResMut<Metrics>,
+    brokers: Query<&Broker>,
     mut partitions: Query<&mut Partition>,
     replicas: Query<&Replica>,
     mut wake: ResMut<Wake>,
@@ -95,8 +111,12 @@ fn shrink_isr(
     if now == 0 || now % period != 0 {
         return;
     }
+    let views = broker_views(brokers.iter());
     for &entity in &cluster.partitions {
         let mut partition = partitions.get_mut(entity).expect("partition entity");
+        if !led_by_live(&partition, &views) {
+            continue;
+        }
         let (Some(leader_id), Some(leader)) = (partition.leader, partition.leader_replica()) else {
             continue;
         };
@@ -119,6 +139,13 @@ fn shrink_isr(
             continue;
         }
         partition.isr.retain(|b| !out_of_sync.contains(b));
+        // KIP-966: members that leave while the ISR is below min.insync.replicas stay electable.
+        if cluster.config.eligible_leader_replicas
+            && partition.isr.len() < partition.min_insync_replicas as usize
+        {
+            partition.elr.extend(&out_of_sync);
+            partition.elr.sort_unstable();
+        }
         metrics.isr_shrinks += 1;
         events.push(
             now,
@@ -135,20 +162,25 @@ fn shrink_isr(
 fn advance_high_watermarks(
     clock: Res<SimClock>,
     cluster: Res<Cluster>,
+    brokers: Query<&Broker>,
     partitions: Query<&Partition>,
     mut replicas: Query<&mut Replica>,
     mut wake: ResMut<Wake>,
 ) {
     let now = clock.now_ms;
     let lag_max = cluster.config.replica_lag_time_max_ms;
+    let views = broker_views(brokers.iter());
     for &entity in &cluster.partitions {
         let partition = partitions.get(entity).expect("partition entity");
-        let Some(leader) = partition.leader_replica() else {
+        let Some(leader) = partition
+            .leader_replica()
+            .filter(|_| led_by_live(partition, &views))
+        else {
             continue;
         };
         let mut leader = replicas.get_mut(leader).expect("replica entity");
         // Read first: only a real change marks the replica changed.
-        if let Some(hw) = partition.next_leader_hw(&leader, now, lag_max) {
+        if let Some(hw) = partition.next_leader_hw(&leader, &views, now, lag_max) {
             leader.high_watermark = hw;
         }
         // A follower outside the ISR holds the high watermark back only while it is caught up

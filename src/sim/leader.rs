@@ -21,7 +21,7 @@ pub(super) fn plugin(app: &mut App) {
 fn broker_of(node: Node) -> u32 {
     match node {
         Node::Broker(b) => b,
-        Node::Producer(_) => unreachable!("produce requests go to brokers"),
+        Node::Producer(_) | Node::Controller => unreachable!("produce requests go to brokers"),
     }
 }
 
@@ -48,39 +48,47 @@ fn append_batch(
     let mut leader = replicas.get_mut(leader_entity).expect("replica entity");
     let count = batch.records.len() as u64;
 
-    // Idempotence (`ProducerStateManager`): a batch seen before is answered with its first
-    // offset and not appended again; a gap in the sequence is refused.
+    // Idempotence (`ProducerStateManager`, `ProducerAppendInfo`): a batch seen before is answered
+    // with its first offset and not appended again; a gap in the sequence is refused; a new
+    // producer epoch must start again at sequence 0.
     if let Some(seq) = batch.base_sequence {
         let last_seq = seq + count as i32 - 1;
-        match leader.producer_state(batch.producer) {
-            Some(state) => {
-                if let Some(dup) = state
-                    .iter()
-                    .find(|m| m.first_sequence == seq && m.last_sequence == last_seq)
-                {
+        let state = leader.producer_state(batch.producer);
+        let current = state.and_then(|s| s.back()).copied();
+        match current {
+            Some(last) if batch.producer_epoch == last.producer_epoch => {
+                if let Some(dup) = state.into_iter().flatten().find(|m| {
+                    m.producer_epoch == batch.producer_epoch
+                        && m.first_sequence == seq
+                        && m.last_sequence == last_seq
+                }) {
                     return wait_or_done(acks, dup.first_offset, count);
                 }
-                let expected = state.back().map_or(0, |m| m.last_sequence + 1);
-                if seq != expected {
+                if seq != last.last_sequence + 1 {
                     return BatchOutcome::Done(Err(KafkaError::OutOfOrderSequenceNumber));
                 }
             }
-            None if seq != 0 => {
+            Some(last) if batch.producer_epoch < last.producer_epoch => {
                 return BatchOutcome::Done(Err(KafkaError::OutOfOrderSequenceNumber));
             }
-            None => {}
+            _ if seq != 0 => {
+                return BatchOutcome::Done(Err(KafkaError::OutOfOrderSequenceNumber));
+            }
+            _ => {}
         }
     }
 
     let base = leader.log_end_offset();
     let epoch = partition.leader_epoch;
     leader.append(batch.records.iter().enumerate().map(|(i, r)| Record {
+        id: r.id,
         offset: 0,
         leader_epoch: epoch,
         key: r.key.clone(),
         producer: batch.producer,
         sequence: batch.base_sequence.map_or(-1, |s| s + i as i32),
         batch_first_sequence: batch.base_sequence.unwrap_or(-1),
+        producer_epoch: batch.producer_epoch,
         bytes: r.bytes,
     }));
     metrics.records_appended += count;

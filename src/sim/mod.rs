@@ -11,10 +11,12 @@ use crate::scenario::Scenario;
 
 pub mod clock;
 pub mod cluster;
+pub mod controller;
 pub mod events;
 pub mod invariants;
 pub mod isr;
 pub mod leader;
+pub mod ledger;
 pub mod network;
 pub mod producer;
 pub mod protocol;
@@ -39,8 +41,10 @@ pub struct SimStep;
 pub enum SimSet {
     /// Scenario actions due now.
     Timeline,
-    /// Links cut: messages on them are lost.
+    /// Links cut: messages on them are lost; dead brokers refuse what reaches them.
     Network,
+    /// Heartbeats, the controller's fencing and elections.
+    Controller,
     /// Leaders answer followers' fetches; followers append what they fetched and fetch again.
     Replication,
     /// Leaders append produce requests and answer acks=0/1 ones.
@@ -73,6 +77,7 @@ pub fn plugin(app: &mut App) {
         (
             SimSet::Timeline,
             SimSet::Network,
+            SimSet::Controller,
             SimSet::Replication,
             SimSet::Append,
             SimSet::Isr,
@@ -90,6 +95,7 @@ pub fn plugin(app: &mut App) {
         events::plugin,
         timeline::plugin,
         network::plugin,
+        controller::plugin,
         replication::plugin,
         leader::plugin,
         isr::plugin,

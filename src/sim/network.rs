@@ -6,8 +6,12 @@ use std::collections::BTreeSet;
 use bevy::prelude::*;
 use serde::Serialize;
 
-use super::cluster::BrokerId;
+use super::clock::SimRng;
+use super::cluster::{Broker, BrokerId, Cluster, Replica, broker_views};
 use super::events::Metrics;
+use super::ledger::AckLedger;
+use super::producer::Producer;
+use super::protocol::{FetchRequest, KafkaError, ProduceRequest};
 use super::{SimClock, SimSet, SimStep, Wake};
 use crate::scenario::ClusterConfig;
 
@@ -17,6 +21,8 @@ pub enum Node {
     Broker(BrokerId),
     /// A producer, by its index in the scenario.
     Producer(u32),
+    /// The active KRaft controller.
+    Controller,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +64,10 @@ pub struct Network {
     pub latency_ms: u64,
     /// Cut broker-to-broker links, smaller id first.
     pub cut: BTreeSet<(BrokerId, BrokerId)>,
+    /// Brokers cut off from every other node.
+    pub isolated: BTreeSet<BrokerId>,
+    /// Brokers whose link to the controller is cut.
+    pub controller_cut: BTreeSet<BrokerId>,
     /// Extra delay of every message to or from a broker, indexed by broker id.
     pub extra_ms: Vec<u64>,
     next_id: u64,
@@ -70,6 +80,8 @@ impl Network {
         Network {
             latency_ms: config.network_latency_ms,
             cut: BTreeSet::new(),
+            isolated: BTreeSet::new(),
+            controller_cut: BTreeSet::new(),
             extra_ms: vec![0; config.brokers as usize + 1],
             next_id: 0,
             first_arrival_ms: u64::MAX,
@@ -88,18 +100,31 @@ impl Network {
         self.cut.remove(&Self::link(a, b));
     }
 
-    /// Whether messages between two nodes are dropped. Only links between brokers can be cut.
+    /// Whether messages between two nodes are dropped: a cut broker link, a cut controller link,
+    /// or an isolated broker at either end.
     pub fn is_cut(&self, from: Node, to: Node) -> bool {
+        let isolated = |n: Node| matches!(n, Node::Broker(b) if self.isolated.contains(&b));
+        if isolated(from) || isolated(to) {
+            return true;
+        }
         match (from, to) {
             (Node::Broker(a), Node::Broker(b)) => self.cut.contains(&Self::link(a, b)),
+            (Node::Broker(b), Node::Controller) | (Node::Controller, Node::Broker(b)) => {
+                self.controller_cut.contains(&b)
+            }
             _ => false,
         }
+    }
+
+    /// Whether anything is cut at all (most of the time nothing is).
+    pub fn any_cut(&self) -> bool {
+        !(self.cut.is_empty() && self.isolated.is_empty() && self.controller_cut.is_empty())
     }
 
     fn extra(&self, node: Node) -> u64 {
         match node {
             Node::Broker(b) => self.extra_ms.get(b as usize).copied().unwrap_or(0),
-            Node::Producer(_) => 0,
+            Node::Producer(_) | Node::Controller => 0,
         }
     }
 
@@ -146,19 +171,24 @@ pub fn held<'a>(messages: impl Iterator<Item = (Entity, &'a Wire)>) -> Vec<Entit
 }
 
 pub(super) fn plugin(app: &mut App) {
-    app.add_systems(SimStep, drop_on_cut_links.in_set(SimSet::Network))
-        .add_systems(
-            SimStep,
-            despawn_lost
-                .in_set(SimSet::Clock)
-                .before(super::clock::tick),
-        );
+    app.add_systems(
+        SimStep,
+        (drop_on_cut_links, refuse_at_dead_brokers)
+            .chain()
+            .in_set(SimSet::Network),
+    )
+    .add_systems(
+        SimStep,
+        despawn_lost
+            .in_set(SimSet::Clock)
+            .before(super::clock::tick),
+    );
 }
 
 /// A message whose link is cut while it travels never arrives (a network partition drops
 /// packets; nobody is told).
 fn drop_on_cut_links(clock: Res<SimClock>, network: Res<Network>, mut wires: Query<&mut Wire>) {
-    if network.cut.is_empty() {
+    if !network.any_cut() {
         return;
     }
     for mut wire in &mut wires {
@@ -192,6 +222,64 @@ fn despawn_lost(
             WireState::Held { until_ms } if until_ms > now => wake.at(until_ms),
             _ if wire.arrive_ms > now => wake.at(wire.arrive_ms),
             _ => {}
+        }
+    }
+}
+
+/// A broker whose process is gone refuses connections: a request that reaches it, or one it was
+/// holding when it died, is lost, and its sender learns at once (the connection resets; a producer
+/// sees NETWORK_EXCEPTION, a follower's fetcher backs off).
+#[allow(clippy::too_many_arguments)]
+fn refuse_at_dead_brokers(
+    clock: Res<SimClock>,
+    cluster: Res<Cluster>,
+    mut rng: ResMut<SimRng>,
+    mut ledger: ResMut<AckLedger>,
+    brokers: Query<&Broker>,
+    mut wires: Query<(
+        Entity,
+        &mut Wire,
+        Option<&ProduceRequest>,
+        Option<&FetchRequest>,
+    )>,
+    mut producers: Query<&mut Producer>,
+    mut replicas: Query<&mut Replica>,
+) {
+    if brokers.iter().all(|b| b.alive) {
+        return;
+    }
+    let now = clock.now_ms;
+    let views = broker_views(brokers.iter());
+    let dead = |node: Node| matches!(node, Node::Broker(b) if !views[b as usize].alive);
+    let mut refused: Vec<(u64, Entity)> = wires
+        .iter()
+        .filter(|(_, w, ..)| dead(w.to) && (w.arrives_now(now) || w.held()))
+        .map(|(e, w, ..)| (w.id, e))
+        .collect();
+    refused.sort_unstable();
+    for (_, entity) in refused {
+        let (_, mut wire, produce, fetch) = wires.get_mut(entity).unwrap();
+        wire.state = WireState::Lost { at_ms: now };
+        wire.arrive_ms = wire.arrive_ms.min(now);
+        if let Some(request) = produce {
+            let producer = cluster.producers[request.producer as usize];
+            producers
+                .get_mut(producer)
+                .expect("producer entity")
+                .fail_request(
+                    wire.id,
+                    KafkaError::NetworkException,
+                    now,
+                    &mut rng,
+                    &mut ledger,
+                );
+        }
+        if let Some(request) = fetch {
+            let mut replica = replicas.get_mut(request.replica).expect("replica entity");
+            if replica.fetcher.in_flight == Some(wire.id) {
+                replica.fetcher.in_flight = None;
+                replica.fetcher.backoff_until_ms = now + cluster.config.replica_fetch_backoff_ms;
+            }
         }
     }
 }

@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::clock::SimRng;
 use super::cluster::{BrokerId, Cluster, Partition};
+use super::ledger::{AckLedger, AckedRecord};
 use super::network::{Network, Node, Wire, arrivals};
 use super::protocol::{
     BatchResult, KafkaError, PendingRecord, ProduceRequest, ProduceResponse, WireBatch,
@@ -48,6 +49,8 @@ pub struct Batch {
     /// A retried batch waits until then.
     pub retry_at_ms: u64,
     pub base_sequence: Option<i32>,
+    /// The producer epoch its sequence numbers belong to.
+    pub producer_epoch: u16,
 }
 
 /// A ProduceRequest the producer waits an answer for.
@@ -96,14 +99,25 @@ pub struct Producer {
     pub queues: Vec<VecDeque<Batch>>,
     pub in_flight: Vec<InFlight>,
     next_sequence: Vec<i32>,
+    /// Bumped when the leader's view of the sequence numbers can no longer be trusted.
+    pub producer_epoch: u16,
     next_batch_id: u64,
+    records_made: u64,
+    /// Index of the topic's first partition in `Cluster::partitions`.
+    pub first_partition_index: u32,
     /// Where draining starts for each broker, so partitions take turns (`drainIndex`).
     drain_start: BTreeMap<BrokerId, usize>,
     pub stats: ProducerStats,
 }
 
 impl Producer {
-    pub fn new(index: u32, config: &ProducerConfig, topic: usize, partitions: Vec<Entity>) -> Self {
+    pub fn new(
+        index: u32,
+        config: &ProducerConfig,
+        topic: usize,
+        partitions: Vec<Entity>,
+        first_partition_index: u32,
+    ) -> Self {
         let n = partitions.len();
         let mut producer = Producer {
             index,
@@ -122,7 +136,10 @@ impl Producer {
             queues: vec![VecDeque::new(); n],
             in_flight: Vec::new(),
             next_sequence: vec![0; n],
+            producer_epoch: 0,
             next_batch_id: 0,
+            records_made: 0,
+            first_partition_index,
             drain_start: BTreeMap::new(),
             stats: ProducerStats::default(),
         };
@@ -230,13 +247,16 @@ impl Producer {
                 attempts: 0,
                 retry_at_ms: 0,
                 base_sequence: None,
+                producer_epoch: 0,
             });
         }
         let batch = queue.back_mut().expect("just ensured");
         batch.records.push(PendingRecord {
+            id: (u64::from(self.index) << 40) | self.records_made,
             key: key.map(Arc::from),
             bytes,
         });
+        self.records_made += 1;
         batch.bytes += bytes;
         if let Some((p, sent)) = &mut self.sticky {
             if *p == partition {
@@ -282,10 +302,20 @@ impl Producer {
         result: Result<u64, KafkaError>,
         now: u64,
         rng: &mut SimRng,
+        ledger: &mut AckLedger,
     ) {
         match result {
-            Ok(_) => self.stats.acked += batch.records.len() as u64,
+            Ok(base) => {
+                self.stats.acked += batch.records.len() as u64;
+                self.record_acked(&batch, Some(base), ledger);
+            }
             Err(error) => {
+                if error == KafkaError::OutOfOrderSequenceNumber {
+                    self.maybe_bump_epoch(&batch);
+                }
+                if batch.producer_epoch != self.producer_epoch {
+                    batch.base_sequence = None;
+                }
                 *self
                     .stats
                     .errors
@@ -309,12 +339,68 @@ impl Producer {
             }
         }
     }
+
+    /// An out-of-order sequence that no earlier failed batch explains means the leader lost the
+    /// producer's earlier records (an unclean election, a lost disk): the idempotent producer
+    /// bumps its epoch and numbers every partition from 0 again
+    /// (`TransactionManager.bumpIdempotentEpochAndResetIdIfNeeded`, KIP-360).
+    fn maybe_bump_epoch(&mut self, batch: &Batch) {
+        if batch.producer_epoch != self.producer_epoch {
+            return;
+        }
+        let earlier_in_flight = self.in_flight.iter().flat_map(|f| &f.batches).any(|b| {
+            b.partition == batch.partition
+                && b.producer_epoch == batch.producer_epoch
+                && b.base_sequence < batch.base_sequence
+        });
+        if earlier_in_flight {
+            return;
+        }
+        self.producer_epoch += 1;
+        self.next_sequence.fill(0);
+        for queued in self.queues.iter_mut().flatten() {
+            queued.base_sequence = None;
+        }
+    }
+
+    /// Writes a batch the producer saw succeed into the ledger of acknowledged records.
+    fn record_acked(&self, batch: &Batch, base: Option<u64>, ledger: &mut AckLedger) {
+        let partition = self.first_partition_index + batch.partition;
+        ledger
+            .records
+            .extend(batch.records.iter().enumerate().map(|(i, r)| AckedRecord {
+                id: r.id,
+                partition,
+                offset: base.map(|b| b + i as u64),
+                key: r.key.clone(),
+                producer: self.index,
+                acks: self.acks,
+            }));
+    }
+
+    /// The connection to the broker broke (its process is gone): the request fails at once.
+    pub fn fail_request(
+        &mut self,
+        wire_id: u64,
+        error: KafkaError,
+        now: u64,
+        rng: &mut SimRng,
+        ledger: &mut AckLedger,
+    ) {
+        if let Some(i) = self.in_flight.iter().position(|f| f.wire_id == wire_id) {
+            let request = self.in_flight.remove(i);
+            for batch in request.batches {
+                self.complete(batch, Err(error), now, rng, ledger);
+            }
+        }
+    }
 }
 
 fn handle_responses(
     clock: Res<SimClock>,
     cluster: Res<Cluster>,
     mut rng: ResMut<SimRng>,
+    mut ledger: ResMut<AckLedger>,
     responses: Query<(Entity, &Wire, &ProduceResponse)>,
     mut producers: Query<&mut Producer>,
     mut commands: Commands,
@@ -340,7 +426,7 @@ fn handle_responses(
         for BatchResult { batch, result, .. } in &response.results {
             if let Some(j) = in_flight.batches.iter().position(|b| b.id == *batch) {
                 let batch = in_flight.batches.remove(j);
-                producer.complete(batch, *result, now, &mut rng);
+                producer.complete(batch, *result, now, &mut rng, &mut ledger);
             }
         }
     }
@@ -350,7 +436,12 @@ fn handle_responses(
 /// REQUEST_TIMED_OUT (`NetworkClient` disconnects); a batch older than `delivery.timeout.ms` is
 /// given up, queued or in flight (`RecordAccumulator.expiredBatches`,
 /// `Sender.getExpiredInflightBatches`).
-fn expire(clock: Res<SimClock>, mut rng: ResMut<SimRng>, mut producers: Query<&mut Producer>) {
+fn expire(
+    clock: Res<SimClock>,
+    mut rng: ResMut<SimRng>,
+    mut ledger: ResMut<AckLedger>,
+    mut producers: Query<&mut Producer>,
+) {
     let now = clock.now_ms;
     for mut producer in &mut producers {
         let producer = &mut *producer;
@@ -361,7 +452,13 @@ fn expire(clock: Res<SimClock>, mut rng: ResMut<SimRng>, mut producers: Query<&m
         producer.in_flight = waiting;
         for request in timed_out {
             for batch in request.batches {
-                producer.complete(batch, Err(KafkaError::RequestTimedOut), now, &mut rng);
+                producer.complete(
+                    batch,
+                    Err(KafkaError::RequestTimedOut),
+                    now,
+                    &mut rng,
+                    &mut ledger,
+                );
             }
         }
         let delivery = producer.config.delivery_timeout_ms;
@@ -431,6 +528,7 @@ fn accumulate(
 fn send(
     clock: Res<SimClock>,
     mut network: ResMut<Network>,
+    mut ledger: ResMut<AckLedger>,
     partitions: Query<&Partition>,
     mut producers: Query<&mut Producer>,
     mut commands: Commands,
@@ -503,6 +601,7 @@ fn send(
                     .pop_front()
                     .expect("head exists");
                 if producer.idempotent && batch.base_sequence.is_none() {
+                    batch.producer_epoch = producer.producer_epoch;
                     batch.base_sequence = Some(producer.next_sequence[p as usize]);
                     producer.next_sequence[p as usize] += batch.records.len() as i32;
                 }
@@ -531,6 +630,7 @@ fn send(
                             } else {
                                 None
                             },
+                            producer_epoch: b.producer_epoch,
                             records: b.records.clone(),
                         })
                         .collect(),
@@ -539,7 +639,10 @@ fn send(
             ));
             if producer.acks == Acks::Zero {
                 // acks=0: done once written to the socket; no answer will come.
-                producer.stats.acked += batches.iter().map(|b| b.records.len() as u64).sum::<u64>();
+                for batch in &batches {
+                    producer.stats.acked += batch.records.len() as u64;
+                    producer.record_acked(batch, None, &mut ledger);
+                }
             } else {
                 producer.in_flight.push(InFlight {
                     wire_id,

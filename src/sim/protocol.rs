@@ -16,6 +16,9 @@ pub enum KafkaError {
     RequestTimedOut,
     NotLeaderOrFollower,
     OutOfOrderSequenceNumber,
+    /// The connection broke (the broker's process is gone): not a response code but what the
+    /// client reports (`Errors.NETWORK_EXCEPTION`).
+    NetworkException,
 }
 
 impl KafkaError {
@@ -27,6 +30,7 @@ impl KafkaError {
             KafkaError::RequestTimedOut => "REQUEST_TIMED_OUT",
             KafkaError::NotLeaderOrFollower => "NOT_LEADER_OR_FOLLOWER",
             KafkaError::OutOfOrderSequenceNumber => "OUT_OF_ORDER_SEQUENCE_NUMBER",
+            KafkaError::NetworkException => "NETWORK_EXCEPTION",
         }
     }
 
@@ -41,6 +45,8 @@ impl KafkaError {
 /// A record waiting in a producer's batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PendingRecord {
+    /// Unique over the run (see `Record::id`).
+    pub id: u64,
     pub key: Option<Arc<str>>,
     pub bytes: u32,
 }
@@ -54,6 +60,7 @@ pub struct WireBatch {
     pub producer: u32,
     /// First sequence number when the producer is idempotent.
     pub base_sequence: Option<i32>,
+    pub producer_epoch: u16,
     pub records: Vec<PendingRecord>,
 }
 
@@ -100,6 +107,18 @@ pub struct FetchRequest {
     /// The follower's replica entity.
     pub replica: Entity,
     pub fetch_offset: u64,
+    /// The epoch of the follower's last record (`lastFetchedEpoch`, KIP-595/KIP-320): the leader
+    /// checks the logs agree up to the fetch offset.
+    pub last_fetched_epoch: Option<u32>,
+}
+
+/// Where a follower's log leaves the leader's (`FetchResponse.divergingEpoch`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Diverging {
+    /// The largest leader epoch at or below the follower's, or `None` if the leader has none.
+    pub epoch: Option<u32>,
+    /// Where that epoch ends on the leader.
+    pub end_offset: u64,
 }
 
 #[derive(Component, Debug, Clone)]
@@ -110,4 +129,20 @@ pub struct FetchResponse {
     pub records: Vec<Record>,
     pub high_watermark: u64,
     pub error: Option<KafkaError>,
+    /// Set when the follower's log diverges: it truncates before fetching again.
+    pub diverging: Option<Diverging>,
+}
+
+/// A broker's heartbeat to the active controller (`BrokerHeartbeatRequest`).
+#[derive(Component, Debug, Clone)]
+pub struct Heartbeat {
+    pub broker: u32,
+    pub incarnation: u32,
+}
+
+/// The controller's answer (`BrokerHeartbeatResponse`), drawn on the way back.
+#[derive(Component, Debug, Clone)]
+pub struct HeartbeatResponse {
+    pub broker: u32,
+    pub fenced: bool,
 }

@@ -6,10 +6,10 @@
 
 use bevy::prelude::*;
 
-use super::cluster::{Cluster, Partition, Record, Replica};
-use super::events::Metrics;
+use super::cluster::{Broker, Cluster, Partition, Record, Replica, broker_views};
+use super::events::{EventKind, EventLog, Metrics};
 use super::network::{Network, Node, Wire, WireState, arrivals};
-use super::protocol::{FetchRequest, FetchResponse, KafkaError};
+use super::protocol::{Diverging, FetchRequest, FetchResponse, KafkaError};
 use super::{SimClock, SimSet, SimStep, Wake};
 
 pub(super) fn plugin(app: &mut App) {
@@ -48,15 +48,32 @@ fn read_log(leader: &Replica, from: u64, max_bytes: u64) -> Vec<Record> {
     out
 }
 
+/// What a fetch response carries besides its envelope.
+struct Answer {
+    records: Vec<Record>,
+    high_watermark: u64,
+    error: Option<KafkaError>,
+    diverging: Option<Diverging>,
+}
+
+impl Answer {
+    fn error(error: KafkaError) -> Self {
+        Answer {
+            records: Vec::new(),
+            high_watermark: 0,
+            error: Some(error),
+            diverging: None,
+        }
+    }
+}
+
 fn answer(
     commands: &mut Commands,
     network: &mut Network,
     now: u64,
     wire: &Wire,
     request: &FetchRequest,
-    records: Vec<Record>,
-    high_watermark: u64,
-    error: Option<KafkaError>,
+    answer: Answer,
 ) {
     commands.spawn((
         network.send(now, wire.to, wire.from),
@@ -64,11 +81,38 @@ fn answer(
             request: wire.id,
             partition: request.partition,
             replica: request.replica,
-            records,
-            high_watermark,
-            error,
+            records: answer.records,
+            high_watermark: answer.high_watermark,
+            error: answer.error,
+            diverging: answer.diverging,
         },
     ));
+}
+
+/// Whether the follower's log leaves the leader's before the fetch offset
+/// (`Partition.fetchRecords` with `lastFetchedEpoch`): the leader's largest epoch at or below the
+/// follower's last one is older, or ends before the fetch offset.
+fn divergence(leader: &Replica, request: &FetchRequest) -> Option<Diverging> {
+    let leader_leo = leader.log_end_offset();
+    match request.last_fetched_epoch {
+        Some(epoch) => match leader.end_offset_for(epoch) {
+            Some((found, end)) if found < epoch || end < request.fetch_offset => Some(Diverging {
+                epoch: Some(found),
+                end_offset: end,
+            }),
+            Some(_) => None,
+            None => Some(Diverging {
+                epoch: None,
+                end_offset: leader_leo,
+            }),
+        },
+        // Past the leader's end with no epoch to compare: out of range, back to its end.
+        None if request.fetch_offset > leader_leo => Some(Diverging {
+            epoch: None,
+            end_offset: leader_leo,
+        }),
+        None => None,
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -99,42 +143,41 @@ fn leaders_answer_fetches(
             .leader_replica()
             .filter(|_| partition.leader == Some(to));
         let Some(leader_entity) = leader_entity else {
-            answer(
-                &mut commands,
-                &mut network,
-                now,
-                &wire,
-                request,
-                Vec::new(),
-                0,
-                Some(KafkaError::NotLeaderOrFollower),
-            );
+            let error = Answer::error(KafkaError::NotLeaderOrFollower);
+            answer(&mut commands, &mut network, now, &wire, request, error);
             commands.entity(entity).despawn();
             continue;
         };
         let leader = replicas.get(leader_entity).expect("replica entity");
         let leader_leo = leader.log_end_offset();
+        if let Some(diverging) = divergence(leader, request) {
+            let reply = Answer {
+                records: Vec::new(),
+                high_watermark: leader.high_watermark,
+                error: None,
+                diverging: Some(diverging),
+            };
+            answer(&mut commands, &mut network, now, &wire, request, reply);
+            commands.entity(entity).despawn();
+            continue;
+        }
         // Kafka reads the log (and the high watermark it reports) before it records the fetch.
         let hw_before = leader.high_watermark;
         if let Some(i) = partition.position(follower) {
             partition.followers[i].record_fetch(request.fetch_offset, leader_leo, now);
         }
         if request.fetch_offset < leader_leo {
-            let records = read_log(
-                leader,
-                request.fetch_offset,
-                cluster.config.replica_fetch_max_bytes,
-            );
-            answer(
-                &mut commands,
-                &mut network,
-                now,
-                &wire,
-                request,
-                records,
-                hw_before,
-                None,
-            );
+            let reply = Answer {
+                records: read_log(
+                    leader,
+                    request.fetch_offset,
+                    cluster.config.replica_fetch_max_bytes,
+                ),
+                high_watermark: hw_before,
+                error: None,
+                diverging: None,
+            };
+            answer(&mut commands, &mut network, now, &wire, request, reply);
             commands.entity(entity).despawn();
         } else {
             wire.state = WireState::Held {
@@ -186,34 +229,22 @@ fn complete_delayed_fetches(
             .map(|e| replicas.get(e).expect("replica entity"));
         match leader {
             None => {
-                answer(
-                    &mut commands,
-                    &mut network,
-                    now,
-                    wire,
-                    request,
-                    Vec::new(),
-                    0,
-                    Some(KafkaError::NotLeaderOrFollower),
-                );
+                let error = Answer::error(KafkaError::NotLeaderOrFollower);
+                answer(&mut commands, &mut network, now, wire, request, error);
                 commands.entity(entity).despawn();
             }
             Some(leader) if expired || leader.log_end_offset() > request.fetch_offset => {
-                let records = read_log(
-                    leader,
-                    request.fetch_offset,
-                    cluster.config.replica_fetch_max_bytes,
-                );
-                answer(
-                    &mut commands,
-                    &mut network,
-                    now,
-                    wire,
-                    request,
-                    records,
-                    leader.high_watermark,
-                    None,
-                );
+                let reply = Answer {
+                    records: read_log(
+                        leader,
+                        request.fetch_offset,
+                        cluster.config.replica_fetch_max_bytes,
+                    ),
+                    high_watermark: leader.high_watermark,
+                    error: None,
+                    diverging: None,
+                };
+                answer(&mut commands, &mut network, now, wire, request, reply);
                 commands.entity(entity).despawn();
             }
             Some(_) => {}
@@ -222,12 +253,17 @@ fn complete_delayed_fetches(
 }
 
 /// The follower appends what it fetched and takes the leader's high watermark, capped by its own
-/// log end offset (`ReplicaFetcherThread.processPartitionData`).
+/// log end offset (`ReplicaFetcherThread.processPartitionData`). Told its log diverges, it
+/// truncates to where it agrees with the leader (KIP-101, KIP-279): the end of the leader's epoch,
+/// or its own end of that epoch if sooner.
+#[allow(clippy::too_many_arguments)]
 fn followers_take_responses(
     clock: Res<SimClock>,
     cluster: Res<Cluster>,
     mut metrics: ResMut<Metrics>,
+    mut events: ResMut<EventLog>,
     responses: Query<(Entity, &Wire, &FetchResponse)>,
+    partitions: Query<&Partition>,
     mut replicas: Query<&mut Replica>,
     mut commands: Commands,
 ) {
@@ -242,6 +278,36 @@ fn followers_take_responses(
         replica.fetcher.in_flight = None;
         if response.error.is_some() {
             replica.fetcher.backoff_until_ms = now + cluster.config.replica_fetch_backoff_ms;
+            continue;
+        }
+        if let Some(d) = response.diverging {
+            let to = match d.epoch {
+                Some(epoch) => {
+                    let own_end = replica.end_offset_for(epoch).map_or(0, |(_, end)| end);
+                    d.end_offset.min(own_end)
+                }
+                // The leader knows none of the follower's epochs: keep only what was committed
+                // and what the leader has.
+                None => d.end_offset.min(replica.high_watermark),
+            };
+            let from = replica.log_end_offset();
+            let removed = replica.truncate_to(to);
+            if removed > 0 {
+                metrics.records_truncated += removed;
+                let partition = partitions
+                    .get(response.partition)
+                    .expect("partition entity");
+                events.push(
+                    now,
+                    EventKind::Truncated {
+                        broker: replica.broker,
+                        topic: cluster.topics[partition.topic].name.clone(),
+                        partition: partition.index,
+                        from_offset: from,
+                        to_offset: to,
+                    },
+                );
+            }
             continue;
         }
         if let Some(first) = response.records.first() {
@@ -277,14 +343,20 @@ fn followers_time_out_fetches(
 fn followers_send_fetches(
     clock: Res<SimClock>,
     mut network: ResMut<Network>,
+    brokers: Query<&Broker>,
     partitions: Query<&Partition>,
     mut replicas: Query<(Entity, &mut Replica)>,
     mut commands: Commands,
 ) {
     let now = clock.now_ms;
+    let views = broker_views(brokers.iter());
     let mut idle: Vec<Entity> = replicas
         .iter()
-        .filter(|(_, r)| r.fetcher.in_flight.is_none() && now >= r.fetcher.backoff_until_ms)
+        .filter(|(_, r)| {
+            r.fetcher.in_flight.is_none()
+                && now >= r.fetcher.backoff_until_ms
+                && views[r.broker as usize].alive
+        })
         .map(|(e, _)| e)
         .collect();
     if idle.is_empty() {
@@ -306,6 +378,7 @@ fn followers_send_fetches(
                 partition: replica.partition,
                 replica: replica_entity,
                 fetch_offset: replica.log_end_offset(),
+                last_fetched_epoch: replica.latest_epoch(),
             },
         ));
     }

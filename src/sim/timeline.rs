@@ -2,8 +2,10 @@
 
 use bevy::prelude::*;
 
-use super::cluster::Cluster;
+use super::cluster::{Broker, Cluster, Replica};
+use super::controller::Controller;
 use super::events::{EventKind, EventLog};
+use super::ledger::AckLedger;
 use super::network::Network;
 use super::producer::Producer;
 use super::{SimClock, SimSet, SimStep, Wake};
@@ -42,6 +44,7 @@ pub(super) fn plugin(app: &mut App) {
         .add_systems(SimStep, apply_actions.in_set(SimSet::Timeline));
 }
 
+#[allow(clippy::too_many_arguments)]
 fn apply_actions(
     clock: Res<SimClock>,
     cluster: Res<Cluster>,
@@ -49,7 +52,11 @@ fn apply_actions(
     mut network: ResMut<Network>,
     mut events: ResMut<EventLog>,
     mut wake: ResMut<Wake>,
+    mut ledger: ResMut<AckLedger>,
     mut producers: Query<&mut Producer>,
+    mut brokers: Query<&mut Broker>,
+    mut replicas: Query<&mut Replica>,
+    mut controllers: Query<&mut Controller>,
 ) {
     let now = clock.now_ms;
     if let Some((at, _)) = timeline
@@ -111,6 +118,59 @@ fn apply_actions(
                     producer: name,
                     records_per_sec,
                 }
+            }
+            Action::CrashBroker(b) | Action::WipeBroker(b) => {
+                let wipe = matches!(action, Action::WipeBroker(_));
+                let mut broker = brokers.get_mut(cluster.brokers[b as usize - 1]).unwrap();
+                broker.alive = false;
+                broker.unclean_shutdown = true;
+                for mut replica in &mut replicas {
+                    if replica.broker == b {
+                        replica.fetcher = Default::default();
+                        if wipe {
+                            replica.wipe();
+                        }
+                    }
+                }
+                if wipe {
+                    ledger.disk_lost = true;
+                    EventKind::BrokerWiped { broker: b }
+                } else {
+                    EventKind::BrokerCrashed { broker: b }
+                }
+            }
+            Action::RestartBroker(b) => {
+                let mut broker = brokers.get_mut(cluster.brokers[b as usize - 1]).unwrap();
+                if broker.alive {
+                    continue; // Already running.
+                }
+                broker.alive = true;
+                broker.incarnation += 1;
+                broker.next_heartbeat_ms = now;
+                EventKind::BrokerRestarted { broker: b }
+            }
+            Action::IsolateBroker(b) => {
+                network.isolated.insert(b);
+                EventKind::BrokerIsolated { broker: b }
+            }
+            Action::HealBroker(b) => {
+                network.isolated.remove(&b);
+                EventKind::BrokerHealed { broker: b }
+            }
+            Action::CutControllerLink(b) => {
+                network.controller_cut.insert(b);
+                EventKind::ControllerLinkCut { broker: b }
+            }
+            Action::HealControllerLink(b) => {
+                network.controller_cut.remove(&b);
+                EventKind::ControllerLinkHealed { broker: b }
+            }
+            Action::PreferredElection => {
+                controllers
+                    .get_mut(cluster.controller)
+                    .unwrap()
+                    .preferred_election_requested = true;
+                EventKind::PreferredElectionRequested
             }
             Action::Produce(name, key, count) => {
                 let Some(entity) = producer(&name) else {

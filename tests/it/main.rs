@@ -1,6 +1,8 @@
 //! The integration tests: one binary (each test binary links all of Bevy).
 
 mod cli;
+mod controller;
+mod faults;
 mod partitioner;
 mod replication;
 mod scenario;

@@ -1,0 +1,448 @@
+//! The active KRaft controller: broker heartbeats and sessions, fencing, and leader elections
+//! (`BrokerHeartbeatManager`, `ReplicationControlManager`, `PartitionChangeBuilder`).
+//!
+//! - Brokers heartbeat every `broker.heartbeat.interval.ms`; one silent for longer than
+//!   `broker.session.timeout.ms` is fenced: it leaves every ISR and the partitions it led get a
+//!   new leader. The controller never sees a crash itself, only the heartbeats stopping.
+//! - Election: the first replica in assignment order that is in the ISR and not fenced; else,
+//!   with eligible leader replicas (KIP-966), the first such ELR member; else, with
+//!   `unclean.leader.election.enable`, the first replica not fenced (ISR = [it]); else the
+//!   partition is offline and its ISR keeps its last member. Every leader change bumps the epoch.
+//! - A fenced broker that heartbeats again is unfenced, and offline partitions it can lead get a
+//!   leader. A restarted broker registers as a new incarnation, which fences the old one first.
+//! - Preferred leader election on request, and periodically when `auto.leader.rebalance.enable`.
+
+use bevy::prelude::*;
+
+use super::cluster::{Broker, BrokerId, BrokerView, Cluster, FollowerState, Partition, Replica};
+use super::events::{EventKind, EventLog, Metrics};
+use super::network::{Network, Node, Wire, arrivals};
+use super::protocol::{Heartbeat, HeartbeatResponse};
+use super::{SimClock, SimSet, SimStep, Wake};
+use crate::scenario::ClusterConfig;
+
+/// The controller's own state.
+#[derive(Component, Debug)]
+pub struct Controller {
+    /// When each broker's last heartbeat arrived, by broker id.
+    pub last_heartbeat_ms: Vec<u64>,
+    /// The incarnation each broker last registered with, by broker id.
+    pub registered: Vec<u32>,
+    /// A `PreferredElection` action waits to be carried out.
+    pub preferred_election_requested: bool,
+    pub next_balance_check_ms: u64,
+}
+
+impl Controller {
+    pub fn new(config: &ClusterConfig) -> Self {
+        let n = config.brokers as usize + 1;
+        Controller {
+            last_heartbeat_ms: vec![0; n],
+            registered: vec![0; n],
+            preferred_election_requested: false,
+            next_balance_check_ms: config.leader_imbalance_check_interval_ms,
+        }
+    }
+}
+
+pub(super) fn plugin(app: &mut App) {
+    app.add_systems(
+        SimStep,
+        (
+            brokers_send_heartbeats,
+            brokers_take_heartbeat_responses,
+            controller_handles_heartbeats,
+            controller_checks_sessions,
+            controller_balances_leaders,
+        )
+            .chain()
+            .in_set(SimSet::Controller),
+    );
+}
+
+/// What an election needs besides the partition.
+pub struct ElectionContext<'a> {
+    pub now: u64,
+    pub cluster: &'a Cluster,
+    pub brokers: &'a [BrokerView],
+    pub events: &'a mut EventLog,
+    pub metrics: &'a mut Metrics,
+}
+
+/// Who leads next: `Some((broker, unclean))`, or `None` for offline.
+pub fn choose_leader(
+    partition: &Partition,
+    brokers: &[BrokerView],
+    elr_enabled: bool,
+) -> Option<(BrokerId, bool)> {
+    let eligible = |b: &BrokerId| brokers[*b as usize].eligible;
+    if let Some(b) = partition
+        .assignment
+        .iter()
+        .find(|b| partition.in_isr(**b) && eligible(b))
+    {
+        return Some((*b, false));
+    }
+    if elr_enabled {
+        if let Some(b) = partition
+            .assignment
+            .iter()
+            .find(|b| partition.elr.contains(b) && eligible(b))
+        {
+            return Some((*b, false));
+        }
+    }
+    if partition.unclean_leader_election {
+        if let Some(b) = partition.assignment.iter().find(|b| eligible(b)) {
+            return Some((*b, true));
+        }
+    }
+    None
+}
+
+/// Makes `leader` the partition's leader (or takes it offline) in a new epoch: the new leader
+/// starts the epoch at its log end offset (KIP-101) and every follower fetches from it at once.
+pub fn set_leader(
+    partition: &mut Partition,
+    leader: Option<(BrokerId, bool)>,
+    replicas: &mut Query<&mut Replica>,
+    ctx: &mut ElectionContext,
+) {
+    let now = ctx.now;
+    if leader.is_none() && partition.leader.is_none() {
+        return; // Already offline.
+    }
+    partition.leader = leader.map(|(b, _)| b);
+    partition.leader_epoch += 1;
+    partition.elected_uncleanly = leader.is_some_and(|(_, unclean)| unclean);
+    let topic = ctx.cluster.topics[partition.topic].name.clone();
+    match leader {
+        Some((b, unclean)) => {
+            if unclean {
+                partition.isr = vec![b];
+                partition.elr.clear();
+            } else if !partition.in_isr(b) {
+                // Elected from the ELR: it is the ISR now.
+                partition.isr = vec![b];
+                partition.elr.retain(|e| *e != b);
+            }
+            if let Some(since) = partition.offline_since_ms.take() {
+                ctx.metrics.offline_partition_ms += now - since;
+            }
+            ctx.metrics.leader_elections += 1;
+            if unclean {
+                ctx.metrics.unclean_leader_elections += 1;
+            }
+            ctx.events.push(
+                now,
+                EventKind::LeaderElected {
+                    topic,
+                    partition: partition.index,
+                    leader: b,
+                    leader_epoch: partition.leader_epoch,
+                    unclean,
+                    isr: partition.isr.clone(),
+                },
+            );
+        }
+        None => {
+            partition.offline_since_ms.get_or_insert(now);
+            ctx.events.push(
+                now,
+                EventKind::PartitionOffline {
+                    topic,
+                    partition: partition.index,
+                    leader_epoch: partition.leader_epoch,
+                    isr: partition.isr.clone(),
+                },
+            );
+        }
+    }
+    // `Partition.makeLeader` resets what the leader knows of each follower: ISR members count as
+    // caught up now, their log end offsets are unknown until they fetch.
+    for (b, f) in partition
+        .assignment
+        .iter()
+        .zip(partition.followers.iter_mut())
+    {
+        *f = FollowerState {
+            last_caught_up_ms: if partition.isr.contains(b) { now } else { 0 },
+            ..FollowerState::default()
+        };
+    }
+    let epoch = partition.leader_epoch;
+    for (b, replica_entity) in partition.assignment.iter().zip(&partition.replicas) {
+        let mut replica = replicas.get_mut(*replica_entity).expect("replica entity");
+        replica.fetcher = Default::default();
+        if Some(*b) == partition.leader {
+            let leo = replica.log_end_offset();
+            replica.epochs.push((epoch, leo));
+        }
+    }
+}
+
+/// The controller fences a broker: out of every ISR (never emptying one, unless KIP-966 keeps
+/// the broker electable in the ELR), and a new leader where it led.
+fn fence(
+    broker: BrokerId,
+    partitions: &mut Query<&mut Partition>,
+    replicas: &mut Query<&mut Replica>,
+    ctx: &mut ElectionContext,
+) {
+    ctx.events.push(ctx.now, EventKind::BrokerFenced { broker });
+    let elr_enabled = ctx.cluster.config.eligible_leader_replicas;
+    for &entity in &ctx.cluster.partitions {
+        let mut partition = partitions.get_mut(entity).expect("partition entity");
+        if !partition.assignment.contains(&broker) {
+            continue;
+        }
+        if partition.in_isr(broker) && (partition.isr.len() > 1 || elr_enabled) {
+            partition.isr.retain(|b| *b != broker);
+            if elr_enabled && partition.isr.len() < partition.min_insync_replicas as usize {
+                partition.elr.push(broker);
+                partition.elr.sort_unstable();
+            }
+        }
+        if partition.leader == Some(broker) {
+            let next = choose_leader(&partition, ctx.brokers, elr_enabled);
+            set_leader(&mut partition, next, replicas, ctx);
+        }
+    }
+}
+
+/// A fenced broker is back: offline partitions it can lead get a leader.
+fn unfence(
+    broker: BrokerId,
+    partitions: &mut Query<&mut Partition>,
+    replicas: &mut Query<&mut Replica>,
+    ctx: &mut ElectionContext,
+) {
+    ctx.events
+        .push(ctx.now, EventKind::BrokerUnfenced { broker });
+    let elr_enabled = ctx.cluster.config.eligible_leader_replicas;
+    for &entity in &ctx.cluster.partitions {
+        let mut partition = partitions.get_mut(entity).expect("partition entity");
+        if partition.leader.is_none() && partition.assignment.contains(&broker) {
+            if let Some(next) = choose_leader(&partition, ctx.brokers, elr_enabled) {
+                set_leader(&mut partition, Some(next), replicas, ctx);
+            }
+        }
+    }
+}
+
+fn views(brokers: &Query<&mut Broker>) -> Vec<BrokerView> {
+    super::cluster::broker_views(brokers.iter())
+}
+
+fn brokers_send_heartbeats(
+    clock: Res<SimClock>,
+    cluster: Res<Cluster>,
+    mut network: ResMut<Network>,
+    mut wake: ResMut<Wake>,
+    mut brokers: Query<&mut Broker>,
+    mut commands: Commands,
+) {
+    let now = clock.now_ms;
+    for &entity in &cluster.brokers {
+        let mut broker = brokers.get_mut(entity).expect("broker entity");
+        if !broker.alive {
+            continue;
+        }
+        if now >= broker.next_heartbeat_ms {
+            commands.spawn((
+                network.send(now, Node::Broker(broker.id), Node::Controller),
+                Heartbeat {
+                    broker: broker.id,
+                    incarnation: broker.incarnation,
+                },
+            ));
+            broker.next_heartbeat_ms = now + cluster.config.heartbeat_interval_ms;
+        }
+        wake.at(broker.next_heartbeat_ms);
+    }
+}
+
+fn brokers_take_heartbeat_responses(
+    clock: Res<SimClock>,
+    responses: Query<(Entity, &Wire), With<HeartbeatResponse>>,
+    mut commands: Commands,
+) {
+    for entity in arrivals(responses.iter(), clock.now_ms) {
+        commands.entity(entity).despawn();
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn controller_handles_heartbeats(
+    clock: Res<SimClock>,
+    cluster: Res<Cluster>,
+    mut network: ResMut<Network>,
+    mut events: ResMut<EventLog>,
+    mut metrics: ResMut<Metrics>,
+    heartbeats: Query<(Entity, &Wire, &Heartbeat)>,
+    mut controllers: Query<&mut Controller>,
+    mut brokers: Query<&mut Broker>,
+    mut partitions: Query<&mut Partition>,
+    mut replicas: Query<&mut Replica>,
+    mut commands: Commands,
+) {
+    let now = clock.now_ms;
+    let due = arrivals(heartbeats.iter().map(|(e, w, _)| (e, w)), now);
+    if due.is_empty() {
+        return;
+    }
+    let mut controller = controllers.get_mut(cluster.controller).expect("controller");
+    for entity in due {
+        let (_, wire, heartbeat) = heartbeats.get(entity).unwrap();
+        commands.entity(entity).despawn();
+        let b = heartbeat.broker;
+        let broker_entity = cluster.brokers[b as usize - 1];
+        controller.last_heartbeat_ms[b as usize] = now;
+        let registered = controller.registered[b as usize];
+        let fenced = brokers.get(broker_entity).expect("broker").fenced;
+        if heartbeat.incarnation != registered {
+            // A new incarnation registers: the old one is gone, so it is fenced first.
+            controller.registered[b as usize] = heartbeat.incarnation;
+            let unclean_shutdown = {
+                let mut broker = brokers.get_mut(broker_entity).expect("broker");
+                broker.fenced = true;
+                std::mem::take(&mut broker.unclean_shutdown)
+            };
+            if !fenced {
+                let views = views(&brokers);
+                let mut ctx = ElectionContext {
+                    now,
+                    cluster: &cluster,
+                    brokers: &views,
+                    events: &mut events,
+                    metrics: &mut metrics,
+                };
+                fence(b, &mut partitions, &mut replicas, &mut ctx);
+            }
+            // KIP-966: after an unclean shutdown the broker may have lost data it had, so it is
+            // no longer an eligible leader replica anywhere.
+            if unclean_shutdown {
+                for &p in &cluster.partitions {
+                    let mut partition = partitions.get_mut(p).expect("partition entity");
+                    if partition.elr.contains(&b) {
+                        partition.elr.retain(|e| *e != b);
+                    }
+                }
+            }
+        } else if fenced {
+            brokers.get_mut(broker_entity).expect("broker").fenced = false;
+            let views = views(&brokers);
+            let mut ctx = ElectionContext {
+                now,
+                cluster: &cluster,
+                brokers: &views,
+                events: &mut events,
+                metrics: &mut metrics,
+            };
+            unfence(b, &mut partitions, &mut replicas, &mut ctx);
+        }
+        commands.spawn((
+            network.send(now, Node::Controller, wire.from),
+            HeartbeatResponse {
+                broker: b,
+                fenced: brokers.get(broker_entity).expect("broker").fenced,
+            },
+        ));
+    }
+}
+
+/// `BrokerHeartbeatManager`: a broker whose last heartbeat is older than the session timeout is
+/// fenced.
+#[allow(clippy::too_many_arguments)]
+fn controller_checks_sessions(
+    clock: Res<SimClock>,
+    cluster: Res<Cluster>,
+    mut wake: ResMut<Wake>,
+    mut events: ResMut<EventLog>,
+    mut metrics: ResMut<Metrics>,
+    controllers: Query<&Controller>,
+    mut brokers: Query<&mut Broker>,
+    mut partitions: Query<&mut Partition>,
+    mut replicas: Query<&mut Replica>,
+) {
+    let now = clock.now_ms;
+    let session = cluster.config.session_timeout_ms;
+    let controller = controllers.get(cluster.controller).expect("controller");
+    for &entity in &cluster.brokers {
+        let broker = brokers.get(entity).expect("broker");
+        if broker.fenced {
+            continue;
+        }
+        let b = broker.id;
+        let deadline = controller.last_heartbeat_ms[b as usize] + session;
+        if now <= deadline {
+            wake.at(deadline + 1);
+            continue;
+        }
+        brokers.get_mut(entity).expect("broker").fenced = true;
+        let views = views(&brokers);
+        let mut ctx = ElectionContext {
+            now,
+            cluster: &cluster,
+            brokers: &views,
+            events: &mut events,
+            metrics: &mut metrics,
+        };
+        fence(b, &mut partitions, &mut replicas, &mut ctx);
+    }
+}
+
+/// Preferred leader election: each partition whose first assigned replica is in the ISR and not
+/// fenced, but not leading, gets it back as leader. Runs on request, and every
+/// `leader.imbalance.check.interval.seconds` with `auto.leader.rebalance.enable` (as KRaft's
+/// controller does, for every imbalanced partition).
+#[allow(clippy::too_many_arguments)]
+fn controller_balances_leaders(
+    clock: Res<SimClock>,
+    cluster: Res<Cluster>,
+    mut wake: ResMut<Wake>,
+    mut events: ResMut<EventLog>,
+    mut metrics: ResMut<Metrics>,
+    mut controllers: Query<&mut Controller>,
+    brokers: Query<&mut Broker>,
+    mut partitions: Query<&mut Partition>,
+    mut replicas: Query<&mut Replica>,
+) {
+    let now = clock.now_ms;
+    let mut controller = controllers.get_mut(cluster.controller).expect("controller");
+    let periodic = cluster.config.auto_leader_rebalance_enable;
+    let due_check = periodic && now >= controller.next_balance_check_ms;
+    if due_check {
+        controller.next_balance_check_ms = now + cluster.config.leader_imbalance_check_interval_ms;
+    }
+    if periodic {
+        wake.at(controller.next_balance_check_ms);
+    }
+    if !(due_check || controller.preferred_election_requested) {
+        return;
+    }
+    controller.preferred_election_requested = false;
+    let views = views(&brokers);
+    let mut ctx = ElectionContext {
+        now,
+        cluster: &cluster,
+        brokers: &views,
+        events: &mut events,
+        metrics: &mut metrics,
+    };
+    for &entity in &cluster.partitions {
+        let mut partition = partitions.get_mut(entity).expect("partition entity");
+        let preferred = partition.assignment[0];
+        if partition.leader != Some(preferred)
+            && partition.in_isr(preferred)
+            && views[preferred as usize].eligible
+        {
+            set_leader(
+                &mut partition,
+                Some((preferred, false)),
+                &mut replicas,
+                &mut ctx,
+            );
+        }
+    }
+}

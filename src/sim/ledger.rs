@@ -1,0 +1,130 @@
+//! The ledger of acknowledged writes: every record a producer saw succeed (acknowledged, or sent
+//! with acks=0), and the check of which of them a partition has lost.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use bevy::prelude::*;
+use serde::Serialize;
+
+use super::cluster::{Cluster, Partition, Replica};
+use crate::scenario::Acks;
+
+/// One record a producer was told is written.
+#[derive(Debug, Clone)]
+pub struct AckedRecord {
+    pub id: u64,
+    /// Index into `Cluster::partitions`.
+    pub partition: u32,
+    /// The offset the leader answered with; `None` for acks=0.
+    pub offset: Option<u64>,
+    pub key: Option<Arc<str>>,
+    pub producer: u32,
+    pub acks: Acks,
+}
+
+#[derive(Resource, Debug, Default)]
+pub struct AckLedger {
+    pub records: Vec<AckedRecord>,
+    /// A broker lost its disk during the run.
+    pub disk_lost: bool,
+}
+
+/// An acknowledged record that is gone.
+#[derive(Debug, Clone, Serialize)]
+pub struct LostRecord {
+    pub topic: String,
+    pub partition: u32,
+    pub offset: Option<u64>,
+    pub key: Option<String>,
+    pub producer: String,
+    pub why: String,
+    #[serde(skip)]
+    pub acks: Acks,
+}
+
+/// The acknowledged records absent from the log of their partition's current leader, or, for a
+/// partition without a leader, from every replica that could still lead it (its ISR and ELR, and
+/// with unclean election any replica).
+pub fn lost_records(
+    ledger: &AckLedger,
+    cluster: &Cluster,
+    producer_names: &[String],
+    partitions: &Query<&Partition>,
+    replicas: &Query<&Replica>,
+) -> Vec<LostRecord> {
+    let mut lost = Vec::new();
+    // Records per partition, to look at each partition's logs once.
+    let mut by_partition: Vec<Vec<&AckedRecord>> = vec![Vec::new(); cluster.partitions.len()];
+    for record in &ledger.records {
+        by_partition[record.partition as usize].push(record);
+    }
+    for (i, records) in by_partition.into_iter().enumerate() {
+        if records.is_empty() {
+            continue;
+        }
+        let partition = partitions
+            .get(cluster.partitions[i])
+            .expect("partition entity");
+        let holders: Vec<&Replica> = match partition.leader {
+            Some(leader) => vec![
+                replicas
+                    .get(partition.replica_on(leader).expect("leader is a replica"))
+                    .expect("replica entity"),
+            ],
+            None => partition
+                .assignment
+                .iter()
+                .zip(&partition.replicas)
+                .filter(|(b, _)| {
+                    partition.in_isr(**b)
+                        || partition.elr.contains(b)
+                        || partition.unclean_leader_election
+                })
+                .map(|(_, r)| replicas.get(*r).expect("replica entity"))
+                .collect(),
+        };
+        // acks=0 records have no offset: look them up by id.
+        let ids: Option<HashSet<u64>> = records.iter().any(|r| r.offset.is_none()).then(|| {
+            holders
+                .iter()
+                .flat_map(|h| h.log.iter().map(|r| r.id))
+                .collect()
+        });
+        let has = |record: &AckedRecord| match record.offset {
+            Some(offset) => holders.iter().any(|h| {
+                h.log
+                    .get(offset as usize)
+                    .is_some_and(|r| r.id == record.id)
+            }),
+            None => ids.as_ref().is_some_and(|ids| ids.contains(&record.id)),
+        };
+        let why = match partition.leader {
+            Some(leader) => format!(
+                "not in the log of leader {leader} (epoch {}{})",
+                partition.leader_epoch,
+                if partition.elected_uncleanly {
+                    ", elected uncleanly"
+                } else {
+                    ""
+                }
+            ),
+            None => "partition offline: no replica that could lead has it".to_string(),
+        };
+        for record in records.into_iter().filter(|r| !has(r)) {
+            lost.push(LostRecord {
+                topic: cluster.topics[partition.topic].name.clone(),
+                partition: partition.index,
+                offset: record.offset,
+                key: record.key.as_deref().map(str::to_string),
+                producer: producer_names
+                    .get(record.producer as usize)
+                    .cloned()
+                    .unwrap_or_default(),
+                why: why.clone(),
+                acks: record.acks,
+            });
+        }
+    }
+    lost
+}

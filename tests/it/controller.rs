@@ -1,0 +1,416 @@
+//! The controller, failures and elections: the data-loss cases of the reference (section 6),
+//! election timing, preferred leaders and eligible leader replicas.
+
+use kafkascope::report::Report;
+use kafkascope::sim::{EventKind, Sim};
+
+fn elections(report: &Report) -> Vec<(u64, u32, u32, bool)> {
+    report
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::LeaderElected {
+                leader,
+                leader_epoch,
+                unclean,
+                ..
+            } => Some((e.at_ms, *leader, *leader_epoch, *unclean)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn truncations_of(report: &Report, broker: u32) -> Vec<(u64, u64)> {
+    report
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Truncated {
+                broker: b,
+                from_offset,
+                to_offset,
+                ..
+            } if *b == broker => Some((*from_offset, *to_offset)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn shrink_time(report: &Report) -> u64 {
+    report
+        .events
+        .iter()
+        .find(|e| matches!(e.kind, EventKind::IsrShrink { .. }))
+        .expect("the ISR shrinks")
+        .at_ms
+}
+
+#[test]
+fn case_1_isr_shrinks_to_the_leader_then_it_dies_offline_nothing_lost() {
+    let report = crate::run(&crate::built_in("isr-then-leader-dies"));
+    let p = &report.partitions[0];
+    assert_eq!(p.leader, None, "offline");
+    assert_eq!(p.isr, vec![1], "the ISR keeps its last member");
+    assert!(elections(&report).is_empty());
+    assert!(
+        report
+            .events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::PartitionOffline { .. }))
+    );
+    assert_eq!(
+        report.acked_records_lost,
+        0,
+        "1's disk survives: {:?}",
+        &report.lost_records[..3.min(report.lost_records.len())]
+    );
+    assert!(
+        report.producers[0].stats.acked > 2000,
+        "acks continued on 1 alone"
+    );
+    assert_eq!(report.brokers[0].state, "crashed");
+    assert!(report.metrics.offline_partition_ms > 20_000);
+    assert!(
+        report.invariant_violations.is_empty(),
+        "{:?}",
+        report.invariant_violations
+    );
+}
+
+#[test]
+fn case_1_with_the_leaders_disk_lost_every_write_acked_after_the_shrink_is_lost() {
+    let scenario = crate::built_in("isr-then-leader-wiped");
+    let mut sim = Sim::new(&scenario);
+    sim.run_until(45_001);
+    let at_shrink = sim.report();
+    assert_eq!(at_shrink.partitions[0].isr, vec![1]);
+    let committed_on_followers = at_shrink.partitions[0].replicas[1].log_end_offset;
+    sim.run_until(scenario.duration_ms);
+    let report = sim.report();
+    assert_eq!(report.partitions[0].leader, None);
+    let lost_after_shrink = report
+        .lost_records
+        .iter()
+        .filter(|r| r.offset.is_some_and(|o| o >= committed_on_followers))
+        .count() as u64;
+    let acked_after_shrink = report.producers[0].stats.acked - committed_on_followers;
+    assert!(acked_after_shrink > 500);
+    assert_eq!(
+        lost_after_shrink, acked_after_shrink,
+        "every write acked after the shrink"
+    );
+    assert!(
+        report.invariant_violations.is_empty(),
+        "{:?}",
+        report.invariant_violations
+    );
+}
+
+#[test]
+fn case_2_unclean_election_loses_acknowledged_writes_and_the_old_leader_truncates() {
+    let report = crate::run(&crate::built_in("unclean-election"));
+    let crash = 60_000;
+    let e = elections(&report);
+    assert_eq!(e.len(), 1, "{e:?}");
+    let (at, leader, epoch, unclean) = e[0];
+    assert_eq!((leader, epoch, unclean), (2, 1, true));
+    assert!(
+        at >= crash + 7_000 && at <= crash + 9_001,
+        "after fencing: {at}"
+    );
+    assert_eq!(report.metrics.unclean_leader_elections, 1);
+    assert!(
+        report.acked_records_lost > 1000,
+        "lost {}",
+        report.acked_records_lost
+    );
+    assert!(
+        report
+            .lost_records
+            .iter()
+            .all(|r| r.why.contains("elected uncleanly"))
+    );
+    let truncated = truncations_of(&report, 1);
+    assert_eq!(
+        truncated.len(),
+        1,
+        "1 truncates when it returns: {truncated:?}"
+    );
+    assert!(truncated[0].0 > truncated[0].1);
+    assert_eq!(report.partitions[0].leader, Some(2));
+    assert!(
+        report.producers[0].stats.acked > 4000,
+        "the producer recovers (epoch bump)"
+    );
+    assert!(
+        report.invariant_violations.is_empty(),
+        "{:?}",
+        report.invariant_violations
+    );
+}
+
+#[test]
+fn case_3_min_insync_replicas_2_refuses_writes_and_loses_nothing() {
+    let report = crate::run(&crate::built_in("min-isr-protects"));
+    let p = &report.producers[0];
+    assert!(
+        p.stats
+            .errors
+            .get("NOT_ENOUGH_REPLICAS")
+            .copied()
+            .unwrap_or(0)
+            > 0
+    );
+    assert_eq!(report.partitions[0].leader, None, "offline after 1 crashes");
+    assert_eq!(report.acked_records_lost, 0);
+    assert!(shrink_time(&report) < 90_000);
+    assert!(
+        report.invariant_violations.is_empty(),
+        "{:?}",
+        report.invariant_violations
+    );
+}
+
+#[test]
+fn case_4_acks_one_leader_crash_loses_acknowledged_records() {
+    let report = crate::run(&crate::built_in("acks-one-crash"));
+    let e = elections(&report);
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_eq!(
+        (e[0].1, e[0].2, e[0].3),
+        (2, 1, false),
+        "2 is elected cleanly after fencing"
+    );
+    assert!(report.acked_records_lost > 0);
+    assert!(
+        report
+            .lost_records
+            .iter()
+            .all(|r| r.why.contains("leader 2"))
+    );
+    assert!(
+        report.invariant_violations.is_empty(),
+        "{:?}",
+        report.invariant_violations
+    );
+}
+
+#[test]
+fn case_5_clean_failover_loses_nothing_and_the_old_leader_truncates() {
+    let report = crate::run(&crate::built_in("clean-failover"));
+    let e = elections(&report);
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_eq!(
+        (e[0].1, e[0].2, e[0].3),
+        (2, 1, false),
+        "2, first in ISR order"
+    );
+    assert_eq!(report.acked_records_lost, 0);
+    let truncated = truncations_of(&report, 1);
+    assert_eq!(truncated.len(), 1, "{truncated:?}");
+    assert!(truncated[0].0 > truncated[0].1, "uncommitted records go");
+    assert_eq!(report.partitions[0].isr, vec![1, 2, 3], "1 rejoins");
+    assert!(
+        report.invariant_violations.is_empty(),
+        "{:?}",
+        report.invariant_violations
+    );
+}
+
+#[test]
+fn the_election_follows_the_session_timeout_not_the_crash() {
+    let base = crate::built_in("clean-failover");
+    let (session, interval) = (
+        base.cluster.session_timeout_ms,
+        base.cluster.heartbeat_interval_ms,
+    );
+    // Crashes at every phase of the heartbeat cycle.
+    for crash in [10_000, 10_001, 10_500, 10_999, 11_000, 11_999, 12_345] {
+        let mut scenario = base.clone();
+        scenario.timeline.retain(|t| {
+            !matches!(
+                t.action,
+                kafkascope::scenario::Action::CrashBroker(_)
+                    | kafkascope::scenario::Action::RestartBroker(_)
+            )
+        });
+        scenario.timeline.push(kafkascope::scenario::TimelineEntry {
+            at_ms: crash,
+            action: kafkascope::scenario::Action::CrashBroker(1),
+        });
+        scenario.duration_ms = crash + session + 2_000;
+        let report = crate::run(&scenario);
+        let e = elections(&report);
+        assert_eq!(e.len(), 1, "crash at {crash}: {e:?}");
+        let at = e[0].0;
+        assert!(
+            at >= crash + session - interval && at <= crash + session + 1,
+            "crash at {crash}, elected at {at}"
+        );
+        let fenced = report
+            .events
+            .iter()
+            .find(|e| matches!(e.kind, EventKind::BrokerFenced { broker: 1 }))
+            .unwrap();
+        assert_eq!(fenced.at_ms, at, "the election comes with the fencing");
+    }
+}
+
+#[test]
+fn preferred_election_gives_leadership_back_to_the_first_replica() {
+    let mut scenario = crate::built_in("clean-failover");
+    scenario.timeline.push(kafkascope::scenario::TimelineEntry {
+        at_ms: 38_000,
+        action: kafkascope::scenario::Action::PreferredElection,
+    });
+    let report = crate::run(&scenario);
+    let e = elections(&report);
+    assert_eq!(e.len(), 2, "{e:?}");
+    assert_eq!((e[1].0, e[1].1, e[1].2), (38_000, 1, 2));
+
+    // Without the action, the automatic rebalance does the same at its next check.
+    let mut scenario = crate::built_in("clean-failover");
+    scenario.cluster.leader_imbalance_check_interval_ms = 35_000;
+    let report = crate::run(&scenario);
+    let e = elections(&report);
+    assert_eq!((e[1].0, e[1].1), (35_000, 1), "{e:?}");
+    scenario.cluster.auto_leader_rebalance_enable = false;
+    let report = crate::run(&scenario);
+    assert_eq!(elections(&report).len(), 1, "no rebalance when it is off");
+    assert_eq!(report.partitions[0].leader, Some(2));
+}
+
+/// ISR {1, 2, 3} shrinks to {1, 2} and then {1} (below min.insync.replicas 2); then leader 1 is
+/// cut off from everything and fenced.
+fn elr_scenario(elr: bool) -> kafkascope::scenario::Scenario {
+    crate::scenario(&format!(
+        r#"(
+        name: "elr", seed: 5, duration_ms: 60000,
+        cluster: (brokers: 3, replica_lag_time_max_ms: 10000, eligible_leader_replicas: {elr}),
+        topics: [(name: "t", partitions: 1, replication_factor: 3, min_insync_replicas: 2,
+                  assignment: Some([[1, 2, 3]]))],
+        producers: [(name: "p", topic: "t", acks: All, records_per_sec: 50, keys: Sequence("k"))],
+        timeline: [
+            (at_ms: 2000, action: CutLink(1, 3)),
+            (at_ms: 20000, action: CutLink(1, 2)),
+            (at_ms: 40000, action: IsolateBroker(1)),
+        ],
+    )"#
+    ))
+}
+
+#[test]
+fn eligible_leader_replicas_keep_a_replica_that_left_below_min_isr_electable() {
+    let without = crate::run(&elr_scenario(false));
+    assert_eq!(
+        without.partitions[0].leader, None,
+        "without ELR the partition is offline"
+    );
+    assert_eq!(without.partitions[0].isr, vec![1]);
+
+    let with = crate::run(&elr_scenario(true));
+    let e = elections(&with);
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_eq!(
+        (e[0].1, e[0].3),
+        (2, false),
+        "2 left the ISR below min ISR: elected cleanly"
+    );
+    assert_eq!(with.partitions[0].leader, Some(2));
+    assert_eq!(with.acked_records_lost, 0);
+    assert!(
+        with.invariant_violations.is_empty(),
+        "{:?}",
+        with.invariant_violations
+    );
+    // 3 left while the ISR was still at min ISR: not eligible.
+    assert!(!with.partitions[0].elr.contains(&3));
+}
+
+#[test]
+fn an_isolated_leader_is_replaced_and_catches_up_when_it_comes_back() {
+    // Its fetch sent while isolated is lost; the fetcher gives up after request.timeout.ms and
+    // then catches up from the new leader.
+    let scenario = crate::scenario(
+        r#"(
+        name: "isolated", seed: 9, duration_ms: 70000,
+        cluster: (brokers: 3),
+        topics: [(name: "t", partitions: 1, replication_factor: 3, min_insync_replicas: 2,
+                  assignment: Some([[1, 2, 3]]))],
+        producers: [(name: "p", topic: "t", acks: One, records_per_sec: 200, keys: Sequence("k"))],
+        timeline: [
+            (at_ms: 5000, action: IsolateBroker(1)),
+            (at_ms: 25000, action: HealBroker(1)),
+        ],
+    )"#,
+    );
+    let report = crate::run(&scenario);
+    let e = elections(&report);
+    assert_eq!(e[0].1, 2);
+    assert!(e[0].0 >= 5_000 + 7_000 && e[0].0 <= 5_000 + 9_001, "{e:?}");
+    assert!(
+        report
+            .events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::BrokerUnfenced { broker: 1 }))
+    );
+    assert_eq!(report.brokers[0].state, "online");
+    assert_eq!(report.partitions[0].isr, vec![1, 2, 3]);
+    let leo = report.partitions[0].log_end_offset;
+    assert!(
+        report.partitions[0]
+            .replicas
+            .iter()
+            .all(|r| r.log_end_offset == leo),
+        "all caught up"
+    );
+    assert!(
+        report.invariant_violations.is_empty(),
+        "{:?}",
+        report.invariant_violations
+    );
+}
+
+#[test]
+fn a_wiped_broker_restarts_empty_and_catches_up() {
+    let scenario = crate::scenario(
+        r#"(
+        name: "wipe", seed: 4, duration_ms: 40000,
+        cluster: (brokers: 3),
+        topics: [(name: "t", partitions: 2, replication_factor: 3, min_insync_replicas: 2)],
+        producers: [(name: "p", topic: "t", acks: All, records_per_sec: 100, keys: Sequence("k"))],
+        timeline: [
+            (at_ms: 5000, action: WipeBroker(3)),
+            (at_ms: 20000, action: RestartBroker(3)),
+        ],
+    )"#,
+    );
+    let mut sim = Sim::new(&scenario);
+    sim.run_until(6_000);
+    let wiped = sim.report();
+    assert!(wiped.partitions.iter().all(|p| {
+        p.replicas
+            .iter()
+            .find(|r| r.broker == 3)
+            .unwrap()
+            .log_end_offset
+            == 0
+    }));
+    assert_eq!(wiped.brokers[2].state, "crashed");
+    sim.run_until(scenario.duration_ms);
+    let report = sim.report();
+    for p in &report.partitions {
+        assert_eq!(p.isr.len(), 3, "3 rejoined {}", p.partition);
+        assert!(
+            p.replicas
+                .iter()
+                .all(|r| r.log_end_offset == p.log_end_offset)
+        );
+    }
+    assert_eq!(report.acked_records_lost, 0);
+    assert!(
+        report.invariant_violations.is_empty(),
+        "{:?}",
+        report.invariant_violations
+    );
+}
