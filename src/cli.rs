@@ -48,6 +48,18 @@ enum Command {
         partitions: u32,
         keys: Vec<String>,
     },
+    /// Print the assignment a Kafka assignor computes, as JSON {member: ["topic-partition", ...]}.
+    Assign {
+        /// range, roundrobin, sticky or cooperative-sticky.
+        #[arg(long, value_parser = parse_assignor)]
+        assignor: crate::assignor::Assignor,
+        /// A topic and its partition count, NAME:PARTITIONS (repeat for more topics).
+        #[arg(long = "topic", value_name = "NAME:PARTITIONS", value_parser = parse_topic, required = true)]
+        topics: Vec<(String, u32)>,
+        /// A member and its subscription, ID=TOPIC[,TOPIC...] (repeat for more members).
+        #[arg(long = "member", value_name = "ID=TOPICS", value_parser = parse_member, required = true)]
+        members: Vec<(String, Vec<String>)>,
+    },
     /// List the built-in scenarios.
     List,
     /// Measure how many simulated seconds the model runs per wall-clock second.
@@ -59,6 +71,42 @@ enum Command {
         #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86_400))]
         sim_seconds: u64,
     },
+}
+
+fn parse_assignor(s: &str) -> Result<crate::assignor::Assignor, String> {
+    crate::assignor::Assignor::from_name(s)
+        .ok_or_else(|| "expected range, roundrobin, sticky or cooperative-sticky".to_string())
+}
+
+fn parse_topic(s: &str) -> Result<(String, u32), String> {
+    let (name, count) = s
+        .rsplit_once(':')
+        .ok_or_else(|| "expected NAME:PARTITIONS".to_string())?;
+    let count: u32 = count
+        .parse()
+        .map_err(|_| format!("{count:?} is not a partition count"))?;
+    if name.is_empty() || count == 0 || count > crate::scenario::limits::PARTITIONS {
+        return Err(format!(
+            "expected a name and 1 to {} partitions",
+            crate::scenario::limits::PARTITIONS
+        ));
+    }
+    Ok((name.to_string(), count))
+}
+
+fn parse_member(s: &str) -> Result<(String, Vec<String>), String> {
+    let (id, topics) = s
+        .split_once('=')
+        .ok_or_else(|| "expected ID=TOPIC[,TOPIC...]".to_string())?;
+    let topics: Vec<String> = topics
+        .split(',')
+        .filter(|t| !t.is_empty())
+        .map(str::to_string)
+        .collect();
+    if id.is_empty() || topics.is_empty() {
+        return Err("expected ID=TOPIC[,TOPIC...]".to_string());
+    }
+    Ok((id.to_string(), topics))
 }
 
 /// Runs the command line; the exit status is 0 on success and 2 on bad input.
@@ -131,6 +179,41 @@ fn run(cli: Cli) -> Result<(), String> {
                     emit(key).map_err(|e| e.to_string())?;
                 }
             }
+            Ok(())
+        }
+        Some(Command::Assign {
+            assignor,
+            topics,
+            members,
+        }) => {
+            let mut counts = std::collections::BTreeMap::new();
+            for (name, n) in topics {
+                if counts.insert(name.clone(), n).is_some() {
+                    return Err(format!("--topic {name} is given twice"));
+                }
+            }
+            let mut seen = std::collections::BTreeSet::new();
+            let mut group = Vec::new();
+            for (id, subscribed) in members {
+                if !seen.insert(id.clone()) {
+                    return Err(format!("--member {id} is given twice"));
+                }
+                if let Some(t) = subscribed.iter().find(|t| !counts.contains_key(*t)) {
+                    return Err(format!(
+                        "--member {id} subscribes to {t}, which no --topic names"
+                    ));
+                }
+                group.push(crate::assignor::Member {
+                    id,
+                    topics: subscribed,
+                    owned: Vec::new(),
+                });
+            }
+            let assignment = crate::assignor::assign(assignor, &counts, &group);
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&crate::assignor::to_json(&assignment)).expect("JSON")
+            );
             Ok(())
         }
         Some(Command::List) => {

@@ -7,7 +7,9 @@ use serde::Serialize;
 use bevy::ecs::system::RunSystemOnce;
 
 use crate::sim::cluster::{Broker, Cluster, Partition, Replica};
+use crate::sim::group_coordinator::ConsumerGroup;
 use crate::sim::invariants::Invariants;
+use crate::sim::lag::{LagMonitor, lag_now};
 use crate::sim::ledger::{AckLedger, LostRecord, lost_records};
 use crate::sim::producer::{Producer, ProducerStats};
 use crate::sim::{Event, EventLog, Metrics, SimClock};
@@ -20,12 +22,40 @@ pub struct Report {
     pub brokers: Vec<BrokerReport>,
     pub partitions: Vec<PartitionReport>,
     pub producers: Vec<ProducerReport>,
+    pub consumer_groups: Vec<GroupReport>,
     pub metrics: Metrics,
     /// Records a producer saw succeed that the partition no longer has.
     pub acked_records_lost: u64,
     pub lost_records: Vec<LostRecord>,
     pub events: Vec<Event>,
     pub invariant_violations: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupReport {
+    pub name: String,
+    pub assignor: String,
+    pub generation: u32,
+    pub rebalances: u64,
+    /// Summed over the group's partitions: the time each had no member consuming it.
+    pub paused_ms: u64,
+    pub max_lag: u64,
+    /// The current generation's assignment: {member: ["topic-partition", ...]}.
+    pub assignment: serde_json::Value,
+    pub offsets: Vec<OffsetReport>,
+}
+
+/// One line of `kafka-consumer-groups --describe`.
+#[derive(Debug, Clone, Serialize)]
+pub struct OffsetReport {
+    pub topic: String,
+    pub partition: u32,
+    pub committed: Option<u64>,
+    /// The leader's log end offset.
+    pub log_end_offset: u64,
+    pub high_watermark: u64,
+    /// High watermark - committed.
+    pub lag: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -157,6 +187,55 @@ impl Report {
                 },
             )
             .expect("the report's query runs");
+        let consumer_groups = world
+            .run_system_once(
+                move |cluster: Res<Cluster>,
+                      monitor: Res<LagMonitor>,
+                      groups: Query<&ConsumerGroup>,
+                      partitions: Query<&Partition>,
+                      replicas: Query<&Replica>| {
+                    cluster
+                        .groups
+                        .iter()
+                        .enumerate()
+                        .map(|(i, e)| {
+                            let group = groups.get(*e).expect("group");
+                            let lag = monitor.groups.get(i).cloned().unwrap_or_default();
+                            let offsets: Vec<OffsetReport> = group
+                                .partitions
+                                .iter()
+                                .map(|o| {
+                                    let s =
+                                        lag_now(group, *o, &cluster, &partitions, &replicas, now);
+                                    let p = partitions
+                                        .get(cluster.partitions[*o as usize])
+                                        .expect("partition");
+                                    OffsetReport {
+                                        topic: cluster.topics[p.topic].name.clone(),
+                                        partition: p.index,
+                                        committed: s.committed,
+                                        log_end_offset: s.log_end_offset,
+                                        high_watermark: s.high_watermark,
+                                        lag: s.lag,
+                                    }
+                                })
+                                .collect();
+                            let max_lag = offsets.iter().map(|o| o.lag).fold(lag.max_lag, u64::max);
+                            GroupReport {
+                                name: group.name.clone(),
+                                assignor: group.config.assignor.name().to_string(),
+                                generation: group.generation,
+                                rebalances: group.rebalances,
+                                paused_ms: lag.paused_until(now),
+                                max_lag,
+                                assignment: crate::assignor::to_json(&group.assignment),
+                                offsets,
+                            }
+                        })
+                        .collect::<Vec<_>>()
+                },
+            )
+            .expect("the report's query runs");
         Report {
             scenario,
             seed,
@@ -164,6 +243,7 @@ impl Report {
             brokers,
             partitions,
             producers,
+            consumer_groups,
             metrics,
             acked_records_lost: lost.len() as u64,
             lost_records: lost,

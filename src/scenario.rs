@@ -7,6 +7,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::assignor::Assignor;
 use crate::sim::MAX_FETCH_BYTES_LIMIT;
 
 /// A built-in scenario: its name, and the RON text compiled into the binary (the web build has no
@@ -59,6 +60,18 @@ pub const BUILT_IN: &[BuiltIn] = &[
         source: include_str!("../scenarios/clean-failover.ron"),
     },
     BuiltIn {
+        name: "consumers",
+        source: include_str!("../scenarios/consumers.ron"),
+    },
+    BuiltIn {
+        name: "rebalance-storm",
+        source: include_str!("../scenarios/rebalance-storm.ron"),
+    },
+    BuiltIn {
+        name: "rebalance-storm-cooperative",
+        source: include_str!("../scenarios/rebalance-storm-cooperative.ron"),
+    },
+    BuiltIn {
         name: "throughput",
         source: include_str!("../scenarios/throughput.ron"),
     },
@@ -81,6 +94,8 @@ pub struct Scenario {
     pub topics: Vec<TopicConfig>,
     #[serde(default)]
     pub producers: Vec<ProducerConfig>,
+    #[serde(default)]
+    pub consumer_groups: Vec<ConsumerGroupConfig>,
     #[serde(default)]
     pub timeline: Vec<TimelineEntry>,
 }
@@ -124,6 +139,22 @@ pub struct ClusterConfig {
     /// `leader.imbalance.check.interval.seconds`, in milliseconds.
     #[serde(default = "defaults::leader_imbalance_check_interval_ms")]
     pub leader_imbalance_check_interval_ms: u64,
+    /// `offsets.topic.num.partitions`.
+    #[serde(default = "defaults::offsets_topic_partitions")]
+    pub offsets_topic_partitions: u32,
+    /// `offsets.topic.replication.factor` (capped by the broker count).
+    #[serde(default = "defaults::offsets_topic_replication_factor")]
+    pub offsets_topic_replication_factor: u32,
+    /// `group.initial.rebalance.delay.ms`: an empty group waits this long for more members.
+    #[serde(default = "defaults::group_initial_rebalance_delay_ms")]
+    pub group_initial_rebalance_delay_ms: u64,
+    /// `broker.rack` of each broker, in id order.
+    #[serde(default)]
+    pub broker_racks: Option<Vec<String>>,
+    /// `replica.selector.class=RackAwareReplicaSelector`: consumers with a rack may read from a
+    /// follower in it (KIP-392).
+    #[serde(default)]
+    pub rack_aware_replica_selector: bool,
 }
 
 impl Default for ClusterConfig {
@@ -141,6 +172,11 @@ impl Default for ClusterConfig {
             eligible_leader_replicas: false,
             auto_leader_rebalance_enable: true,
             leader_imbalance_check_interval_ms: defaults::leader_imbalance_check_interval_ms(),
+            offsets_topic_partitions: defaults::offsets_topic_partitions(),
+            offsets_topic_replication_factor: defaults::offsets_topic_replication_factor(),
+            group_initial_rebalance_delay_ms: defaults::group_initial_rebalance_delay_ms(),
+            broker_racks: None,
+            rack_aware_replica_selector: false,
         }
     }
 }
@@ -239,6 +275,57 @@ pub struct ProducerConfig {
     pub max_in_flight_requests_per_connection: u32,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum OffsetReset {
+    Earliest,
+    Latest,
+}
+
+/// A consumer group: its members share the partitions of its topics.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConsumerGroupConfig {
+    /// `group.id`.
+    pub name: String,
+    pub topics: Vec<String>,
+    /// Members at the start.
+    #[serde(default = "defaults::one")]
+    pub members: u32,
+    /// `partition.assignment.strategy` (Kafka's default list starts with range).
+    #[serde(default = "defaults::assignor")]
+    pub assignor: Assignor,
+    /// How many records each member processes per second.
+    #[serde(default = "defaults::consumer_records_per_sec")]
+    pub records_per_sec: u32,
+    /// `auto.commit.interval.ms`.
+    #[serde(default = "defaults::auto_commit_interval_ms")]
+    pub auto_commit_interval_ms: u64,
+    /// Commit after each processed batch instead of every `auto_commit_interval_ms`.
+    #[serde(default)]
+    pub commit_after_each_batch: bool,
+    /// `session.timeout.ms`.
+    #[serde(default = "defaults::consumer_session_timeout_ms")]
+    pub session_timeout_ms: u64,
+    /// `heartbeat.interval.ms`.
+    #[serde(default = "defaults::consumer_heartbeat_interval_ms")]
+    pub heartbeat_interval_ms: u64,
+    /// `max.poll.interval.ms` (also the rebalance timeout).
+    #[serde(default = "defaults::max_poll_interval_ms")]
+    pub max_poll_interval_ms: u64,
+    /// `max.poll.records`: the most records one fetch hands the application.
+    #[serde(default = "defaults::max_poll_records")]
+    pub max_poll_records: u32,
+    /// `auto.offset.reset`.
+    #[serde(default = "defaults::auto_offset_reset")]
+    pub auto_offset_reset: OffsetReset,
+    /// `client.rack`.
+    #[serde(default)]
+    pub rack: Option<String>,
+    /// Members get a `group.instance.id` (static membership, KIP-345).
+    #[serde(default)]
+    pub static_members: bool,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TimelineEntry {
@@ -273,6 +360,14 @@ pub enum Action {
     HealControllerLink(u32),
     /// Ask the controller to move each partition's leadership to its preferred replica.
     PreferredElection,
+    /// A new member joins the group.
+    AddConsumer(String),
+    /// The group's newest member closes cleanly (LeaveGroup; static members send none).
+    RemoveConsumer(String),
+    /// The group's newest member dies without a word: its session times out.
+    CrashConsumer(String),
+    /// Each member of the group processes this many records per second.
+    SetConsumerRate(String, u32),
 }
 
 mod defaults {
@@ -312,6 +407,39 @@ mod defaults {
     }
     pub fn yes() -> bool {
         true
+    }
+    pub fn offsets_topic_partitions() -> u32 {
+        50
+    }
+    pub fn offsets_topic_replication_factor() -> u32 {
+        3
+    }
+    pub fn group_initial_rebalance_delay_ms() -> u64 {
+        3_000
+    }
+    pub fn assignor() -> super::Assignor {
+        super::Assignor::Range
+    }
+    pub fn consumer_records_per_sec() -> u32 {
+        1_000
+    }
+    pub fn auto_commit_interval_ms() -> u64 {
+        5_000
+    }
+    pub fn consumer_session_timeout_ms() -> u64 {
+        45_000
+    }
+    pub fn consumer_heartbeat_interval_ms() -> u64 {
+        3_000
+    }
+    pub fn max_poll_interval_ms() -> u64 {
+        300_000
+    }
+    pub fn max_poll_records() -> u32 {
+        500
+    }
+    pub fn auto_offset_reset() -> super::OffsetReset {
+        super::OffsetReset::Latest
     }
     pub fn acks() -> Acks {
         Acks::All
@@ -398,6 +526,7 @@ pub mod limits {
     pub const BROKERS: u32 = 64;
     pub const PARTITIONS: u32 = 4_096;
     pub const PRODUCERS: usize = 256;
+    pub const CONSUMERS: u32 = 1_024;
     pub const RECORDS_PER_SEC: u32 = 1_000_000;
     pub const RECORD_BYTES: u32 = 1_048_576;
     pub const BATCH_SIZE: u32 = 16 * 1_048_576;
@@ -739,6 +868,78 @@ impl Scenario {
             );
         }
 
+        if let Some(racks) = &c.broker_racks {
+            if racks.len() != c.brokers as usize {
+                return Err(bad(
+                    "cluster.broker_racks".into(),
+                    format!(
+                        "{} racks for {} brokers: give one per broker",
+                        racks.len(),
+                        c.brokers
+                    ),
+                ));
+            }
+        }
+        if c.offsets_topic_partitions == 0 || c.offsets_topic_partitions > limits::PARTITIONS {
+            return Err(bad(
+                "cluster.offsets_topic_partitions".into(),
+                format!(
+                    "{}: must be 1 to {}",
+                    c.offsets_topic_partitions,
+                    limits::PARTITIONS
+                ),
+            ));
+        }
+        if c.offsets_topic_replication_factor == 0 {
+            return Err(bad(
+                "cluster.offsets_topic_replication_factor".into(),
+                "0: the offsets topic needs at least one replica".into(),
+            ));
+        }
+        let mut consumers: u64 = 0;
+        for (i, g) in self.consumer_groups.iter().enumerate() {
+            let at = |f: &str| format!("consumer_groups[{i}].{f}");
+            if g.name.is_empty() {
+                return Err(bad(at("name"), "a group needs a group.id".into()));
+            }
+            if self.consumer_groups[..i].iter().any(|o| o.name == g.name) {
+                return Err(bad(
+                    at("name"),
+                    format!("group {:?} is defined twice", g.name),
+                ));
+            }
+            if g.topics.is_empty() {
+                return Err(bad(
+                    at("topics"),
+                    "a group subscribes to at least one topic".into(),
+                ));
+            }
+            if let Some(t) = g.topics.iter().find(|t| self.topic_index(t).is_none()) {
+                return Err(bad(at("topics"), format!("no topic named {t:?}")));
+            }
+            if g.heartbeat_interval_ms == 0 || g.heartbeat_interval_ms >= g.session_timeout_ms {
+                return Err(bad(
+                    at("heartbeat_interval_ms"),
+                    format!(
+                        "{} ms must be above 0 and below session_timeout_ms ({} ms), as Kafka requires",
+                        g.heartbeat_interval_ms, g.session_timeout_ms
+                    ),
+                ));
+            }
+            if g.auto_commit_interval_ms == 0 || g.max_poll_records == 0 {
+                return Err(bad(
+                    at("auto_commit_interval_ms"),
+                    "intervals and max_poll_records are at least 1".into(),
+                ));
+            }
+            if g.records_per_sec > limits::RECORDS_PER_SEC {
+                return Err(bad(
+                    at("records_per_sec"),
+                    format!("{}: at most {}", g.records_per_sec, limits::RECORDS_PER_SEC),
+                ));
+            }
+            consumers += u64::from(g.members);
+        }
         for (i, entry) in self.timeline.iter().enumerate() {
             let field = format!("timeline[{i}].action");
             if entry.at_ms > self.duration_ms {
@@ -820,6 +1021,17 @@ impl Scenario {
                 | Action::CutControllerLink(b)
                 | Action::HealControllerLink(b) => broker(*b)?,
                 Action::PreferredElection => {}
+                Action::AddConsumer(group)
+                | Action::RemoveConsumer(group)
+                | Action::CrashConsumer(group)
+                | Action::SetConsumerRate(group, _) => {
+                    if !self.consumer_groups.iter().any(|g| g.name == *group) {
+                        return Err(bad(field, format!("no consumer group named {group:?}")));
+                    }
+                    if matches!(entry.action, Action::AddConsumer(_)) {
+                        consumers += 1;
+                    }
+                }
                 Action::Produce(name, _, count) => {
                     let p = producer(name)?;
                     let rf = self
@@ -828,6 +1040,15 @@ impl Scenario {
                     stored_records = stored_records.saturating_add(count.saturating_mul(rf));
                 }
             }
+        }
+        if consumers > u64::from(limits::CONSUMERS) {
+            return Err(bad(
+                "consumer_groups".into(),
+                format!(
+                    "{consumers} consumers in all: at most {}",
+                    limits::CONSUMERS
+                ),
+            ));
         }
         if stored_records > limits::STORED_RECORDS {
             return Err(bad(

@@ -107,6 +107,9 @@ pub struct Cluster {
     /// Every partition, topic by topic.
     pub partitions: Vec<Entity>,
     pub producers: Vec<Entity>,
+    pub groups: Vec<Entity>,
+    /// Every consumer ever started, in order (a node index on the wire).
+    pub consumers: Vec<Entity>,
 }
 
 /// One partition of a topic: who leads it, its ISR, and the leader's view of its followers.
@@ -249,7 +252,19 @@ pub struct Record {
     pub batch_first_sequence: i32,
     /// The idempotent producer's epoch (bumped when it resets its sequence numbers).
     pub producer_epoch: u16,
+    /// In `__consumer_offsets`: the committed offset this record stores.
+    pub commit: Option<Box<OffsetCommitRecord>>,
     pub bytes: u32,
+}
+
+/// A group's committed offset for one partition, as a record of `__consumer_offsets`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OffsetCommitRecord {
+    pub group: u32,
+    /// Ordinal of the partition in `Cluster::partitions`.
+    pub partition: u32,
+    /// The next offset to read.
+    pub offset: u64,
 }
 
 /// The last batches of one producer on one partition, for duplicate detection
@@ -439,7 +454,7 @@ pub fn load(world: &mut World, scenario: &Scenario) {
         .id();
 
     let mut topics = Vec::new();
-    let mut all_partitions = Vec::new();
+    let mut all_partitions: Vec<Entity> = Vec::new();
     for (t, config) in scenario.topics.iter().enumerate() {
         let mut partitions = Vec::new();
         for (p, assignment) in scenario.assignment(config).into_iter().enumerate() {
@@ -485,6 +500,123 @@ pub fn load(world: &mut World, scenario: &Scenario) {
         });
     }
 
+    // `__consumer_offsets`: only the partitions that coordinate a group are simulated; they are
+    // replicated like any other (`offsets.topic.replication.factor`, capped by the brokers).
+    let offsets_rf = scenario
+        .cluster
+        .offsets_topic_replication_factor
+        .min(scenario.cluster.brokers);
+    let offsets_config = crate::scenario::TopicConfig {
+        name: OFFSETS_TOPIC.to_string(),
+        partitions: scenario.cluster.offsets_topic_partitions,
+        replication_factor: offsets_rf,
+        min_insync_replicas: 1,
+        assignment: None,
+        unclean_leader_election: false,
+    };
+    let offsets_assignment = scenario.assignment(&offsets_config);
+    let mut offsets_partitions: Vec<(u32, Entity)> = Vec::new();
+    let mut group_offsets = Vec::new();
+    for g in &scenario.consumer_groups {
+        let p = crate::partitioner::offsets_partition_for_group(
+            &g.name,
+            scenario.cluster.offsets_topic_partitions,
+        );
+        let entity = match offsets_partitions.iter().find(|(q, _)| *q == p) {
+            Some((_, e)) => *e,
+            None => {
+                let assignment = offsets_assignment[p as usize].clone();
+                let partition = world.spawn_empty().id();
+                let replicas: Vec<Entity> = assignment
+                    .iter()
+                    .map(|b| {
+                        world
+                            .spawn((
+                                Name::new(format!("{OFFSETS_TOPIC}-{p} on broker {b}")),
+                                Replica::new(partition, *b),
+                            ))
+                            .id()
+                    })
+                    .collect();
+                world.entity_mut(partition).insert((
+                    Name::new(format!("{OFFSETS_TOPIC}-{p}")),
+                    Partition {
+                        topic: topics.len(),
+                        index: p,
+                        ordinal: (all_partitions.len() + offsets_partitions.len()) as u32,
+                        leader: assignment.first().copied(),
+                        leader_epoch: 0,
+                        isr: assignment.clone(),
+                        elr: Vec::new(),
+                        unclean_leader_election: false,
+                        elected_uncleanly: false,
+                        offline_since_ms: None,
+                        followers: vec![FollowerState::default(); assignment.len()],
+                        assignment,
+                        replicas,
+                        min_insync_replicas: 1,
+                    },
+                ));
+                offsets_partitions.push((p, partition));
+                partition
+            }
+        };
+        group_offsets.push(entity);
+    }
+    let user_partitions = all_partitions.clone();
+    if !offsets_partitions.is_empty() {
+        all_partitions.extend(offsets_partitions.iter().map(|(_, e)| *e));
+        topics.push(Topic {
+            name: OFFSETS_TOPIC.to_string(),
+            partitions: offsets_partitions.iter().map(|(_, e)| *e).collect(),
+            replication_factor: offsets_rf,
+            min_insync_replicas: 1,
+        });
+    }
+
+    let mut groups = Vec::new();
+    let mut consumers = Vec::new();
+    for (i, g) in scenario.consumer_groups.iter().enumerate() {
+        let ordinals: Vec<u32> = g
+            .topics
+            .iter()
+            .flat_map(|t| {
+                let topic = scenario.topic_index(t).expect("validated");
+                topics[topic].partitions.clone()
+            })
+            .map(|e| {
+                user_partitions
+                    .iter()
+                    .position(|p| *p == e)
+                    .expect("listed") as u32
+            })
+            .collect();
+        groups.push(
+            world
+                .spawn((
+                    Name::new(format!("group {}", g.name)),
+                    super::group_coordinator::ConsumerGroup::new(
+                        i as u32,
+                        g,
+                        ordinals,
+                        group_offsets[i],
+                    ),
+                ))
+                .id(),
+        );
+        for n in 1..=g.members {
+            let index = consumers.len() as u32;
+            consumers.push(
+                world
+                    .spawn((
+                        Name::new(format!("consumer {}-{n}", g.name)),
+                        super::consumer::Consumer::new(index, i as u32, n, g, 0),
+                    ))
+                    .id(),
+            );
+        }
+    }
+
     let producers: Vec<Entity> = scenario
         .producers
         .iter()
@@ -517,5 +649,10 @@ pub fn load(world: &mut World, scenario: &Scenario) {
         topics,
         partitions: all_partitions,
         producers,
+        groups,
+        consumers,
     });
 }
+
+/// Kafka's internal topic of committed offsets.
+pub const OFFSETS_TOPIC: &str = "__consumer_offsets";

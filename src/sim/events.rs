@@ -101,6 +101,32 @@ pub enum EventKind {
         leader_epoch: u32,
         isr: Vec<u32>,
     },
+    ConsumerAdded {
+        group: String,
+        member: String,
+    },
+    ConsumerRemoved {
+        group: String,
+        member: String,
+    },
+    ConsumerCrashed {
+        group: String,
+        member: String,
+    },
+    ConsumerRateChanged {
+        group: String,
+        records_per_sec: u32,
+    },
+    /// The coordinator asked every member to rejoin.
+    RebalanceStarted {
+        group: String,
+        generation: u32,
+    },
+    /// The leader's assignment reached the members: a new generation is consuming.
+    RebalanceCompleted {
+        group: String,
+        generation: u32,
+    },
     /// A follower cut its log back to where it agrees with its leader.
     Truncated {
         broker: u32,

@@ -7,6 +7,7 @@ use bevy::prelude::*;
 
 use super::cluster::{Broker, Cluster, Partition, Replica, broker_views};
 use super::events::Metrics;
+use super::group_coordinator::ConsumerGroup;
 use super::ledger::{AckLedger, lost_records};
 use super::producer::Producer;
 use super::{SimClock, SimSet, SimStep};
@@ -34,6 +35,8 @@ pub struct Invariants {
     partitions: Vec<Seen>,
     /// Elections and truncations seen at the last loss check.
     last_changes: (u64, u64),
+    /// Each group's committed offsets at the last check.
+    committed: Vec<std::collections::BTreeMap<u32, u64>>,
 }
 
 impl Invariants {
@@ -42,6 +45,17 @@ impl Invariants {
             partitions: vec![Seen::default(); partitions],
             ..default()
         }
+    }
+
+    /// Records a violation found by another system (once per kind, partition and broker).
+    pub fn violation(
+        &mut self,
+        kind: &'static str,
+        partition: usize,
+        broker: u32,
+        message: String,
+    ) {
+        self.report(kind, partition, broker, message);
     }
 
     fn report(&mut self, kind: &'static str, partition: usize, broker: u32, message: String) {
@@ -55,7 +69,7 @@ impl Invariants {
 pub(super) fn plugin(app: &mut App) {
     app.init_resource::<Invariants>().add_systems(
         SimStep,
-        (check, check_no_safe_loss)
+        (check, check_no_safe_loss, check_committed_offsets)
             .chain()
             .in_set(SimSet::Invariants),
     );
@@ -229,5 +243,38 @@ fn check_no_safe_loss(
                 ),
             );
         }
+    }
+}
+
+/// A group's committed offset of a partition never goes backward (the consumers in the model
+/// never seek, so only an offset reset could move it back).
+fn check_committed_offsets(
+    clock: Res<SimClock>,
+    cluster: Res<Cluster>,
+    mut invariants: ResMut<Invariants>,
+    groups: Query<&ConsumerGroup, Changed<ConsumerGroup>>,
+) {
+    if invariants.committed.len() < cluster.groups.len() {
+        invariants
+            .committed
+            .resize(cluster.groups.len(), Default::default());
+    }
+    for group in &groups {
+        let g = group.index as usize;
+        for (ordinal, offset) in &group.committed {
+            let before = invariants.committed[g].get(ordinal).copied();
+            if let Some(before) = before.filter(|b| offset < b) {
+                invariants.report(
+                    "committed-backwards",
+                    *ordinal as usize,
+                    group.index,
+                    format!(
+                        "{} ms: group {}: the committed offset of partition #{ordinal} went back from {before} to {offset}",
+                        clock.now_ms, group.name
+                    ),
+                );
+            }
+        }
+        invariants.committed[g] = group.committed.clone();
     }
 }

@@ -21,7 +21,9 @@ pub(super) fn plugin(app: &mut App) {
 fn broker_of(node: Node) -> u32 {
     match node {
         Node::Broker(b) => b,
-        Node::Producer(_) | Node::Controller => unreachable!("produce requests go to brokers"),
+        Node::Producer(_) | Node::Controller | Node::Consumer(_) => {
+            unreachable!("produce requests go to brokers")
+        }
     }
 }
 
@@ -89,6 +91,7 @@ fn append_batch(
         sequence: batch.base_sequence.map_or(-1, |s| s + i as i32),
         batch_first_sequence: batch.base_sequence.unwrap_or(-1),
         producer_epoch: batch.producer_epoch,
+        commit: None,
         bytes: r.bytes,
     }));
     metrics.records_appended += count;

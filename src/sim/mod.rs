@@ -11,15 +11,19 @@ use crate::scenario::Scenario;
 
 pub mod clock;
 pub mod cluster;
+pub mod consumer;
 pub mod controller;
 pub mod events;
+pub mod group_coordinator;
 pub mod invariants;
 pub mod isr;
+pub mod lag;
 pub mod leader;
 pub mod ledger;
 pub mod network;
 pub mod producer;
 pub mod protocol;
+pub mod reads;
 pub mod replication;
 pub mod timeline;
 
@@ -53,6 +57,10 @@ pub enum SimSet {
     Isr,
     /// Requests held at a leader (acks=all produces, fetches waiting for data) that can finish.
     Delayed,
+    /// Group coordinators: joins, syncs, heartbeats, sessions, offset commits.
+    Groups,
+    /// Consumers: group responses, fetched records, processing, requests; the lag monitor.
+    Consumers,
     /// Producers: handle responses, time out, accumulate new records and send batches.
     Producer,
     /// Checks of Kafka's invariants.
@@ -82,6 +90,8 @@ pub fn plugin(app: &mut App) {
             SimSet::Append,
             SimSet::Isr,
             SimSet::Delayed,
+            SimSet::Groups,
+            SimSet::Consumers,
             SimSet::Producer,
             SimSet::Invariants,
             SimSet::Clock,
@@ -101,6 +111,12 @@ pub fn plugin(app: &mut App) {
         isr::plugin,
         producer::plugin,
         invariants::plugin,
+    ))
+    .add_plugins((
+        reads::plugin,
+        group_coordinator::plugin,
+        consumer::plugin,
+        lag::plugin,
     ));
 }
 

@@ -8,10 +8,11 @@ use serde::Serialize;
 
 use super::clock::SimRng;
 use super::cluster::{Broker, BrokerId, Cluster, Replica, broker_views};
+use super::consumer::Consumer;
 use super::events::Metrics;
 use super::ledger::AckLedger;
 use super::producer::Producer;
-use super::protocol::{FetchRequest, KafkaError, ProduceRequest};
+use super::protocol::{ConsumerFetch, FetchRequest, GroupRequest, KafkaError, ProduceRequest};
 use super::{SimClock, SimSet, SimStep, Wake};
 use crate::scenario::ClusterConfig;
 
@@ -23,6 +24,8 @@ pub enum Node {
     Producer(u32),
     /// The active KRaft controller.
     Controller,
+    /// A consumer, by its index in `Cluster::consumers`.
+    Consumer(u32),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,7 +127,7 @@ impl Network {
     fn extra(&self, node: Node) -> u64 {
         match node {
             Node::Broker(b) => self.extra_ms.get(b as usize).copied().unwrap_or(0),
-            Node::Producer(_) | Node::Controller => 0,
+            Node::Producer(_) | Node::Controller | Node::Consumer(_) => 0,
         }
     }
 
@@ -241,9 +244,12 @@ fn refuse_at_dead_brokers(
         &mut Wire,
         Option<&ProduceRequest>,
         Option<&FetchRequest>,
+        Option<&GroupRequest>,
+        Option<&ConsumerFetch>,
     )>,
     mut producers: Query<&mut Producer>,
     mut replicas: Query<&mut Replica>,
+    mut consumers: Query<&mut Consumer>,
 ) {
     if brokers.iter().all(|b| b.alive) {
         return;
@@ -258,7 +264,7 @@ fn refuse_at_dead_brokers(
         .collect();
     refused.sort_unstable();
     for (_, entity) in refused {
-        let (_, mut wire, produce, fetch) = wires.get_mut(entity).unwrap();
+        let (_, mut wire, produce, fetch, group, consumer_fetch) = wires.get_mut(entity).unwrap();
         wire.state = WireState::Lost { at_ms: now };
         wire.arrive_ms = wire.arrive_ms.min(now);
         if let Some(request) = produce {
@@ -273,6 +279,14 @@ fn refuse_at_dead_brokers(
                     &mut rng,
                     &mut ledger,
                 );
+        }
+        if group.is_some() || consumer_fetch.is_some() {
+            if let Node::Consumer(c) = wire.from {
+                consumers
+                    .get_mut(cluster.consumers[c as usize])
+                    .expect("consumer entity")
+                    .request_failed(wire.id, now);
+            }
         }
         if let Some(request) = fetch {
             let mut replica = replicas.get_mut(request.replica).expect("replica entity");

@@ -19,6 +19,8 @@ pub enum KafkaError {
     /// The connection broke (the broker's process is gone): not a response code but what the
     /// client reports (`Errors.NETWORK_EXCEPTION`).
     NetworkException,
+    /// A consumer asked for an offset the replica does not have.
+    OffsetOutOfRange,
 }
 
 impl KafkaError {
@@ -31,6 +33,7 @@ impl KafkaError {
             KafkaError::NotLeaderOrFollower => "NOT_LEADER_OR_FOLLOWER",
             KafkaError::OutOfOrderSequenceNumber => "OUT_OF_ORDER_SEQUENCE_NUMBER",
             KafkaError::NetworkException => "NETWORK_EXCEPTION",
+            KafkaError::OffsetOutOfRange => "OFFSET_OUT_OF_RANGE",
         }
     }
 
@@ -145,4 +148,126 @@ pub struct Heartbeat {
 pub struct HeartbeatResponse {
     pub broker: u32,
     pub fenced: bool,
+}
+
+/// Errors of the group protocol (`Errors.java`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub enum GroupError {
+    RebalanceInProgress,
+    UnknownMemberId,
+    IllegalGeneration,
+    NotCoordinator,
+}
+
+impl GroupError {
+    pub fn name(self) -> &'static str {
+        match self {
+            GroupError::RebalanceInProgress => "REBALANCE_IN_PROGRESS",
+            GroupError::UnknownMemberId => "UNKNOWN_MEMBER_ID",
+            GroupError::IllegalGeneration => "ILLEGAL_GENERATION",
+            GroupError::NotCoordinator => "NOT_COORDINATOR",
+        }
+    }
+}
+
+/// A member's request to its group coordinator.
+#[derive(Component, Debug, Clone)]
+pub struct GroupRequest {
+    /// Index of the group in the scenario.
+    pub group: u32,
+    pub member: String,
+    pub body: GroupRequestBody,
+}
+
+#[derive(Debug, Clone)]
+pub enum GroupRequestBody {
+    JoinGroup {
+        instance_id: Option<String>,
+        topics: Vec<String>,
+        /// Partitions it owns now (cooperative and sticky members send them).
+        owned: Vec<crate::assignor::TopicPartition>,
+    },
+    SyncGroup {
+        generation: u32,
+        /// Only the leader sends the assignment.
+        assignment: Option<crate::assignor::Assignment>,
+    },
+    Heartbeat {
+        generation: u32,
+    },
+    LeaveGroup,
+    /// Offsets to commit: (partition ordinal, next offset to read).
+    OffsetCommit {
+        generation: u32,
+        offsets: Vec<(u32, u64)>,
+    },
+}
+
+impl GroupRequestBody {
+    /// The request's name in Kafka's protocol.
+    pub fn name(&self) -> &'static str {
+        match self {
+            GroupRequestBody::JoinGroup { .. } => "JoinGroup",
+            GroupRequestBody::SyncGroup { .. } => "SyncGroup",
+            GroupRequestBody::Heartbeat { .. } => "Heartbeat",
+            GroupRequestBody::LeaveGroup => "LeaveGroup",
+            GroupRequestBody::OffsetCommit { .. } => "OffsetCommit",
+        }
+    }
+}
+
+/// The coordinator's answer.
+#[derive(Component, Debug, Clone)]
+pub struct GroupResponse {
+    pub group: u32,
+    pub member: String,
+    pub body: GroupResponseBody,
+}
+
+#[derive(Debug, Clone)]
+pub enum GroupResponseBody {
+    JoinGroup {
+        generation: u32,
+        leader: String,
+        /// The members and subscriptions, for the leader only.
+        members: Vec<crate::assignor::Member>,
+    },
+    SyncGroup {
+        generation: u32,
+        assignment: Vec<crate::assignor::TopicPartition>,
+    },
+    Heartbeat,
+    LeaveGroup,
+    OffsetCommit {
+        offsets: Vec<(u32, u64)>,
+    },
+    Error {
+        request: &'static str,
+        error: GroupError,
+    },
+}
+
+/// A consumer's fetch of one partition, from its position. Only records below the serving
+/// replica's high watermark come back.
+#[derive(Component, Debug, Clone)]
+pub struct ConsumerFetch {
+    pub consumer: Entity,
+    pub partition: Entity,
+    /// The replica asked (the leader, or a follower in the consumer's rack, KIP-392).
+    pub replica: Entity,
+    pub offset: u64,
+    pub max_records: u32,
+}
+
+#[derive(Component, Debug, Clone)]
+pub struct ConsumerFetchResponse {
+    pub request: u64,
+    pub consumer: Entity,
+    pub partition: Entity,
+    /// Records `from .. from + count`.
+    pub from: u64,
+    pub count: u64,
+    /// The serving replica's high watermark when it answered.
+    pub high_watermark: u64,
+    pub error: Option<KafkaError>,
 }

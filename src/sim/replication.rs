@@ -190,7 +190,7 @@ fn leaders_answer_fetches(
 /// `DelayedFetch`: a held follower fetch finishes when the leader's log end offset passes its
 /// offset or its wait runs out. A high watermark change alone does not finish it (KAFKA-9952).
 #[allow(clippy::too_many_arguments)]
-fn complete_delayed_fetches(
+pub(super) fn complete_delayed_fetches(
     clock: Res<SimClock>,
     cluster: Res<Cluster>,
     mut network: ResMut<Network>,

@@ -3,8 +3,10 @@
 use bevy::prelude::*;
 
 use super::cluster::{Broker, Cluster, Replica};
+use super::consumer::Consumer;
 use super::controller::Controller;
 use super::events::{EventKind, EventLog};
+use super::group_coordinator::ConsumerGroup;
 use super::ledger::AckLedger;
 use super::network::Network;
 use super::producer::Producer;
@@ -47,7 +49,7 @@ pub(super) fn plugin(app: &mut App) {
 #[allow(clippy::too_many_arguments)]
 fn apply_actions(
     clock: Res<SimClock>,
-    cluster: Res<Cluster>,
+    mut cluster: ResMut<Cluster>,
     mut timeline: ResMut<Timeline>,
     mut network: ResMut<Network>,
     mut events: ResMut<EventLog>,
@@ -57,6 +59,9 @@ fn apply_actions(
     mut brokers: Query<&mut Broker>,
     mut replicas: Query<&mut Replica>,
     mut controllers: Query<&mut Controller>,
+    groups: Query<&ConsumerGroup>,
+    mut consumers: Query<&mut Consumer>,
+    mut commands: Commands,
 ) {
     let now = clock.now_ms;
     if let Some((at, _)) = timeline
@@ -171,6 +176,77 @@ fn apply_actions(
                     .unwrap()
                     .preferred_election_requested = true;
                 EventKind::PreferredElectionRequested
+            }
+            Action::AddConsumer(name) => {
+                let Some(g) = groups.iter().find(|g| g.name == name) else {
+                    continue;
+                };
+                let number = consumers.iter().filter(|c| c.group == g.index).count() as u32 + 1;
+                // A static member comes back under the instance id of one that is gone.
+                let index = cluster.consumers.len() as u32;
+                let mut consumer = Consumer::new(index, g.index, number, &g.config, now);
+                if g.config.static_members {
+                    let live: Vec<String> = consumers
+                        .iter()
+                        .filter(|c| c.group == g.index && c.alive)
+                        .filter_map(|c| c.instance_id.clone())
+                        .collect();
+                    let free = (1..=number)
+                        .map(|k| format!("{}-instance-{k}", g.name))
+                        .find(|id| !live.contains(id));
+                    consumer.instance_id = free;
+                }
+                let member = consumer.member_id.clone();
+                let entity = commands
+                    .spawn((Name::new(format!("consumer {member}")), consumer))
+                    .id();
+                cluster.consumers.push(entity);
+                EventKind::ConsumerAdded {
+                    group: name,
+                    member,
+                }
+            }
+            Action::RemoveConsumer(ref name) | Action::CrashConsumer(ref name) => {
+                let crash = matches!(action, Action::CrashConsumer(_));
+                let name = name.clone();
+                let Some(g) = groups.iter().find(|g| g.name == name) else {
+                    continue;
+                };
+                let newest = cluster.consumers.iter().rev().copied().find(|e| {
+                    consumers
+                        .get(*e)
+                        .is_ok_and(|c| c.group == g.index && c.alive && !c.leaving)
+                });
+                let Some(entity) = newest else { continue };
+                let mut c = consumers.get_mut(entity).unwrap();
+                let member = c.member_id.clone();
+                if crash {
+                    c.alive = false;
+                    EventKind::ConsumerCrashed {
+                        group: name,
+                        member,
+                    }
+                } else {
+                    c.leaving = true;
+                    EventKind::ConsumerRemoved {
+                        group: name,
+                        member,
+                    }
+                }
+            }
+            Action::SetConsumerRate(name, records_per_sec) => {
+                let Some(g) = groups.iter().find(|g| g.name == name) else {
+                    continue;
+                };
+                for mut c in &mut consumers {
+                    if c.group == g.index {
+                        c.records_per_sec = records_per_sec;
+                    }
+                }
+                EventKind::ConsumerRateChanged {
+                    group: name,
+                    records_per_sec,
+                }
             }
             Action::Produce(name, key, count) => {
                 let Some(entity) = producer(&name) else {

@@ -1,6 +1,7 @@
 //! The integration tests: one binary (each test binary links all of Bevy).
 
 mod cli;
+mod consumers;
 mod controller;
 mod faults;
 mod partitioner;
