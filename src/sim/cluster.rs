@@ -11,7 +11,7 @@ use super::events::{EventLog, Metrics};
 use super::invariants::Invariants;
 use super::network::Network;
 use super::producer::Producer;
-use crate::scenario::{ClusterConfig, Scenario};
+use crate::scenario::{ClusterConfig, Scenario, TopicConfig};
 
 /// Brokers are numbered from 1, as `node.id`s usually are.
 pub type BrokerId = u32;
@@ -458,37 +458,8 @@ pub fn load(world: &mut World, scenario: &Scenario) {
     for (t, config) in scenario.topics.iter().enumerate() {
         let mut partitions = Vec::new();
         for (p, assignment) in scenario.assignment(config).into_iter().enumerate() {
-            let partition = world.spawn_empty().id();
-            let replicas: Vec<Entity> = assignment
-                .iter()
-                .map(|b| {
-                    world
-                        .spawn((
-                            Name::new(format!("{}-{p} on broker {b}", config.name)),
-                            Replica::new(partition, *b),
-                        ))
-                        .id()
-                })
-                .collect();
-            world.entity_mut(partition).insert((
-                Name::new(format!("{}-{p}", config.name)),
-                Partition {
-                    topic: t,
-                    index: p as u32,
-                    ordinal: (all_partitions.len() + partitions.len()) as u32,
-                    leader: assignment.first().copied(),
-                    leader_epoch: 0,
-                    isr: assignment.clone(),
-                    elr: Vec::new(),
-                    unclean_leader_election: config.unclean_leader_election,
-                    elected_uncleanly: false,
-                    offline_since_ms: None,
-                    followers: vec![FollowerState::default(); assignment.len()],
-                    assignment,
-                    replicas,
-                    min_insync_replicas: config.min_insync_replicas,
-                },
-            ));
+            let ordinal = (all_partitions.len() + partitions.len()) as u32;
+            let partition = spawn_partition(world, config, t, p as u32, ordinal, assignment);
             partitions.push(partition);
         }
         all_partitions.extend(partitions.iter().copied());
@@ -525,38 +496,10 @@ pub fn load(world: &mut World, scenario: &Scenario) {
         let entity = match offsets_partitions.iter().find(|(q, _)| *q == p) {
             Some((_, e)) => *e,
             None => {
+                let ordinal = (all_partitions.len() + offsets_partitions.len()) as u32;
                 let assignment = offsets_assignment[p as usize].clone();
-                let partition = world.spawn_empty().id();
-                let replicas: Vec<Entity> = assignment
-                    .iter()
-                    .map(|b| {
-                        world
-                            .spawn((
-                                Name::new(format!("{OFFSETS_TOPIC}-{p} on broker {b}")),
-                                Replica::new(partition, *b),
-                            ))
-                            .id()
-                    })
-                    .collect();
-                world.entity_mut(partition).insert((
-                    Name::new(format!("{OFFSETS_TOPIC}-{p}")),
-                    Partition {
-                        topic: topics.len(),
-                        index: p,
-                        ordinal: (all_partitions.len() + offsets_partitions.len()) as u32,
-                        leader: assignment.first().copied(),
-                        leader_epoch: 0,
-                        isr: assignment.clone(),
-                        elr: Vec::new(),
-                        unclean_leader_election: false,
-                        elected_uncleanly: false,
-                        offline_since_ms: None,
-                        followers: vec![FollowerState::default(); assignment.len()],
-                        assignment,
-                        replicas,
-                        min_insync_replicas: 1,
-                    },
-                ));
+                let partition =
+                    spawn_partition(world, &offsets_config, topics.len(), p, ordinal, assignment);
                 offsets_partitions.push((p, partition));
                 partition
             }
@@ -652,6 +595,51 @@ pub fn load(world: &mut World, scenario: &Scenario) {
         groups,
         consumers,
     });
+}
+
+/// Spawns one partition of a topic and a replica entity on each of its brokers; the first
+/// replica of the assignment leads, all are in sync, at epoch 0.
+fn spawn_partition(
+    world: &mut World,
+    config: &TopicConfig,
+    topic: usize,
+    index: u32,
+    ordinal: u32,
+    assignment: Vec<BrokerId>,
+) -> Entity {
+    let name = &config.name;
+    let partition = world.spawn_empty().id();
+    let replicas: Vec<Entity> = assignment
+        .iter()
+        .map(|b| {
+            world
+                .spawn((
+                    Name::new(format!("{name}-{index} on broker {b}")),
+                    Replica::new(partition, *b),
+                ))
+                .id()
+        })
+        .collect();
+    world.entity_mut(partition).insert((
+        Name::new(format!("{name}-{index}")),
+        Partition {
+            topic,
+            index,
+            ordinal,
+            leader: assignment.first().copied(),
+            leader_epoch: 0,
+            isr: assignment.clone(),
+            elr: Vec::new(),
+            unclean_leader_election: config.unclean_leader_election,
+            elected_uncleanly: false,
+            offline_since_ms: None,
+            followers: vec![FollowerState::default(); assignment.len()],
+            assignment,
+            replicas,
+            min_insync_replicas: config.min_insync_replicas,
+        },
+    ));
+    partition
 }
 
 /// Kafka's internal topic of committed offsets.

@@ -230,8 +230,33 @@ fn unfence(
     }
 }
 
-fn views(brokers: &Query<&mut Broker>) -> Vec<BrokerView> {
-    super::cluster::broker_views(brokers.iter())
+/// Runs `fence` or `unfence` for a broker with the brokers as the controller sees them now.
+#[allow(clippy::too_many_arguments)]
+fn change_fencing(
+    change: fn(
+        BrokerId,
+        &mut Query<&mut Partition>,
+        &mut Query<&mut Replica>,
+        &mut ElectionContext,
+    ),
+    broker: BrokerId,
+    now: u64,
+    cluster: &Cluster,
+    brokers: &Query<&mut Broker>,
+    events: &mut EventLog,
+    metrics: &mut Metrics,
+    partitions: &mut Query<&mut Partition>,
+    replicas: &mut Query<&mut Replica>,
+) {
+    let views = super::cluster::broker_views(brokers.iter());
+    let mut ctx = ElectionContext {
+        now,
+        cluster,
+        brokers: &views,
+        events,
+        metrics,
+    };
+    change(broker, partitions, replicas, &mut ctx);
 }
 
 fn brokers_send_heartbeats(
@@ -309,15 +334,17 @@ fn controller_handles_heartbeats(
                 std::mem::take(&mut broker.unclean_shutdown)
             };
             if !fenced {
-                let views = views(&brokers);
-                let mut ctx = ElectionContext {
+                change_fencing(
+                    fence,
+                    b,
                     now,
-                    cluster: &cluster,
-                    brokers: &views,
-                    events: &mut events,
-                    metrics: &mut metrics,
-                };
-                fence(b, &mut partitions, &mut replicas, &mut ctx);
+                    &cluster,
+                    &brokers,
+                    &mut events,
+                    &mut metrics,
+                    &mut partitions,
+                    &mut replicas,
+                );
             }
             // KIP-966: after an unclean shutdown the broker may have lost data it had, so it is
             // no longer an eligible leader replica anywhere.
@@ -331,15 +358,17 @@ fn controller_handles_heartbeats(
             }
         } else if fenced {
             brokers.get_mut(broker_entity).expect("broker").fenced = false;
-            let views = views(&brokers);
-            let mut ctx = ElectionContext {
+            change_fencing(
+                unfence,
+                b,
                 now,
-                cluster: &cluster,
-                brokers: &views,
-                events: &mut events,
-                metrics: &mut metrics,
-            };
-            unfence(b, &mut partitions, &mut replicas, &mut ctx);
+                &cluster,
+                &brokers,
+                &mut events,
+                &mut metrics,
+                &mut partitions,
+                &mut replicas,
+            );
         }
         commands.spawn((
             network.send(now, Node::Controller, wire.from),
@@ -380,15 +409,17 @@ fn controller_checks_sessions(
             continue;
         }
         brokers.get_mut(entity).expect("broker").fenced = true;
-        let views = views(&brokers);
-        let mut ctx = ElectionContext {
+        change_fencing(
+            fence,
+            b,
             now,
-            cluster: &cluster,
-            brokers: &views,
-            events: &mut events,
-            metrics: &mut metrics,
-        };
-        fence(b, &mut partitions, &mut replicas, &mut ctx);
+            &cluster,
+            &brokers,
+            &mut events,
+            &mut metrics,
+            &mut partitions,
+            &mut replicas,
+        );
     }
 }
 
@@ -422,7 +453,7 @@ fn controller_balances_leaders(
         return;
     }
     controller.preferred_election_requested = false;
-    let views = views(&brokers);
+    let views = super::cluster::broker_views(brokers.iter());
     let mut ctx = ElectionContext {
         now,
         cluster: &cluster,

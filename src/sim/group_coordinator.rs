@@ -97,6 +97,14 @@ impl ConsumerGroup {
         }
     }
 
+    /// A member's part of the current generation's assignment, as SyncGroup answers it.
+    fn sync_body(&self, member: &str) -> GroupResponseBody {
+        GroupResponseBody::SyncGroup {
+            generation: self.generation,
+            assignment: self.assignment.get(member).cloned().unwrap_or_default(),
+        }
+    }
+
     fn member(&self, id: &str) -> Option<usize> {
         self.members.iter().position(|m| m.id == id)
     }
@@ -353,14 +361,7 @@ fn handle_group_requests(
                             commands.entity(entity).despawn();
                         }
                         GroupState::Stable => {
-                            let body = GroupResponseBody::SyncGroup {
-                                generation: group.generation,
-                                assignment: group
-                                    .assignment
-                                    .get(&member)
-                                    .cloned()
-                                    .unwrap_or_default(),
-                            };
+                            let body = group.sync_body(&member);
                             respond(&mut commands, &mut network, now, &wire, g, &member, body);
                             commands.entity(entity).despawn();
                         }
@@ -375,14 +376,7 @@ fn handle_group_requests(
                                         generation: group.generation,
                                     },
                                 );
-                                let body = GroupResponseBody::SyncGroup {
-                                    generation: group.generation,
-                                    assignment: group
-                                        .assignment
-                                        .get(&member)
-                                        .cloned()
-                                        .unwrap_or_default(),
-                                };
+                                let body = group.sync_body(&member);
                                 respond(&mut commands, &mut network, now, &wire, g, &member, body);
                                 commands.entity(entity).despawn();
                                 // The others' SyncGroups, held until now, get theirs.
@@ -535,14 +529,7 @@ fn release_syncs(
         {
             continue;
         }
-        let body = GroupResponseBody::SyncGroup {
-            generation: group.generation,
-            assignment: group
-                .assignment
-                .get(&request.member)
-                .cloned()
-                .unwrap_or_default(),
-        };
+        let body = group.sync_body(&request.member);
         respond(
             commands,
             network,

@@ -281,3 +281,66 @@ fn a_consumer_in_a_rack_reads_from_the_in_sync_replica_there() {
         report.invariant_violations
     );
 }
+
+#[test]
+fn committing_after_each_batch_keeps_committed_offsets_closer() {
+    let auto = crate::built_in("consumers");
+    let mut per_batch = auto.clone();
+    per_batch.consumer_groups[0].commit_after_each_batch = true;
+    let lag_at = |scenario: &kafkascope::scenario::Scenario, at: u64| -> u64 {
+        let mut sim = kafkascope::sim::Sim::new(scenario);
+        let mut total = 0;
+        // Summed over a few instants, so the phase of the 5 s commit timer does not decide.
+        for k in 0..10 {
+            sim.run_until(at + k * 700);
+            total += group(&sim.report())
+                .offsets
+                .iter()
+                .map(|o| o.lag)
+                .sum::<u64>();
+        }
+        total
+    };
+    let (a, b) = (lag_at(&auto, 20_000), lag_at(&per_batch, 20_000));
+    assert!(b * 3 < a, "committed lag: per batch {b}, every 5 s {a}");
+}
+
+#[test]
+fn the_group_survives_its_coordinator_broker_crashing() {
+    let base = crate::built_in("consumers");
+    let p = kafkascope::partitioner::offsets_partition_for_group("billing", 50);
+    let mut sim = kafkascope::sim::Sim::new(&base);
+    sim.run_until(10_000);
+    let coordinator = sim
+        .report()
+        .partitions
+        .iter()
+        .find(|x| x.topic == "__consumer_offsets" && x.partition == p)
+        .and_then(|x| x.leader)
+        .expect("the offsets partition has a leader");
+    let mut scenario = base.clone();
+    scenario.timeline.push(kafkascope::scenario::TimelineEntry {
+        at_ms: 15_000,
+        action: kafkascope::scenario::Action::CrashBroker(coordinator),
+    });
+    let report = crate::run(&scenario);
+    let moved = report
+        .partitions
+        .iter()
+        .find(|x| x.topic == "__consumer_offsets" && x.partition == p)
+        .unwrap();
+    assert_ne!(moved.leader, Some(coordinator), "the coordinator moved");
+    assert!(moved.leader.is_some());
+    for o in &group(&report).offsets {
+        assert_eq!(
+            o.committed,
+            Some(o.high_watermark),
+            "the group caught up again: {o:?}"
+        );
+    }
+    assert!(
+        report.invariant_violations.is_empty(),
+        "{:?}",
+        report.invariant_violations
+    );
+}
