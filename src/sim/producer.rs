@@ -438,12 +438,15 @@ fn handle_responses(
 /// `Sender.getExpiredInflightBatches`).
 fn expire(
     clock: Res<SimClock>,
+    cluster: Res<Cluster>,
     mut rng: ResMut<SimRng>,
     mut ledger: ResMut<AckLedger>,
     mut producers: Query<&mut Producer>,
 ) {
     let now = clock.now_ms;
-    for mut producer in &mut producers {
+    // In scenario order: the order producers draw random numbers and wire ids in.
+    for &entity in &cluster.producers {
+        let mut producer = producers.get_mut(entity).expect("producer entity");
         let producer = &mut *producer;
         let timeout = producer.config.request_timeout_ms;
         let (timed_out, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut producer.in_flight)
@@ -489,12 +492,15 @@ fn expire(
 /// second, and those the timeline asks for.
 fn accumulate(
     clock: Res<SimClock>,
+    cluster: Res<Cluster>,
     mut rng: ResMut<SimRng>,
     partitions: Query<&Partition>,
     mut producers: Query<&mut Producer>,
 ) {
     let now = clock.now_ms;
-    for mut producer in &mut producers {
+    // In scenario order: the order producers draw random numbers and wire ids in.
+    for &entity in &cluster.producers {
+        let mut producer = producers.get_mut(entity).expect("producer entity");
         let due = (now - producer.rate_since_ms + 1) * u64::from(producer.records_per_sec) / 1000;
         let mut batch: Vec<Option<String>> = Vec::new();
         while producer.made_since < due {
@@ -527,6 +533,7 @@ fn accumulate(
 /// to that broker wait an answer.
 fn send(
     clock: Res<SimClock>,
+    cluster: Res<Cluster>,
     mut network: ResMut<Network>,
     mut ledger: ResMut<AckLedger>,
     partitions: Query<&Partition>,
@@ -534,7 +541,9 @@ fn send(
     mut commands: Commands,
 ) {
     let now = clock.now_ms;
-    for mut producer in &mut producers {
+    // In scenario order: the order producers draw random numbers and wire ids in.
+    for &entity in &cluster.producers {
+        let mut producer = producers.get_mut(entity).expect("producer entity");
         let producer = &mut *producer;
         if producer.queues.iter().all(VecDeque::is_empty) {
             continue;

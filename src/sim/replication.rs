@@ -362,7 +362,12 @@ fn followers_send_fetches(
     if idle.is_empty() {
         return;
     }
-    idle.sort_unstable();
+    // In partition order, then replica order: the order their fetches get wire ids in.
+    idle.sort_by_key(|e| {
+        let replica = &replicas.get(*e).expect("replica entity").1;
+        let partition = partitions.get(replica.partition).expect("partition entity");
+        (partition.ordinal, partition.position(replica.broker))
+    });
     for replica_entity in idle {
         let (_, mut replica) = replicas.get_mut(replica_entity).expect("replica entity");
         let partition = partitions.get(replica.partition).expect("partition entity");
