@@ -99,6 +99,11 @@ pub fn plugin(app: &mut App) {
             .chain(),
     );
     app.add_schedule(schedule);
+    // Scenarios without consumer groups skip the consumer side altogether.
+    app.configure_sets(
+        SimStep,
+        (SimSet::Groups, SimSet::Consumers).run_if(has_consumer_groups),
+    );
 
     app.add_plugins((
         clock::plugin,
@@ -118,6 +123,10 @@ pub fn plugin(app: &mut App) {
         consumer::plugin,
         lag::plugin,
     ));
+}
+
+fn has_consumer_groups(cluster: Option<Res<Cluster>>) -> bool {
+    cluster.is_some_and(|c| !c.groups.is_empty())
 }
 
 /// A running simulation of one scenario: a headless Bevy app with the model plugin.

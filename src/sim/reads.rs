@@ -19,7 +19,8 @@ pub(super) fn plugin(app: &mut App) {
         SimStep,
         serve_consumer_fetches
             .in_set(SimSet::Delayed)
-            .after(super::replication::complete_delayed_fetches),
+            .after(super::replication::complete_delayed_fetches)
+            .run_if(|fetches: Query<(), With<ConsumerFetch>>| !fetches.is_empty()),
     );
 }
 
