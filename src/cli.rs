@@ -249,6 +249,23 @@ fn run(cli: Cli) -> Result<(), String> {
                 steps as f64 * 100.0 / until as f64,
                 wall * 1e6 / steps as f64,
             );
+            // Seeking: to instants drawn across the run, from checkpoints.
+            let mut draw = crate::sim::SimRng::new(1);
+            let mut worst = 0f64;
+            let mut total = 0f64;
+            const SEEKS: u32 = 20;
+            for _ in 0..SEEKS {
+                let at = draw.below(until);
+                let started = bevy::platform::time::Instant::now();
+                sim.seek(at);
+                let took = started.elapsed().as_secs_f64() * 1000.0;
+                worst = worst.max(took);
+                total += took;
+            }
+            println!(
+                "  seeking to {SEEKS} instants: {:.1} ms on average, {worst:.1} ms at worst",
+                total / f64::from(SEEKS)
+            );
             Ok(())
         }
     }

@@ -52,7 +52,7 @@ impl Wake {
 /// The run's only source of randomness: PCG64, whose output is fixed by its specification on every
 /// platform, seeded from the scenario. Ranges are drawn here, not by `rand`'s distributions, so
 /// the numbers cannot change with a library version.
-#[derive(Resource)]
+#[derive(Clone, Resource)]
 pub struct SimRng(Pcg64);
 
 impl SimRng {

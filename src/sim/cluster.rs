@@ -16,7 +16,7 @@ use crate::scenario::{ClusterConfig, Scenario, TopicConfig};
 /// Brokers are numbered from 1, as `node.id`s usually are.
 pub type BrokerId = u32;
 
-#[derive(Component, Debug)]
+#[derive(Clone, Component, Debug)]
 pub struct Broker {
     pub id: BrokerId,
     /// The broker's process runs.
@@ -94,7 +94,7 @@ pub struct Topic {
 }
 
 /// Where the entities of the loaded scenario are, in the scenario's order.
-#[derive(Resource, Debug)]
+#[derive(Clone, Resource, Debug)]
 pub struct Cluster {
     pub scenario: String,
     pub seed: u64,
@@ -113,7 +113,7 @@ pub struct Cluster {
 }
 
 /// One partition of a topic: who leads it, its ISR, and the leader's view of its followers.
-#[derive(Component, Debug)]
+#[derive(Clone, Component, Debug)]
 pub struct Partition {
     pub topic: usize,
     pub index: u32,
@@ -280,11 +280,11 @@ pub struct BatchMetadata {
 pub const PRODUCER_STATE_BATCHES: usize = 5;
 
 /// A broker's copy of one partition.
-#[derive(Component, Debug)]
+#[derive(Clone, Component, Debug)]
 pub struct Replica {
     pub partition: Entity,
     pub broker: BrokerId,
-    pub log: Vec<Record>,
+    pub log: super::chunked::Chunked<Record>,
     pub high_watermark: u64,
     /// Leader epoch history: `(epoch, start offset)`, oldest first (`LeaderEpochFileCache`).
     pub epochs: Vec<(u32, u64)>,
@@ -309,7 +309,7 @@ impl Replica {
         Replica {
             partition,
             broker,
-            log: Vec::new(),
+            log: Default::default(),
             high_watermark: 0,
             epochs: vec![(0, 0)],
             producer_batches: Vec::new(),

@@ -50,7 +50,7 @@ pub struct Progress {
     pub committed_sent: Option<u64>,
 }
 
-#[derive(Component, Debug)]
+#[derive(Clone, Component, Debug)]
 pub struct Consumer {
     /// Index in `Cluster::consumers`: its node on the wire.
     pub index: u32,

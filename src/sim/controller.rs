@@ -22,7 +22,7 @@ use super::{SimClock, SimSet, SimStep, Wake};
 use crate::scenario::ClusterConfig;
 
 /// The controller's own state.
-#[derive(Component, Debug)]
+#[derive(Clone, Component, Debug)]
 pub struct Controller {
     /// When each broker's last heartbeat arrived, by broker id.
     pub last_heartbeat_ms: Vec<u64>,

@@ -137,7 +137,7 @@ pub enum EventKind {
     },
 }
 
-#[derive(Resource, Debug, Default)]
+#[derive(Clone, Resource, Debug, Default)]
 pub struct EventLog {
     pub events: Vec<Event>,
 }

@@ -45,7 +45,7 @@ pub struct GroupMember {
 }
 
 /// A consumer group, at its coordinator.
-#[derive(Component, Debug)]
+#[derive(Clone, Component, Debug)]
 pub struct ConsumerGroup {
     pub index: u32,
     pub name: String,
@@ -505,7 +505,7 @@ fn handle_group_requests(
 }
 
 /// Where a held OffsetCommit's records end in the offsets partition.
-#[derive(Component, Debug)]
+#[derive(Clone, Component, Debug)]
 pub struct CommitPending {
     pub required: u64,
 }

@@ -26,7 +26,7 @@ struct Seen {
     electable: Vec<u32>,
 }
 
-#[derive(Resource, Debug, Default)]
+#[derive(Clone, Resource, Debug, Default)]
 pub struct Invariants {
     pub violations: Vec<String>,
     /// How many were found, kept or not.

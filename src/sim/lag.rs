@@ -44,7 +44,7 @@ impl GroupLag {
     }
 }
 
-#[derive(Resource, Debug, Default)]
+#[derive(Clone, Resource, Debug, Default)]
 pub struct LagMonitor {
     /// By group index.
     pub groups: Vec<GroupLag>,

@@ -23,9 +23,9 @@ pub struct AckedRecord {
     pub acks: Acks,
 }
 
-#[derive(Resource, Debug, Default)]
+#[derive(Clone, Resource, Debug, Default)]
 pub struct AckLedger {
-    pub records: Vec<AckedRecord>,
+    pub records: super::chunked::Chunked<AckedRecord>,
     /// A broker lost its disk during the run.
     pub disk_lost: bool,
 }

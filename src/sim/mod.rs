@@ -9,6 +9,8 @@ use bevy::prelude::*;
 use crate::report::Report;
 use crate::scenario::Scenario;
 
+pub mod checkpoint;
+pub mod chunked;
 pub mod clock;
 pub mod cluster;
 pub mod consumer;
@@ -129,9 +131,14 @@ fn has_consumer_groups(cluster: Option<Res<Cluster>>) -> bool {
     cluster.is_some_and(|c| !c.groups.is_empty())
 }
 
-/// A running simulation of one scenario: a headless Bevy app with the model plugin.
+/// How far apart the checkpoints that seeking starts from are.
+pub const CHECKPOINT_EVERY_MS: u64 = 5_000;
+
+/// A running simulation of one scenario: a headless Bevy app with the model plugin, and the
+/// checkpoints taken as it ran, for seeking.
 pub struct Sim {
     app: App,
+    checkpoints: Vec<checkpoint::Checkpoint>,
 }
 
 impl Sim {
@@ -140,7 +147,12 @@ impl Sim {
         let mut app = App::new();
         app.add_plugins((MinimalPlugins, plugin));
         cluster::load(app.world_mut(), scenario);
-        Sim { app }
+        let mut sim = Sim {
+            app,
+            checkpoints: Vec::new(),
+        };
+        sim.checkpoint_if_due();
+        sim
     }
 
     pub fn world(&self) -> &World {
@@ -167,8 +179,19 @@ impl Sim {
     }
 
     /// Runs every step before `until_ms`; afterwards the clock reads `until_ms`. Returns how many
-    /// steps ran (instants at which something could happen).
+    /// steps ran (instants at which something could happen). Takes a checkpoint at every
+    /// multiple of [`CHECKPOINT_EVERY_MS`] it passes for the first time.
     pub fn run_until(&mut self, until_ms: u64) -> u64 {
+        let mut steps = 0;
+        while self.now_ms() < until_ms {
+            let next_checkpoint = (self.now_ms() / CHECKPOINT_EVERY_MS + 1) * CHECKPOINT_EVERY_MS;
+            steps += self.run_steps_until(until_ms.min(next_checkpoint));
+            self.checkpoint_if_due();
+        }
+        steps
+    }
+
+    fn run_steps_until(&mut self, until_ms: u64) -> u64 {
         // Holding the schedule outside `Schedules` for the loop saves a look-up per step.
         let world = self.app.world_mut();
         let mut schedule = world
@@ -183,6 +206,30 @@ impl Sim {
         }
         world.resource_mut::<Schedules>().insert(schedule);
         steps
+    }
+
+    /// Takes a checkpoint when the clock sits on a checkpoint instant not yet saved.
+    fn checkpoint_if_due(&mut self) {
+        let now = self.now_ms();
+        let next = self.checkpoints.len() as u64 * CHECKPOINT_EVERY_MS;
+        if now == next {
+            let checkpoint = checkpoint::Checkpoint::capture(self.app.world_mut());
+            self.checkpoints.push(checkpoint);
+        }
+    }
+
+    /// Puts the model in its exact state at `at_ms`, forward or back: from the latest checkpoint
+    /// at or before it (taking the missing ones on the way), or by running on from now.
+    pub fn seek(&mut self, at_ms: u64) {
+        let now = self.now_ms();
+        let index = (at_ms / CHECKPOINT_EVERY_MS) as usize;
+        let from_checkpoint = index.min(self.checkpoints.len().saturating_sub(1));
+        let checkpoint_ms = from_checkpoint as u64 * CHECKPOINT_EVERY_MS;
+        if !(now <= at_ms && now >= checkpoint_ms) {
+            let checkpoint = &self.checkpoints[from_checkpoint];
+            checkpoint.restore(self.app.world_mut());
+        }
+        self.run_until(at_ms);
     }
 
     pub fn report(&mut self) -> Report {

@@ -75,7 +75,7 @@ pub struct ProducerStats {
     pub errors: BTreeMap<String, u64>,
 }
 
-#[derive(Component, Debug)]
+#[derive(Clone, Component, Debug)]
 pub struct Producer {
     /// Index in the scenario: the producer id on the wire and in records.
     pub index: u32,

@@ -38,7 +38,7 @@ pub(super) fn plugin(app: &mut App) {
 fn read_log(leader: &Replica, from: u64, max_bytes: u64) -> Vec<Record> {
     let mut bytes = 0u64;
     let mut out = Vec::new();
-    for record in leader.log.iter().skip(from as usize) {
+    for record in leader.log.iter_from(from as usize) {
         bytes += u64::from(record.bytes);
         if bytes > max_bytes && !out.is_empty() {
             break;

@@ -14,7 +14,7 @@ use super::{SimClock, SimSet, SimStep, Wake};
 use crate::scenario::{Action, Scenario};
 
 /// Actions still to come, in time order (stable for equal times: file order).
-#[derive(Resource, Debug, Default)]
+#[derive(Clone, Resource, Debug, Default)]
 pub struct Timeline {
     pending: Vec<(u64, Action)>,
     next: usize,

@@ -75,3 +75,37 @@ fn skipping_idle_instants_changes_nothing() {
         );
     }
 }
+
+#[test]
+fn seeking_back_and_forth_gives_the_exact_state() {
+    // A run straight to an instant, and runs that got there by restoring checkpoints, report the
+    // same bytes.
+    for name in [
+        "clean-failover",
+        "unclean-election",
+        "rebalance-storm-cooperative",
+    ] {
+        let scenario = crate::built_in(name);
+        for at in [0, 12_345, 37_001] {
+            let mut straight = kafkascope::sim::Sim::new(&scenario);
+            straight.run_until(at);
+            let expected = straight.report().to_json();
+
+            let mut seeking = kafkascope::sim::Sim::new(&scenario);
+            seeking.run_until(scenario.duration_ms.min(60_000));
+            seeking.seek(at);
+            assert_eq!(seeking.now_ms(), at);
+            assert!(
+                seeking.report().to_json() == expected,
+                "{name}: seek back to {at}"
+            );
+            // And on from there, the same as a run that never went back.
+            seeking.seek(at + 3_000);
+            straight.run_until(at + 3_000);
+            assert!(
+                seeking.report().to_json() == straight.report().to_json(),
+                "{name}: on from {at}"
+            );
+        }
+    }
+}

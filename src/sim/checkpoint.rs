@@ -1,0 +1,283 @@
+//! Checkpoints of the whole model, for exact seeking: a copy of every simulation entity and
+//! resource at one instant. Restoring one and running on gives the same run as never having left
+//! (a test checks it). Logs and the ledger share their older chunks with the checkpoint, so a
+//! checkpoint costs little more than the newest records.
+
+use std::collections::BTreeMap;
+
+use bevy::ecs::entity::EntityHashMap;
+use bevy::prelude::*;
+
+use super::clock::{SimClock, SimRng, Wake};
+use super::cluster::{Broker, Cluster, Partition, Replica};
+use super::consumer::Consumer;
+use super::controller::Controller;
+use super::events::{EventLog, Metrics};
+use super::group_coordinator::{CommitPending, ConsumerGroup};
+use super::invariants::Invariants;
+use super::lag::LagMonitor;
+use super::ledger::AckLedger;
+use super::network::{Network, Wire};
+use super::producer::Producer;
+use super::protocol::{
+    ConsumerFetch, ConsumerFetchResponse, FetchRequest, FetchResponse, GroupRequest, GroupResponse,
+    Heartbeat, HeartbeatResponse, ProduceRequest, ProduceResponse,
+};
+use super::timeline::Timeline;
+
+/// Points an entity reference of a checkpoint at the entity restored in its place.
+trait Remap {
+    fn remap(&mut self, map: &EntityHashMap<Entity>);
+}
+
+fn remap(e: &mut Entity, map: &EntityHashMap<Entity>) {
+    *e = map.get(e).copied().unwrap_or(*e);
+}
+
+macro_rules! no_entities {
+    ($($t:ty),*) => {
+        $(impl Remap for $t {
+            fn remap(&mut self, _: &EntityHashMap<Entity>) {}
+        })*
+    };
+}
+
+no_entities!(
+    Name,
+    Broker,
+    Controller,
+    Consumer,
+    Wire,
+    Heartbeat,
+    HeartbeatResponse,
+    GroupRequest,
+    GroupResponse,
+    CommitPending
+);
+
+impl Remap for Partition {
+    fn remap(&mut self, map: &EntityHashMap<Entity>) {
+        self.replicas.iter_mut().for_each(|e| remap(e, map));
+    }
+}
+
+impl Remap for Replica {
+    fn remap(&mut self, map: &EntityHashMap<Entity>) {
+        remap(&mut self.partition, map);
+    }
+}
+
+impl Remap for Producer {
+    fn remap(&mut self, map: &EntityHashMap<Entity>) {
+        self.partitions.iter_mut().for_each(|e| remap(e, map));
+    }
+}
+
+impl Remap for ConsumerGroup {
+    fn remap(&mut self, map: &EntityHashMap<Entity>) {
+        remap(&mut self.offsets_partition, map);
+    }
+}
+
+impl Remap for ProduceRequest {
+    fn remap(&mut self, map: &EntityHashMap<Entity>) {
+        self.batches
+            .iter_mut()
+            .for_each(|b| remap(&mut b.partition, map));
+    }
+}
+
+impl Remap for ProduceResponse {
+    fn remap(&mut self, map: &EntityHashMap<Entity>) {
+        self.results
+            .iter_mut()
+            .for_each(|r| remap(&mut r.partition, map));
+    }
+}
+
+impl Remap for FetchRequest {
+    fn remap(&mut self, map: &EntityHashMap<Entity>) {
+        remap(&mut self.partition, map);
+        remap(&mut self.replica, map);
+    }
+}
+
+impl Remap for FetchResponse {
+    fn remap(&mut self, map: &EntityHashMap<Entity>) {
+        remap(&mut self.partition, map);
+        remap(&mut self.replica, map);
+    }
+}
+
+impl Remap for ConsumerFetch {
+    fn remap(&mut self, map: &EntityHashMap<Entity>) {
+        remap(&mut self.consumer, map);
+        remap(&mut self.partition, map);
+        remap(&mut self.replica, map);
+    }
+}
+
+impl Remap for ConsumerFetchResponse {
+    fn remap(&mut self, map: &EntityHashMap<Entity>) {
+        remap(&mut self.consumer, map);
+        remap(&mut self.partition, map);
+    }
+}
+
+impl Remap for Cluster {
+    fn remap(&mut self, map: &EntityHashMap<Entity>) {
+        let lists = [
+            &mut self.brokers,
+            &mut self.partitions,
+            &mut self.producers,
+            &mut self.groups,
+            &mut self.consumers,
+        ];
+        for list in lists {
+            list.iter_mut().for_each(|e| remap(e, map));
+        }
+        for topic in &mut self.topics {
+            topic.partitions.iter_mut().for_each(|e| remap(e, map));
+        }
+        remap(&mut self.controller, map);
+    }
+}
+
+/// Declares the components and resources a checkpoint holds, once.
+macro_rules! model_state {
+    (components { $($c:ident: $ct:ty),* $(,)? } resources { $($r:ident: $rt:ty),* $(,)? }) => {
+        /// One entity's components.
+        #[derive(Clone, Default)]
+        struct Parts {
+            $($c: Option<$ct>,)*
+        }
+
+        #[derive(Clone)]
+        struct Resources {
+            $($r: $rt,)*
+        }
+
+        fn capture_entities(world: &mut World) -> BTreeMap<Entity, Parts> {
+            let mut entities: BTreeMap<Entity, Parts> = BTreeMap::new();
+            $(
+                let mut query = world.query::<(Entity, &$ct)>();
+                for (entity, component) in query.iter(world) {
+                    entities.entry(entity).or_default().$c = Some(component.clone());
+                }
+            )*
+            entities
+        }
+
+        fn model_entities(world: &mut World) -> Vec<Entity> {
+            let mut entities: Vec<Entity> = Vec::new();
+            $(
+                let mut query = world.query_filtered::<Entity, With<$ct>>();
+                entities.extend(query.iter(world));
+            )*
+            entities.sort_unstable();
+            entities.dedup();
+            entities
+        }
+
+        fn capture_resources(world: &World) -> Resources {
+            Resources {
+                $($r: world.resource::<$rt>().clone(),)*
+            }
+        }
+
+        fn spawn_parts(world: &mut World, entity: Entity, parts: &Parts, map: &EntityHashMap<Entity>) {
+            let mut target = world.entity_mut(entity);
+            $(
+                if let Some(component) = &parts.$c {
+                    let mut component = component.clone();
+                    component.remap(map);
+                    target.insert(component);
+                }
+            )*
+        }
+
+        fn insert_resources(world: &mut World, resources: &Resources, map: &EntityHashMap<Entity>) {
+            $(
+                let mut resource = resources.$r.clone();
+                resource.remap(map);
+                world.insert_resource(resource);
+            )*
+        }
+    };
+}
+
+no_entities!(
+    SimClock, SimRng, Wake, EventLog, Metrics, Network, AckLedger, Timeline, Invariants, LagMonitor
+);
+
+model_state! {
+    components {
+        name: Name,
+        broker: Broker,
+        controller: Controller,
+        partition: Partition,
+        replica: Replica,
+        producer: Producer,
+        group: ConsumerGroup,
+        consumer: Consumer,
+        wire: Wire,
+        produce_request: ProduceRequest,
+        produce_response: ProduceResponse,
+        fetch_request: FetchRequest,
+        fetch_response: FetchResponse,
+        heartbeat: Heartbeat,
+        heartbeat_response: HeartbeatResponse,
+        group_request: GroupRequest,
+        group_response: GroupResponse,
+        consumer_fetch: ConsumerFetch,
+        consumer_fetch_response: ConsumerFetchResponse,
+        commit_pending: CommitPending,
+    }
+    resources {
+        clock: SimClock,
+        rng: SimRng,
+        wake: Wake,
+        events: EventLog,
+        metrics: Metrics,
+        network: Network,
+        ledger: AckLedger,
+        timeline: Timeline,
+        invariants: Invariants,
+        lag: LagMonitor,
+        cluster: Cluster,
+    }
+}
+
+/// The model at one instant.
+#[derive(Clone)]
+pub struct Checkpoint {
+    pub at_ms: u64,
+    entities: BTreeMap<Entity, Parts>,
+    resources: Resources,
+}
+
+impl Checkpoint {
+    pub fn capture(world: &mut World) -> Checkpoint {
+        Checkpoint {
+            at_ms: world.resource::<SimClock>().now_ms,
+            entities: capture_entities(world),
+            resources: capture_resources(world),
+        }
+    }
+
+    /// Replaces every simulation entity and resource of the world with the checkpoint's.
+    pub fn restore(&self, world: &mut World) {
+        for entity in model_entities(world) {
+            world.despawn(entity);
+        }
+        let map: EntityHashMap<Entity> = self
+            .entities
+            .keys()
+            .map(|old| (*old, world.spawn_empty().id()))
+            .collect();
+        for (old, parts) in &self.entities {
+            spawn_parts(world, map[old], parts, &map);
+        }
+        insert_resources(world, &self.resources, &map);
+    }
+}
