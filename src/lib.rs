@@ -9,3 +9,4 @@ pub mod partitioner;
 pub mod report;
 pub mod scenario;
 pub mod sim;
+pub mod view;

@@ -1,0 +1,7 @@
+//! What the scene shows, computed from the model without drawing anything: colours, where every
+//! node and replica sits, where each message is at a sim time. The renderer reads these; tests
+//! check them headless.
+
+pub mod layout;
+pub mod motion;
+pub mod palette;
