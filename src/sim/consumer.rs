@@ -80,6 +80,9 @@ pub struct Consumer {
     retry_at_ms: u64,
     /// Records processed in all.
     pub processed_total: u64,
+    /// Since when it has had fetched records left to process: the time since its last `poll()`
+    /// that returned nothing new to do.
+    pub busy_since_ms: Option<u64>,
 }
 
 impl Consumer {
@@ -113,6 +116,7 @@ impl Consumer {
             sent_ms: [0; 3],
             retry_at_ms: 0,
             processed_total: 0,
+            busy_since_ms: None,
         }
     }
 
@@ -366,7 +370,13 @@ fn handle_group_responses(
             GroupResponseBody::Heartbeat => consumer.heartbeat_in_flight = None,
             GroupResponseBody::LeaveGroup => {
                 consumer.request_in_flight = None;
-                consumer.alive = false;
+                if consumer.leaving {
+                    consumer.alive = false;
+                } else {
+                    // Left after a poll timeout: join again as a new member.
+                    consumer.state = MemberState::Unjoined;
+                    consumer.generation = 0;
+                }
             }
             GroupResponseBody::OffsetCommit { offsets } => {
                 consumer.commit_in_flight = None;
@@ -492,7 +502,7 @@ fn process_records(
         let Ok(mut c) = consumers.get_mut(entity) else {
             continue;
         };
-        if !c.alive || c.records_per_sec == 0 {
+        if !c.alive {
             continue;
         }
         let elapsed = now - c.last_process_ms;
@@ -500,6 +510,11 @@ fn process_records(
         let buffered: u64 = c.assigned.values().map(|p| p.position - p.processed).sum();
         if buffered == 0 {
             c.budget_milli = 0;
+            c.busy_since_ms = None;
+            continue;
+        }
+        c.busy_since_ms.get_or_insert(now);
+        if c.records_per_sec == 0 {
             continue;
         }
         let rate = u64::from(c.records_per_sec);
@@ -643,7 +658,28 @@ pub(super) fn send_requests(
                     }
                 }
             }
+            MemberState::Stable
+                if c.busy_since_ms
+                    .is_some_and(|t| now > t + config.max_poll_interval_ms)
+                    && c.request_in_flight.is_none() =>
+            {
+                // `max.poll.interval.ms` passed without a poll: the consumer's heartbeat thread
+                // leaves the group (static members only stop heartbeating), its partitions go to
+                // others and what it had fetched is dropped; it joins again afterwards.
+                c.assigned.clear();
+                c.busy_since_ms = None;
+                if c.instance_id.is_some() {
+                    c.state = MemberState::Unjoined;
+                } else {
+                    c.request_in_flight = send_group(&mut c, GroupRequestBody::LeaveGroup);
+                    c.sent_ms[0] = now;
+                    c.state = MemberState::Unjoined;
+                }
+            }
             MemberState::Stable => {
+                if let Some(t) = c.busy_since_ms {
+                    wake.at(t + config.max_poll_interval_ms + 1);
+                }
                 if now >= c.next_heartbeat_ms && c.heartbeat_in_flight.is_none() {
                     let generation = c.generation;
                     c.heartbeat_in_flight =

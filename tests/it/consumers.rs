@@ -344,3 +344,29 @@ fn the_group_survives_its_coordinator_broker_crashing() {
         report.invariant_violations
     );
 }
+
+#[test]
+fn a_member_that_does_not_poll_within_max_poll_interval_leaves_and_rejoins() {
+    // Each member needs 500 records / 20 per s = 25 s per poll, more than the 10 s allowed.
+    let slow = r#"(
+        name: "slow", seed: 6, duration_ms: 60000,
+        cluster: (brokers: 3),
+        topics: [(name: "t", partitions: 2, replication_factor: 3)],
+        producers: [(name: "p", topic: "t", records_per_sec: 200, keys: Sequence("k"))],
+        consumer_groups: [(name: "g", topics: ["t"], members: 2, records_per_sec: RATE,
+                           max_poll_interval_ms: 10000, auto_offset_reset: Earliest)],
+    )"#;
+    let slow_report = crate::run(&crate::scenario(&slow.replace("RATE", "20")));
+    let fast_report = crate::run(&crate::scenario(&slow.replace("RATE", "2000")));
+    assert_eq!(group(&fast_report).rebalances, 1);
+    assert!(
+        group(&slow_report).rebalances >= 4,
+        "rebalances: {}",
+        group(&slow_report).rebalances
+    );
+    assert!(
+        slow_report.invariant_violations.is_empty(),
+        "{:?}",
+        slow_report.invariant_violations
+    );
+}
