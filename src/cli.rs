@@ -304,7 +304,7 @@ pub fn summary(scenario: &Scenario, report: &Report) -> String {
     );
     let _ = writeln!(
         s,
-        "{:<16} {:>6} {:>6} {:<12} {:>10} {:>10}  replicas (broker: LEO/HW)",
+        "{:<22} {:>6} {:>6} {:<12} {:>10} {:>10}  replicas (broker: LEO/HW)",
         "partition", "leader", "epoch", "ISR", "HW", "LEO"
     );
     let list = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
@@ -316,7 +316,7 @@ pub fn summary(scenario: &Scenario, report: &Report) -> String {
             .collect();
         let _ = writeln!(
             s,
-            "{:<16} {:>6} {:>6} {:<12} {:>10} {:>10}  {}",
+            "{:<22} {:>6} {:>6} {:<12} {:>10} {:>10}  {}",
             format!("{}-{}", p.topic, p.partition),
             p.leader.map_or("none".to_string(), |l| l.to_string()),
             p.leader_epoch,
@@ -350,6 +350,31 @@ pub fn summary(scenario: &Scenario, report: &Report) -> String {
             p.pending,
             errors
         );
+    }
+    for g in &report.consumer_groups {
+        let _ = writeln!(
+            s,
+            "group {} ({}): generation {}, {} rebalances, paused {:.3} s in all, max lag {}",
+            g.name,
+            g.assignor,
+            g.generation,
+            g.rebalances,
+            g.paused_ms as f64 / 1000.0,
+            g.max_lag
+        );
+        for o in &g.offsets {
+            let committed = o.committed.map_or("-".to_string(), |c| c.to_string());
+            let _ = writeln!(
+                s,
+                "  {:<14} log end {:>8}  committed {:>8}  lag = HW {} - committed {} = {}",
+                format!("{}-{}", o.topic, o.partition),
+                o.log_end_offset,
+                committed,
+                o.high_watermark,
+                committed,
+                o.lag
+            );
+        }
     }
     let m = &report.metrics;
     let brokers: Vec<String> = report
