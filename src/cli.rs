@@ -109,6 +109,24 @@ fn parse_member(s: &str) -> Result<(String, Vec<String>), String> {
     Ok((id.to_string(), topics))
 }
 
+/// Writes to stdout; a reader that went away (`kafkascope run x | head`) ends the output quietly
+/// instead of failing.
+fn write_out(text: std::fmt::Arguments) -> Result<(), String> {
+    match std::io::stdout().lock().write_fmt(text) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        Err(e) => Err(format!("writing the output: {e}")),
+        Ok(()) => Ok(()),
+    }
+}
+
+macro_rules! out {
+    ($($arg:tt)*) => { write_out(format_args!($($arg)*))? };
+}
+
+macro_rules! outln {
+    ($($arg:tt)*) => { write_out(format_args!("{}\n", format_args!($($arg)*)))? };
+}
+
 /// Runs the command line; the exit status is 0 on success and 2 on bad input.
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -129,8 +147,8 @@ fn run(cli: Cli) -> Result<(), String> {
         None => {
             let scenario = Scenario::built_in("quickstart").map_err(|e| e.to_string())?;
             let report = run_scenario(&scenario, None);
-            print!("{}", summary(&scenario, &report));
-            println!(
+            out!("{}", summary(&scenario, &report));
+            outln!(
                 "\n(`kafkascope run quickstart` prints the full JSON report; `kafkascope list` shows every scenario.)"
             );
             Ok(())
@@ -158,25 +176,25 @@ fn run(cli: Cli) -> Result<(), String> {
             }
             let report = run_scenario(&scenario, until_ms);
             if want_summary {
-                print!("{}", summary(&scenario, &report));
+                out!("{}", summary(&scenario, &report));
             } else {
-                println!("{}", report.to_json());
+                outln!("{}", report.to_json());
             }
             Ok(())
         }
         Some(Command::Partition { partitions, keys }) => {
-            let mut out = std::io::stdout().lock();
-            let mut emit =
-                |key: &str| writeln!(out, "{}", partition_for_key(key.as_bytes(), partitions));
+            let emit = |key: &str| -> Result<(), String> {
+                outln!("{}", partition_for_key(key.as_bytes(), partitions));
+                Ok(())
+            };
             if keys.is_empty() {
                 for line in std::io::stdin().lock().lines() {
                     let line = line.map_err(|e| format!("reading keys from stdin: {e}"))?;
-                    let key = line.strip_suffix('\r').unwrap_or(&line);
-                    emit(key).map_err(|e| e.to_string())?;
+                    emit(line.strip_suffix('\r').unwrap_or(&line))?;
                 }
             } else {
                 for key in &keys {
-                    emit(key).map_err(|e| e.to_string())?;
+                    emit(key)?;
                 }
             }
             Ok(())
@@ -210,7 +228,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 });
             }
             let assignment = crate::assignor::assign(assignor, &counts, &group);
-            println!(
+            outln!(
                 "{}",
                 serde_json::to_string_pretty(&crate::assignor::to_json(&assignment)).expect("JSON")
             );
@@ -219,7 +237,7 @@ fn run(cli: Cli) -> Result<(), String> {
         Some(Command::List) => {
             for built_in in BUILT_IN {
                 let scenario = Scenario::built_in(built_in.name).map_err(|e| e.to_string())?;
-                println!("{:<16} {}", built_in.name, scenario.description);
+                outln!("{:<16} {}", built_in.name, scenario.description);
             }
             Ok(())
         }
@@ -239,12 +257,12 @@ fn run(cli: Cli) -> Result<(), String> {
             let report = sim.report();
             let records: u64 = report.producers.iter().map(|p| p.stats.sent).sum();
             let messages = report.metrics.produce_requests + report.metrics.fetch_requests;
-            println!(
+            outln!(
                 "{}: {sim_seconds} simulated s in {wall:.3} wall s = {:.0} simulated s per wall s",
                 scenario.name,
                 sim_seconds as f64 / wall,
             );
-            println!(
+            outln!(
                 "  {steps} steps ({:.0}% of the milliseconds), {:.2} us per step; {records} records, {messages} produce and fetch requests",
                 steps as f64 * 100.0 / until as f64,
                 wall * 1e6 / steps as f64,
@@ -262,7 +280,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 worst = worst.max(took);
                 total += took;
             }
-            println!(
+            outln!(
                 "  seeking to {SEEKS} instants: {:.1} ms on average, {worst:.1} ms at worst",
                 total / f64::from(SEEKS)
             );
