@@ -106,3 +106,44 @@ fn unsafe_settings_lose_records_in_some_runs() {
     );
     eprintln!("runs with losses: acks=1 {acks_one_losses}/60, unclean {unclean_losses}/60");
 }
+
+#[test]
+fn consumer_groups_keep_their_invariants_through_broker_and_member_faults() {
+    // Brokers fail under a group whose members come and go: reads stay below the high watermark,
+    // committed offsets never go back, and the safe settings still lose nothing.
+    for seed in 0..40 {
+        let mut scenario = crate::scenario(BASE);
+        scenario.seed = seed;
+        scenario.duration_ms = 30_000;
+        scenario.consumer_groups = vec![crate::scenario(&format!(
+            r#"(name: "x", topics: [(name: "t")], consumer_groups: [(name: "readers", topics: ["t"], members: 2,
+                assignor: {}, records_per_sec: 300, session_timeout_ms: 6000, heartbeat_interval_ms: 1000,
+                auto_offset_reset: Earliest)])"#,
+            if seed % 2 == 0 { "Range" } else { "CooperativeSticky" }
+        ))
+        .consumer_groups[0]
+            .clone()];
+        let mut timeline = schedule(seed);
+        let mut rng = SimRng::new(seed + 1000);
+        for _ in 0..3 {
+            let action = match rng.below(3) {
+                0 => Action::AddConsumer("readers".into()),
+                1 => Action::RemoveConsumer("readers".into()),
+                _ => Action::CrashConsumer("readers".into()),
+            };
+            timeline.push(TimelineEntry {
+                at_ms: 1_000 + rng.below(20_000),
+                action,
+            });
+        }
+        scenario.timeline = timeline;
+        scenario.validate("faults", scenario.duration_ms).unwrap();
+        let report = crate::run(&scenario);
+        assert!(
+            report.invariant_violations.is_empty(),
+            "seed {seed}: {:?}",
+            report.invariant_violations
+        );
+        assert_eq!(report.acked_records_lost, 0, "seed {seed}");
+    }
+}
