@@ -640,6 +640,35 @@ impl Scenario {
                 ));
             }
         }
+        let too_long = |field: String, value: u64| -> Result<(), ScenarioError> {
+            if value > limits::DURATION_MS {
+                Err(ScenarioError::Invalid {
+                    origin: origin.to_string(),
+                    field,
+                    message: format!("{value} ms: at most {} ms (a week)", limits::DURATION_MS),
+                })
+            } else {
+                Ok(())
+            }
+        };
+        for (field, value) in [
+            ("replica_lag_time_max_ms", c.replica_lag_time_max_ms),
+            ("replica_fetch_wait_max_ms", c.replica_fetch_wait_max_ms),
+            ("request_timeout_ms", c.request_timeout_ms),
+            ("replica_fetch_backoff_ms", c.replica_fetch_backoff_ms),
+            ("heartbeat_interval_ms", c.heartbeat_interval_ms),
+            ("session_timeout_ms", c.session_timeout_ms),
+            (
+                "leader_imbalance_check_interval_ms",
+                c.leader_imbalance_check_interval_ms,
+            ),
+            (
+                "group_initial_rebalance_delay_ms",
+                c.group_initial_rebalance_delay_ms,
+            ),
+        ] {
+            too_long(format!("cluster.{field}"), value)?;
+        }
         if c.session_timeout_ms <= c.heartbeat_interval_ms {
             return Err(bad(
                 "cluster.session_timeout_ms".into(),
@@ -837,6 +866,15 @@ impl Scenario {
                     "idempotence allows at most 5 requests in flight".into(),
                 ));
             }
+            for (field, value) in [
+                ("linger_ms", p.linger_ms),
+                ("request_timeout_ms", p.request_timeout_ms),
+                ("delivery_timeout_ms", p.delivery_timeout_ms),
+                ("retry_backoff_ms", p.retry_backoff_ms),
+                ("retry_backoff_max_ms", p.retry_backoff_max_ms),
+            ] {
+                too_long(at(field), value)?;
+            }
             if p.request_timeout_ms == 0 || p.retry_backoff_ms == 0 {
                 return Err(bad(
                     at("request_timeout_ms"),
@@ -916,6 +954,14 @@ impl Scenario {
             }
             if let Some(t) = g.topics.iter().find(|t| self.topic_index(t).is_none()) {
                 return Err(bad(at("topics"), format!("no topic named {t:?}")));
+            }
+            for (field, value) in [
+                ("auto_commit_interval_ms", g.auto_commit_interval_ms),
+                ("session_timeout_ms", g.session_timeout_ms),
+                ("heartbeat_interval_ms", g.heartbeat_interval_ms),
+                ("max_poll_interval_ms", g.max_poll_interval_ms),
+            ] {
+                too_long(at(field), value)?;
             }
             if g.heartbeat_interval_ms == 0 || g.heartbeat_interval_ms >= g.session_timeout_ms {
                 return Err(bad(

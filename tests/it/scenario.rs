@@ -145,3 +145,47 @@ fn every_built_in_scenario_parses_and_has_a_description() {
     }
     assert_eq!(kafkascope::scenario::BUILT_IN[0].name, "quickstart");
 }
+
+#[test]
+fn mutated_scenarios_are_refused_or_run_but_never_panic() {
+    // Every number of every built-in scenario, swapped for awkward values: the file is either
+    // refused with a message or runs.
+    let awkward = [
+        "0",
+        "1",
+        "2",
+        "65",
+        "1000000000",
+        "18446744073709551615",
+        "-1",
+    ];
+    let mut draw = kafkascope::sim::SimRng::new(42);
+    let mut ran = 0;
+    for built_in in kafkascope::scenario::BUILT_IN {
+        let source = built_in.source;
+        let numbers: Vec<(usize, usize)> = source
+            .char_indices()
+            .filter(|(i, c)| {
+                c.is_ascii_digit() && !source[..*i].ends_with(|p: char| p.is_ascii_alphanumeric())
+            })
+            .map(|(i, _)| {
+                let len = source[i..].chars().take_while(char::is_ascii_digit).count();
+                (i, len)
+            })
+            .collect();
+        for _ in 0..25 {
+            let (at, len) = numbers[draw.below(numbers.len() as u64) as usize];
+            let value = awkward[draw.below(awkward.len() as u64) as usize];
+            let mutated = format!("{}{}{}", &source[..at], value, &source[at + len..]);
+            match Scenario::parse(&mutated, "mutated.ron") {
+                Err(e) => assert!(!e.to_string().is_empty()),
+                Ok(mut s) => {
+                    s.duration_ms = s.duration_ms.min(3_000);
+                    crate::run(&s);
+                    ran += 1;
+                }
+            }
+        }
+    }
+    assert!(ran > 50, "some mutations still run ({ran})");
+}
