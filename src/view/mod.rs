@@ -3,5 +3,6 @@
 //! check them headless.
 
 pub mod layout;
+pub mod log_strip;
 pub mod motion;
 pub mod palette;
