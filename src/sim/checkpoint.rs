@@ -97,15 +97,19 @@ impl Remap for ProduceResponse {
 
 impl Remap for FetchRequest {
     fn remap(&mut self, map: &EntityHashMap<Entity>) {
-        remap(&mut self.partition, map);
-        remap(&mut self.replica, map);
+        for p in &mut self.partitions {
+            remap(&mut p.partition, map);
+            remap(&mut p.replica, map);
+        }
     }
 }
 
 impl Remap for FetchResponse {
     fn remap(&mut self, map: &EntityHashMap<Entity>) {
-        remap(&mut self.partition, map);
-        remap(&mut self.replica, map);
+        for p in &mut self.partitions {
+            remap(&mut p.partition, map);
+            remap(&mut p.replica, map);
+        }
     }
 }
 

@@ -29,6 +29,8 @@ pub struct Broker {
     /// The process died without a clean shutdown and has not registered since (KIP-966 takes such
     /// a broker out of the eligible leader replicas).
     pub unclean_shutdown: bool,
+    /// Its replica fetchers, one per leader broker it follows partitions from.
+    pub fetchers: Vec<(BrokerId, Fetcher)>,
 }
 
 impl Broker {
@@ -40,7 +42,24 @@ impl Broker {
             incarnation: 0,
             next_heartbeat_ms: 0,
             unclean_shutdown: false,
+            fetchers: Vec::new(),
         }
+    }
+
+    /// The fetcher that follows partitions from `leader`.
+    pub fn fetcher(&mut self, leader: BrokerId) -> &mut Fetcher {
+        let i = match self.fetchers.iter().position(|(l, _)| *l == leader) {
+            Some(i) => i,
+            None => {
+                self.fetchers.push((leader, Fetcher::default()));
+                self.fetchers.sort_by_key(|(l, _)| *l);
+                self.fetchers
+                    .iter()
+                    .position(|(l, _)| *l == leader)
+                    .expect("just added")
+            }
+        };
+        &mut self.fetchers[i].1
     }
 
     /// `online`, `crashed` or `fenced`, as the report names the states.
@@ -290,11 +309,9 @@ pub struct Replica {
     pub epochs: Vec<(u32, u64)>,
     /// Idempotent producers' recent batches, by producer index.
     pub producer_batches: Vec<(u32, VecDeque<BatchMetadata>)>,
-    /// The follower's fetch loop.
-    pub fetcher: Fetcher,
 }
 
-/// A follower's fetcher: at most one fetch in flight per partition.
+/// A follower broker's fetcher for one leader broker: at most one fetch in flight.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Fetcher {
     /// Wire id of the fetch in flight.
@@ -313,7 +330,6 @@ impl Replica {
             high_watermark: 0,
             epochs: vec![(0, 0)],
             producer_batches: Vec::new(),
-            fetcher: Fetcher::default(),
         }
     }
 
@@ -367,7 +383,6 @@ impl Replica {
         self.high_watermark = 0;
         self.epochs.clear();
         self.producer_batches.clear();
-        self.fetcher = Fetcher::default();
     }
 
     pub fn producer_state(&self, producer: u32) -> Option<&VecDeque<BatchMetadata>> {

@@ -173,7 +173,6 @@ pub fn set_leader(
     let epoch = partition.leader_epoch;
     for (b, replica_entity) in partition.assignment.iter().zip(&partition.replicas) {
         let mut replica = replicas.get_mut(*replica_entity).expect("replica entity");
-        replica.fetcher = Default::default();
         if Some(*b) == partition.leader {
             let leo = replica.log_end_offset();
             replica.epochs.push((epoch, leo));

@@ -7,7 +7,7 @@ use bevy::prelude::*;
 use serde::Serialize;
 
 use super::clock::SimRng;
-use super::cluster::{Broker, BrokerId, Cluster, Replica, broker_views};
+use super::cluster::{Broker, BrokerId, Cluster, broker_views};
 use super::consumer::Consumer;
 use super::events::Metrics;
 use super::ledger::AckLedger;
@@ -238,7 +238,7 @@ fn refuse_at_dead_brokers(
     cluster: Res<Cluster>,
     mut rng: ResMut<SimRng>,
     mut ledger: ResMut<AckLedger>,
-    brokers: Query<&Broker>,
+    mut brokers_mut: Query<&mut Broker>,
     mut wires: Query<(
         Entity,
         &mut Wire,
@@ -248,14 +248,13 @@ fn refuse_at_dead_brokers(
         Option<&ConsumerFetch>,
     )>,
     mut producers: Query<&mut Producer>,
-    mut replicas: Query<&mut Replica>,
     mut consumers: Query<&mut Consumer>,
 ) {
-    if brokers.iter().all(|b| b.alive) {
+    if brokers_mut.iter().all(|b| b.alive) {
         return;
     }
     let now = clock.now_ms;
-    let views = broker_views(brokers.iter());
+    let views = broker_views(brokers_mut.iter());
     let dead = |node: Node| matches!(node, Node::Broker(b) if !views[b as usize].alive);
     let mut refused: Vec<(u64, Entity)> = wires
         .iter()
@@ -288,11 +287,15 @@ fn refuse_at_dead_brokers(
                     .request_failed(wire.id, now);
             }
         }
-        if let Some(request) = fetch {
-            let mut replica = replicas.get_mut(request.replica).expect("replica entity");
-            if replica.fetcher.in_flight == Some(wire.id) {
-                replica.fetcher.in_flight = None;
-                replica.fetcher.backoff_until_ms = now + cluster.config.replica_fetch_backoff_ms;
+        if let (Some(_), Node::Broker(follower), Node::Broker(leader)) = (fetch, wire.from, wire.to)
+        {
+            let mut broker = brokers_mut
+                .get_mut(cluster.brokers[follower as usize - 1])
+                .expect("broker entity");
+            let fetcher = broker.fetcher(leader);
+            if fetcher.in_flight == Some(wire.id) {
+                fetcher.in_flight = None;
+                fetcher.backoff_until_ms = now + cluster.config.replica_fetch_backoff_ms;
             }
         }
     }

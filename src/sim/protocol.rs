@@ -103,9 +103,9 @@ pub struct ProduceResponse {
     pub results: Vec<BatchResult>,
 }
 
-/// A follower's Fetch for one partition, from its own log end offset.
-#[derive(Component, Debug, Clone)]
-pub struct FetchRequest {
+/// One partition of a follower's fetch: from the follower's own log end offset.
+#[derive(Debug, Clone)]
+pub struct FetchPartition {
     pub partition: Entity,
     /// The follower's replica entity.
     pub replica: Entity,
@@ -113,6 +113,13 @@ pub struct FetchRequest {
     /// The epoch of the follower's last record (`lastFetchedEpoch`, KIP-595/KIP-320): the leader
     /// checks the logs agree up to the fetch offset.
     pub last_fetched_epoch: Option<u32>,
+}
+
+/// A follower's Fetch to one leader broker, for every partition it follows from it (one request
+/// per follower and leader broker, as `ReplicaFetcherThread` sends).
+#[derive(Component, Debug, Clone)]
+pub struct FetchRequest {
+    pub partitions: Vec<FetchPartition>,
 }
 
 /// Where a follower's log leaves the leader's (`FetchResponse.divergingEpoch`).
@@ -124,9 +131,9 @@ pub struct Diverging {
     pub end_offset: u64,
 }
 
-#[derive(Component, Debug, Clone)]
-pub struct FetchResponse {
-    pub request: u64,
+/// One partition of a fetch response.
+#[derive(Debug, Clone)]
+pub struct FetchedPartition {
     pub partition: Entity,
     pub replica: Entity,
     pub records: Vec<Record>,
@@ -134,6 +141,12 @@ pub struct FetchResponse {
     pub error: Option<KafkaError>,
     /// Set when the follower's log diverges: it truncates before fetching again.
     pub diverging: Option<Diverging>,
+}
+
+#[derive(Component, Debug, Clone)]
+pub struct FetchResponse {
+    pub request: u64,
+    pub partitions: Vec<FetchedPartition>,
 }
 
 /// A broker's heartbeat to the active controller (`BrokerHeartbeatRequest`).

@@ -6,10 +6,12 @@
 
 use bevy::prelude::*;
 
-use super::cluster::{Broker, Cluster, Partition, Record, Replica, broker_views};
+use super::cluster::{Broker, Cluster, Partition, Record, Replica};
 use super::events::{EventKind, EventLog, Metrics};
 use super::network::{Network, Node, Wire, WireState, arrivals};
-use super::protocol::{Diverging, FetchRequest, FetchResponse, KafkaError};
+use super::protocol::{
+    Diverging, FetchPartition, FetchRequest, FetchResponse, FetchedPartition, KafkaError,
+};
 use super::{SimClock, SimSet, SimStep, Wake};
 
 pub(super) fn plugin(app: &mut App) {
@@ -48,43 +50,59 @@ fn read_log(leader: &Replica, from: u64, max_bytes: u64) -> Vec<Record> {
     out
 }
 
-/// What a fetch response carries besides its envelope.
-struct Answer {
-    records: Vec<Record>,
-    high_watermark: u64,
-    error: Option<KafkaError>,
-    diverging: Option<Diverging>,
-}
-
-impl Answer {
-    fn error(error: KafkaError) -> Self {
-        Answer {
-            records: Vec::new(),
-            high_watermark: 0,
-            error: Some(error),
-            diverging: None,
-        }
+/// The answer for one partition of a fetch, read now.
+fn answer_partition(
+    fetch: &FetchPartition,
+    to: u32,
+    partitions: &Query<&mut Partition>,
+    replicas: &Query<&Replica>,
+    max_bytes: u64,
+) -> FetchedPartition {
+    let partition = partitions.get(fetch.partition).expect("partition entity");
+    let mut answer = FetchedPartition {
+        partition: fetch.partition,
+        replica: fetch.replica,
+        records: Vec::new(),
+        high_watermark: 0,
+        error: None,
+        diverging: None,
+    };
+    let leader = partition
+        .leader_replica()
+        .filter(|_| partition.leader == Some(to))
+        .map(|e| replicas.get(e).expect("replica entity"));
+    let Some(leader) = leader else {
+        answer.error = Some(KafkaError::NotLeaderOrFollower);
+        return answer;
+    };
+    answer.high_watermark = leader.high_watermark;
+    answer.diverging = divergence(leader, fetch);
+    if answer.diverging.is_none() && fetch.fetch_offset < leader.log_end_offset() {
+        answer.records = read_log(leader, fetch.fetch_offset, max_bytes);
     }
+    answer
 }
 
-fn answer(
+/// Whether an answer is worth sending before the wait runs out (`DelayedFetch.tryComplete`:
+/// some partition has data, diverged or failed).
+fn worth_sending(answers: &[FetchedPartition]) -> bool {
+    answers
+        .iter()
+        .any(|a| !a.records.is_empty() || a.diverging.is_some() || a.error.is_some())
+}
+
+fn respond(
     commands: &mut Commands,
     network: &mut Network,
     now: u64,
     wire: &Wire,
-    request: &FetchRequest,
-    answer: Answer,
+    partitions: Vec<FetchedPartition>,
 ) {
     commands.spawn((
         network.send(now, wire.to, wire.from),
         FetchResponse {
             request: wire.id,
-            partition: request.partition,
-            replica: request.replica,
-            records: answer.records,
-            high_watermark: answer.high_watermark,
-            error: answer.error,
-            diverging: answer.diverging,
+            partitions,
         },
     ));
 }
@@ -92,11 +110,11 @@ fn answer(
 /// Whether the follower's log leaves the leader's before the fetch offset
 /// (`Partition.fetchRecords` with `lastFetchedEpoch`): the leader's largest epoch at or below the
 /// follower's last one is older, or ends before the fetch offset.
-fn divergence(leader: &Replica, request: &FetchRequest) -> Option<Diverging> {
+fn divergence(leader: &Replica, fetch: &FetchPartition) -> Option<Diverging> {
     let leader_leo = leader.log_end_offset();
-    match request.last_fetched_epoch {
+    match fetch.last_fetched_epoch {
         Some(epoch) => match leader.end_offset_for(epoch) {
-            Some((found, end)) if found < epoch || end < request.fetch_offset => Some(Diverging {
+            Some((found, end)) if found < epoch || end < fetch.fetch_offset => Some(Diverging {
                 epoch: Some(found),
                 end_offset: end,
             }),
@@ -107,7 +125,7 @@ fn divergence(leader: &Replica, request: &FetchRequest) -> Option<Diverging> {
             }),
         },
         // Past the leader's end with no epoch to compare: out of range, back to its end.
-        None if request.fetch_offset > leader_leo => Some(Diverging {
+        None if fetch.fetch_offset > leader_leo => Some(Diverging {
             epoch: None,
             end_offset: leader_leo,
         }),
@@ -115,6 +133,9 @@ fn divergence(leader: &Replica, request: &FetchRequest) -> Option<Diverging> {
     }
 }
 
+/// The leader records each partition's fetch offset as the follower's log end offset
+/// (`Partition.updateFollowerFetchState`) and answers at once if any partition has something for
+/// the follower, else holds the fetch.
 #[allow(clippy::too_many_arguments)]
 fn leaders_answer_fetches(
     clock: Res<SimClock>,
@@ -127,57 +148,37 @@ fn leaders_answer_fetches(
     mut commands: Commands,
 ) {
     let now = clock.now_ms;
+    let max_bytes = cluster.config.replica_fetch_max_bytes;
     for entity in arrivals(requests.iter().map(|(e, w, _)| (e, w)), now) {
         let (_, mut wire, request) = requests.get_mut(entity).unwrap();
         metrics.fetch_requests += 1;
-        let mut partition = partitions
-            .get_mut(request.partition)
-            .expect("partition entity");
-        let Node::Broker(to) = wire.to else {
-            unreachable!("fetches go to brokers")
+        let (Node::Broker(to), Node::Broker(follower)) = (wire.to, wire.from) else {
+            unreachable!("followers fetch from brokers")
         };
-        let Node::Broker(follower) = wire.from else {
-            unreachable!("followers are brokers")
-        };
-        let leader_entity = partition
-            .leader_replica()
-            .filter(|_| partition.leader == Some(to));
-        let Some(leader_entity) = leader_entity else {
-            let error = Answer::error(KafkaError::NotLeaderOrFollower);
-            answer(&mut commands, &mut network, now, &wire, request, error);
-            commands.entity(entity).despawn();
-            continue;
-        };
-        let leader = replicas.get(leader_entity).expect("replica entity");
-        let leader_leo = leader.log_end_offset();
-        if let Some(diverging) = divergence(leader, request) {
-            let reply = Answer {
-                records: Vec::new(),
-                high_watermark: leader.high_watermark,
-                error: None,
-                diverging: Some(diverging),
-            };
-            answer(&mut commands, &mut network, now, &wire, request, reply);
-            commands.entity(entity).despawn();
-            continue;
-        }
         // Kafka reads the log (and the high watermark it reports) before it records the fetch.
-        let hw_before = leader.high_watermark;
-        if let Some(i) = partition.position(follower) {
-            partition.followers[i].record_fetch(request.fetch_offset, leader_leo, now);
+        let answers: Vec<FetchedPartition> = request
+            .partitions
+            .iter()
+            .map(|f| answer_partition(f, to, &partitions, &replicas, max_bytes))
+            .collect();
+        for (fetch, answer) in request.partitions.iter().zip(&answers) {
+            if answer.error.is_some() || answer.diverging.is_some() {
+                continue;
+            }
+            let mut partition = partitions
+                .get_mut(fetch.partition)
+                .expect("partition entity");
+            let leader = partition.leader_replica().expect("answered as leader");
+            let leader_leo = replicas
+                .get(leader)
+                .expect("replica entity")
+                .log_end_offset();
+            if let Some(i) = partition.position(follower) {
+                partition.followers[i].record_fetch(fetch.fetch_offset, leader_leo, now);
+            }
         }
-        if request.fetch_offset < leader_leo {
-            let reply = Answer {
-                records: read_log(
-                    leader,
-                    request.fetch_offset,
-                    cluster.config.replica_fetch_max_bytes,
-                ),
-                high_watermark: hw_before,
-                error: None,
-                diverging: None,
-            };
-            answer(&mut commands, &mut network, now, &wire, request, reply);
+        if worth_sending(&answers) {
+            respond(&mut commands, &mut network, now, &wire, answers);
             commands.entity(entity).despawn();
         } else {
             wire.state = WireState::Held {
@@ -187,15 +188,16 @@ fn leaders_answer_fetches(
     }
 }
 
-/// `DelayedFetch`: a held follower fetch finishes when the leader's log end offset passes its
-/// offset or its wait runs out. A high watermark change alone does not finish it (KAFKA-9952).
+/// `DelayedFetch`: a held follower fetch finishes when the leader's log end offset passes one of
+/// its partitions' offsets, a partition's leadership moves, or its wait runs out. A high
+/// watermark change alone does not finish it (KAFKA-9952).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn complete_delayed_fetches(
     clock: Res<SimClock>,
     cluster: Res<Cluster>,
     mut network: ResMut<Network>,
     requests: Query<(Entity, &Wire, &FetchRequest)>,
-    partitions: Query<&Partition>,
+    partitions: Query<&mut Partition>,
     replicas: Query<&Replica>,
     changed: Query<&Replica, Changed<Replica>>,
     mut commands: Commands,
@@ -209,7 +211,11 @@ pub(super) fn complete_delayed_fetches(
         .iter()
         .filter(|(_, wire, request)| match wire.state {
             WireState::Held { until_ms } => {
-                now >= until_ms || touched.binary_search(&request.partition).is_ok()
+                now >= until_ms
+                    || request
+                        .partitions
+                        .iter()
+                        .any(|f| touched.binary_search(&f.partition).is_ok())
             }
             _ => false,
         })
@@ -218,44 +224,34 @@ pub(super) fn complete_delayed_fetches(
     due.sort_unstable();
     for (_, entity) in due {
         let (_, wire, request) = requests.get(entity).unwrap();
-        let partition = partitions.get(request.partition).expect("partition entity");
         let Node::Broker(to) = wire.to else {
             unreachable!("fetches go to brokers")
         };
         let expired = matches!(wire.state, WireState::Held { until_ms } if now >= until_ms);
-        let leader = partition
-            .leader_replica()
-            .filter(|_| partition.leader == Some(to))
-            .map(|e| replicas.get(e).expect("replica entity"));
-        match leader {
-            None => {
-                let error = Answer::error(KafkaError::NotLeaderOrFollower);
-                answer(&mut commands, &mut network, now, wire, request, error);
-                commands.entity(entity).despawn();
-            }
-            Some(leader) if expired || leader.log_end_offset() > request.fetch_offset => {
-                let reply = Answer {
-                    records: read_log(
-                        leader,
-                        request.fetch_offset,
-                        cluster.config.replica_fetch_max_bytes,
-                    ),
-                    high_watermark: leader.high_watermark,
-                    error: None,
-                    diverging: None,
-                };
-                answer(&mut commands, &mut network, now, wire, request, reply);
-                commands.entity(entity).despawn();
-            }
-            Some(_) => {}
+        let answers: Vec<FetchedPartition> = request
+            .partitions
+            .iter()
+            .map(|f| {
+                answer_partition(
+                    f,
+                    to,
+                    &partitions,
+                    &replicas,
+                    cluster.config.replica_fetch_max_bytes,
+                )
+            })
+            .collect();
+        if expired || worth_sending(&answers) {
+            respond(&mut commands, &mut network, now, wire, answers);
+            commands.entity(entity).despawn();
         }
     }
 }
 
-/// The follower appends what it fetched and takes the leader's high watermark, capped by its own
-/// log end offset (`ReplicaFetcherThread.processPartitionData`). Told its log diverges, it
-/// truncates to where it agrees with the leader (KIP-101, KIP-279): the end of the leader's epoch,
-/// or its own end of that epoch if sooner.
+/// The follower appends what it fetched for each partition and takes the leader's high
+/// watermark, capped by its own log end offset (`ReplicaFetcherThread.processPartitionData`).
+/// Told its log diverges, it truncates to where it agrees with the leader (KIP-101, KIP-279): the
+/// end of the leader's epoch, or its own end of that epoch if sooner.
 #[allow(clippy::too_many_arguments)]
 fn followers_take_responses(
     clock: Res<SimClock>,
@@ -263,61 +259,68 @@ fn followers_take_responses(
     mut metrics: ResMut<Metrics>,
     mut events: ResMut<EventLog>,
     responses: Query<(Entity, &Wire, &FetchResponse)>,
+    mut brokers: Query<&mut Broker>,
     partitions: Query<&Partition>,
     mut replicas: Query<&mut Replica>,
     mut commands: Commands,
 ) {
     let now = clock.now_ms;
     for entity in arrivals(responses.iter().map(|(e, w, _)| (e, w)), now) {
-        let (_, _, response) = responses.get(entity).unwrap();
+        let (_, wire, response) = responses.get(entity).unwrap();
         commands.entity(entity).despawn();
-        let mut replica = replicas.get_mut(response.replica).expect("replica entity");
-        if replica.fetcher.in_flight != Some(response.request) {
+        let (Node::Broker(follower), Node::Broker(leader)) = (wire.to, wire.from) else {
+            unreachable!("fetch responses go between brokers")
+        };
+        let mut broker = brokers
+            .get_mut(cluster.brokers[follower as usize - 1])
+            .expect("broker entity");
+        let fetcher = broker.fetcher(leader);
+        if fetcher.in_flight != Some(response.request) {
             continue; // An answer to a fetch the follower already gave up on.
         }
-        replica.fetcher.in_flight = None;
-        if response.error.is_some() {
-            replica.fetcher.backoff_until_ms = now + cluster.config.replica_fetch_backoff_ms;
-            continue;
-        }
-        if let Some(d) = response.diverging {
-            let to = match d.epoch {
-                Some(epoch) => {
-                    let own_end = replica.end_offset_for(epoch).map_or(0, |(_, end)| end);
-                    d.end_offset.min(own_end)
+        fetcher.in_flight = None;
+        for fetched in &response.partitions {
+            let partition = partitions.get(fetched.partition).expect("partition entity");
+            if fetched.error.is_some() || partition.leader != Some(leader) {
+                continue; // Leadership moved: the partition is fetched from its new leader.
+            }
+            let mut replica = replicas.get_mut(fetched.replica).expect("replica entity");
+            if let Some(d) = fetched.diverging {
+                let to = match d.epoch {
+                    Some(epoch) => {
+                        let own_end = replica.end_offset_for(epoch).map_or(0, |(_, end)| end);
+                        d.end_offset.min(own_end)
+                    }
+                    // The leader knows none of the follower's epochs: keep only what was
+                    // committed and what the leader has.
+                    None => d.end_offset.min(replica.high_watermark),
+                };
+                let from = replica.log_end_offset();
+                let removed = replica.truncate_to(to);
+                if removed > 0 {
+                    metrics.records_truncated += removed;
+                    events.push(
+                        now,
+                        EventKind::Truncated {
+                            broker: replica.broker,
+                            topic: cluster.topics[partition.topic].name.clone(),
+                            partition: partition.index,
+                            from_offset: from,
+                            to_offset: to,
+                        },
+                    );
                 }
-                // The leader knows none of the follower's epochs: keep only what was committed
-                // and what the leader has.
-                None => d.end_offset.min(replica.high_watermark),
-            };
-            let from = replica.log_end_offset();
-            let removed = replica.truncate_to(to);
-            if removed > 0 {
-                metrics.records_truncated += removed;
-                let partition = partitions
-                    .get(response.partition)
-                    .expect("partition entity");
-                events.push(
-                    now,
-                    EventKind::Truncated {
-                        broker: replica.broker,
-                        topic: cluster.topics[partition.topic].name.clone(),
-                        partition: partition.index,
-                        from_offset: from,
-                        to_offset: to,
-                    },
-                );
+                continue;
             }
-            continue;
-        }
-        if let Some(first) = response.records.first() {
-            if first.offset != replica.log_end_offset() {
-                continue; // Not where this log ends: a stale answer.
+            if let Some(first) = fetched.records.first() {
+                if first.offset != replica.log_end_offset() {
+                    continue; // Not where this log ends: a stale answer.
+                }
+                metrics.records_replicated += fetched.records.len() as u64;
+                replica.append(fetched.records.iter().cloned());
             }
-            metrics.records_replicated += response.records.len() as u64;
-            replica.append(response.records.iter().cloned());
+            replica.high_watermark = fetched.high_watermark.min(replica.log_end_offset());
         }
-        replica.high_watermark = response.high_watermark.min(replica.log_end_offset());
     }
 }
 
@@ -326,86 +329,95 @@ fn followers_take_responses(
 fn followers_time_out_fetches(
     clock: Res<SimClock>,
     cluster: Res<Cluster>,
-    mut replicas: Query<&mut Replica>,
+    mut brokers: Query<&mut Broker>,
 ) {
     let now = clock.now_ms;
-    for mut replica in &mut replicas {
-        if replica.fetcher.in_flight.is_some()
-            && now >= replica.fetcher.sent_ms + cluster.config.request_timeout_ms
-        {
-            replica.fetcher.in_flight = None;
-            replica.fetcher.backoff_until_ms = now + cluster.config.replica_fetch_backoff_ms;
+    for mut broker in &mut brokers {
+        for (_, fetcher) in &mut broker.fetchers {
+            if fetcher.in_flight.is_some()
+                && now >= fetcher.sent_ms + cluster.config.request_timeout_ms
+            {
+                fetcher.in_flight = None;
+                fetcher.backoff_until_ms = now + cluster.config.replica_fetch_backoff_ms;
+            }
         }
     }
 }
 
-/// Every follower without a fetch in flight asks its leader for what follows its log end offset.
+/// Each running broker's fetcher for each leader it follows partitions from, when idle, asks for
+/// what follows each of those replicas' log end offsets, in one request.
 fn followers_send_fetches(
     clock: Res<SimClock>,
+    cluster: Res<Cluster>,
     mut network: ResMut<Network>,
-    brokers: Query<&Broker>,
+    mut brokers: Query<&mut Broker>,
     partitions: Query<&Partition>,
-    mut replicas: Query<(Entity, &mut Replica)>,
+    replicas: Query<&Replica>,
     mut commands: Commands,
 ) {
     let now = clock.now_ms;
-    let views = broker_views(brokers.iter());
-    let mut idle: Vec<Entity> = replicas
-        .iter()
-        .filter(|(_, r)| {
-            r.fetcher.in_flight.is_none()
-                && now >= r.fetcher.backoff_until_ms
-                && views[r.broker as usize].alive
-        })
-        .map(|(e, _)| e)
-        .collect();
-    if idle.is_empty() {
-        return;
-    }
-    // In partition order, then replica order: the order their fetches get wire ids in.
-    idle.sort_by_key(|e| {
-        let replica = &replicas.get(*e).expect("replica entity").1;
-        let partition = partitions.get(replica.partition).expect("partition entity");
-        (partition.ordinal, partition.position(replica.broker))
-    });
-    for replica_entity in idle {
-        let (_, mut replica) = replicas.get_mut(replica_entity).expect("replica entity");
-        let partition = partitions.get(replica.partition).expect("partition entity");
-        let Some(leader) = partition.leader.filter(|l| *l != replica.broker) else {
+    for &broker_entity in &cluster.brokers {
+        let mut broker = brokers.get_mut(broker_entity).expect("broker entity");
+        if !broker.alive {
             continue;
-        };
-        let wire = network.send(now, Node::Broker(replica.broker), Node::Broker(leader));
-        replica.fetcher.in_flight = Some(wire.id);
-        replica.fetcher.sent_ms = now;
-        commands.spawn((
-            wire,
-            FetchRequest {
-                partition: replica.partition,
-                replica: replica_entity,
-                fetch_offset: replica.log_end_offset(),
-                last_fetched_epoch: replica.latest_epoch(),
-            },
-        ));
+        }
+        let follower = broker.id;
+        // The partitions it follows, by leader, in partition order.
+        let mut by_leader: Vec<(u32, Vec<FetchPartition>)> = Vec::new();
+        for &p in &cluster.partitions {
+            let partition = partitions.get(p).expect("partition entity");
+            let (Some(leader), Some(replica)) = (partition.leader, partition.replica_on(follower))
+            else {
+                continue;
+            };
+            if leader == follower {
+                continue;
+            }
+            let fetcher = broker.fetcher(leader);
+            if fetcher.in_flight.is_some() || now < fetcher.backoff_until_ms {
+                continue;
+            }
+            let r = replicas.get(replica).expect("replica entity");
+            let fetch = FetchPartition {
+                partition: p,
+                replica,
+                fetch_offset: r.log_end_offset(),
+                last_fetched_epoch: r.latest_epoch(),
+            };
+            match by_leader.iter_mut().find(|(l, _)| *l == leader) {
+                Some((_, list)) => list.push(fetch),
+                None => by_leader.push((leader, vec![fetch])),
+            }
+        }
+        by_leader.sort_by_key(|(l, _)| *l);
+        for (leader, list) in by_leader {
+            let wire = network.send(now, Node::Broker(follower), Node::Broker(leader));
+            let fetcher = broker.fetcher(leader);
+            fetcher.in_flight = Some(wire.id);
+            fetcher.sent_ms = now;
+            commands.spawn((wire, FetchRequest { partitions: list }));
+        }
     }
 }
 
-/// A follower's next deadline: its fetch's timeout, or the end of its back-off.
+/// A fetcher's next deadline: its fetch's timeout, or the end of its back-off.
 fn wake_followers(
     clock: Res<SimClock>,
     cluster: Res<Cluster>,
     mut wake: ResMut<Wake>,
-    replicas: Query<&Replica>,
+    brokers: Query<&Broker>,
 ) {
     let now = clock.now_ms;
-    for replica in &replicas {
-        let f = &replica.fetcher;
-        let at = if f.in_flight.is_some() {
-            f.sent_ms + cluster.config.request_timeout_ms
-        } else {
-            f.backoff_until_ms
-        };
-        if at > now {
-            wake.at(at);
+    for broker in &brokers {
+        for (_, f) in &broker.fetchers {
+            let at = if f.in_flight.is_some() {
+                f.sent_ms + cluster.config.request_timeout_ms
+            } else {
+                f.backoff_until_ms
+            };
+            if at > now {
+                wake.at(at);
+            }
         }
     }
 }

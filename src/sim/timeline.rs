@@ -129,10 +129,10 @@ fn apply_actions(
                 let mut broker = brokers.get_mut(cluster.brokers[b as usize - 1]).unwrap();
                 broker.alive = false;
                 broker.unclean_shutdown = true;
-                for mut replica in &mut replicas {
-                    if replica.broker == b {
-                        replica.fetcher = Default::default();
-                        if wipe {
+                broker.fetchers.clear();
+                if wipe {
+                    for mut replica in &mut replicas {
+                        if replica.broker == b {
                             replica.wipe();
                         }
                     }
