@@ -469,7 +469,7 @@ fn handle_fetch_responses(
                 // An empty answer is fine: a new leader's high watermark can trail the position
                 // the consumer reached on the old one until its followers fetch again.
                 if response.count > 0 && end > response.high_watermark {
-                    invariants.violation(
+                    invariants.report(
                         "read-above-hw",
                         ordinal as usize,
                         0,

@@ -47,18 +47,8 @@ impl Invariants {
         }
     }
 
-    /// Records a violation found by another system (once per kind, partition and broker).
-    pub fn violation(
-        &mut self,
-        kind: &'static str,
-        partition: usize,
-        broker: u32,
-        message: String,
-    ) {
-        self.report(kind, partition, broker, message);
-    }
-
-    fn report(&mut self, kind: &'static str, partition: usize, broker: u32, message: String) {
+    /// Records a violation (kept once per kind, partition and broker).
+    pub fn report(&mut self, kind: &'static str, partition: usize, broker: u32, message: String) {
         self.count += 1;
         if self.reported.insert((kind, partition, broker)) && self.violations.len() < KEEP {
             self.violations.push(message);

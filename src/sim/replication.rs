@@ -53,12 +53,11 @@ fn read_log(leader: &Replica, from: u64, max_bytes: u64) -> Vec<Record> {
 /// The answer for one partition of a fetch, read now.
 fn answer_partition(
     fetch: &FetchPartition,
+    partition: &Partition,
     to: u32,
-    partitions: &Query<&mut Partition>,
     replicas: &Query<&Replica>,
     max_bytes: u64,
 ) -> FetchedPartition {
-    let partition = partitions.get(fetch.partition).expect("partition entity");
     let mut answer = FetchedPartition {
         partition: fetch.partition,
         replica: fetch.replica,
@@ -159,7 +158,10 @@ fn leaders_answer_fetches(
         let answers: Vec<FetchedPartition> = request
             .partitions
             .iter()
-            .map(|f| answer_partition(f, to, &partitions, &replicas, max_bytes))
+            .map(|f| {
+                let partition = partitions.get(f.partition).expect("partition entity");
+                answer_partition(f, partition, to, &replicas, max_bytes)
+            })
             .collect();
         for (fetch, answer) in request.partitions.iter().zip(&answers) {
             if answer.error.is_some() || answer.diverging.is_some() {
@@ -197,7 +199,7 @@ pub(super) fn complete_delayed_fetches(
     cluster: Res<Cluster>,
     mut network: ResMut<Network>,
     requests: Query<(Entity, &Wire, &FetchRequest)>,
-    partitions: Query<&mut Partition>,
+    partitions: Query<&Partition>,
     replicas: Query<&Replica>,
     changed: Query<&Replica, Changed<Replica>>,
     mut commands: Commands,
@@ -228,17 +230,13 @@ pub(super) fn complete_delayed_fetches(
             unreachable!("fetches go to brokers")
         };
         let expired = matches!(wire.state, WireState::Held { until_ms } if now >= until_ms);
+        let max_bytes = cluster.config.replica_fetch_max_bytes;
         let answers: Vec<FetchedPartition> = request
             .partitions
             .iter()
             .map(|f| {
-                answer_partition(
-                    f,
-                    to,
-                    &partitions,
-                    &replicas,
-                    cluster.config.replica_fetch_max_bytes,
-                )
+                let partition = partitions.get(f.partition).expect("partition entity");
+                answer_partition(f, partition, to, &replicas, max_bytes)
             })
             .collect();
         if expired || worth_sending(&answers) {
