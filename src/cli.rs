@@ -17,11 +17,25 @@ use crate::sim::Sim;
     version,
     about = "Apache Kafka's production lifecycle as a living, deterministic simulation",
     long_about = "Apache Kafka's production lifecycle as a living, deterministic simulation.\n\n\
-                  Without a command, runs the built-in `quickstart` scenario and prints a summary."
+                  Without a command, opens the window on the built-in `quickstart` scenario."
 )]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
+}
+
+/// How the window opens.
+#[derive(clap::Args, Debug, Clone)]
+struct Look {
+    /// Window size in logical pixels, WIDTHxHEIGHT.
+    #[arg(long, value_name = "WIDTHxHEIGHT", value_parser = parse_size, default_value = "1600x900")]
+    size: (u32, u32),
+    /// Colour theme: dark for screens, light for projectors.
+    #[arg(long, value_parser = parse_theme, default_value = "dark")]
+    theme: crate::view::palette::Theme,
+    /// Multiplies every text size (0.75 to 2).
+    #[arg(long, default_value_t = 1.0, value_parser = parse_text_scale)]
+    text_scale: f32,
 }
 
 #[derive(Subcommand, Debug)]
@@ -60,6 +74,49 @@ enum Command {
         #[arg(long = "member", value_name = "ID=TOPICS", value_parser = parse_member, required = true)]
         members: Vec<(String, Vec<String>)>,
     },
+    /// Open the window on a scenario (the default: quickstart).
+    View {
+        /// A scenario file (.ron) or the name of a built-in scenario.
+        #[arg(default_value = "quickstart")]
+        scenario: String,
+        /// Open at this sim time.
+        #[arg(long, value_name = "MS", default_value_t = 0)]
+        at_ms: u64,
+        /// Sim time per real time, 0.01 to 100.
+        #[arg(long, default_value_t = 0.05, value_parser = parse_speed)]
+        speed: f64,
+        /// Open paused.
+        #[arg(long)]
+        paused: bool,
+        #[command(flatten)]
+        look: Look,
+    },
+    /// Render the scene at a sim time into a PNG file, then exit.
+    Shot {
+        /// A scenario file (.ron) or the name of a built-in scenario.
+        scenario: String,
+        /// The sim time to show.
+        #[arg(long, value_name = "MS")]
+        at_ms: u64,
+        /// The PNG file to write.
+        #[arg(long, value_name = "FILE.png")]
+        out: std::path::PathBuf,
+        #[command(flatten)]
+        look: Look,
+    },
+    /// Measure the CPU time per frame of the app's own systems (model, scene, overlay), in a
+    /// window, at real-time speed.
+    BenchFrames {
+        /// Scenarios to measure (files or built-in names).
+        #[arg(default_values_t = ["quickstart".to_string(), "large".to_string()])]
+        scenarios: Vec<String>,
+        /// Frames to measure in each.
+        #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(10..=100_000))]
+        frames: u64,
+        /// Start this far into the scenario, in sim ms.
+        #[arg(long, value_name = "MS", default_value_t = 20_000)]
+        at_ms: u64,
+    },
     /// List the built-in scenarios.
     List,
     /// Measure how many simulated seconds the model runs per wall-clock second.
@@ -71,6 +128,76 @@ enum Command {
         #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86_400))]
         sim_seconds: u64,
     },
+}
+
+fn parse_size(s: &str) -> Result<(u32, u32), String> {
+    let (w, h) = s
+        .split_once(['x', 'X'])
+        .ok_or_else(|| "expected WIDTHxHEIGHT, for example 1600x900".to_string())?;
+    let px = |v: &str| {
+        v.trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|v| (200..=8192).contains(v))
+            .ok_or_else(|| format!("{v:?} is not a size from 200 to 8192 pixels"))
+    };
+    Ok((px(w)?, px(h)?))
+}
+
+fn parse_theme(s: &str) -> Result<crate::view::palette::Theme, String> {
+    match s {
+        "dark" => Ok(crate::view::palette::Theme::Dark),
+        "light" => Ok(crate::view::palette::Theme::Light),
+        _ => Err("expected dark or light".to_string()),
+    }
+}
+
+fn parse_text_scale(s: &str) -> Result<f32, String> {
+    s.parse::<f32>()
+        .ok()
+        .filter(|v| (0.75..=2.0).contains(v))
+        .ok_or_else(|| "expected a number from 0.75 to 2".to_string())
+}
+
+fn parse_speed(s: &str) -> Result<f64, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|v| (0.01..=100.0).contains(v))
+        .ok_or_else(|| "expected a number from 0.01 to 100".to_string())
+}
+
+/// The window needs a display; without one, say so instead of failing inside the windowing
+/// library.
+fn check_display() -> Result<(), String> {
+    #[cfg(all(unix, not(target_os = "macos"), not(target_arch = "wasm32")))]
+    if std::env::var_os("DISPLAY").is_none_or(|d| d.is_empty()) {
+        return Err("no display to open a window on (DISPLAY is not set); \
+                    `kafkascope run quickstart --summary` runs without one"
+            .to_string());
+    }
+    Ok(())
+}
+
+fn app_options(scenario: Scenario, at_ms: u64, look: &Look) -> Result<crate::app::Options, String> {
+    if at_ms > scenario.duration_ms {
+        return Err(format!(
+            "--at-ms {at_ms} is past the end of scenario {:?} ({} ms)",
+            scenario.name, scenario.duration_ms
+        ));
+    }
+    let mut options = crate::app::Options::new(scenario);
+    options.at_ms = at_ms;
+    options.size = look.size;
+    options.theme = look.theme;
+    options.text_scale = look.text_scale;
+    Ok(options)
+}
+
+fn exit_status(exit: bevy::app::AppExit) -> Result<(), String> {
+    match exit {
+        bevy::app::AppExit::Success => Ok(()),
+        bevy::app::AppExit::Error(code) => Err(format!("the window app stopped with error {code}")),
+    }
 }
 
 fn parse_assignor(s: &str) -> Result<crate::assignor::Assignor, String> {
@@ -146,11 +273,93 @@ fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
         None => {
             let scenario = Scenario::built_in("quickstart").map_err(|e| e.to_string())?;
-            let report = run_scenario(&scenario, None);
-            out!("{}", summary(&scenario, &report));
-            outln!(
-                "\n(`kafkascope run quickstart` prints the full JSON report; `kafkascope list` shows every scenario.)"
-            );
+            check_display()?;
+            let look = Look {
+                size: (1600, 900),
+                theme: crate::view::palette::Theme::Dark,
+                text_scale: 1.0,
+            };
+            exit_status(crate::app::run(app_options(scenario, 0, &look)?))
+        }
+        Some(Command::View {
+            scenario,
+            at_ms,
+            speed,
+            paused,
+            look,
+        }) => {
+            let scenario = load(&scenario).map_err(|e| e.to_string())?;
+            check_display()?;
+            let mut options = app_options(scenario, at_ms, &look)?;
+            options.speed = speed;
+            options.paused = paused;
+            exit_status(crate::app::run(options))
+        }
+        Some(Command::Shot {
+            scenario,
+            at_ms,
+            out,
+            look,
+        }) => {
+            let scenario = load(&scenario).map_err(|e| e.to_string())?;
+            if out.extension().and_then(|e| e.to_str()) != Some("png") {
+                return Err(format!(
+                    "--out {}: the file must end in .png",
+                    out.display()
+                ));
+            }
+            if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty())
+                && !dir.is_dir()
+            {
+                return Err(format!(
+                    "--out {}: no folder {}",
+                    out.display(),
+                    dir.display()
+                ));
+            }
+            check_display()?;
+            let mut options = app_options(scenario, at_ms, &look)?;
+            options.shot = Some(out.clone());
+            exit_status(crate::app::run(options))?;
+            if !out.is_file() {
+                return Err(format!("{} was not written", out.display()));
+            }
+            Ok(())
+        }
+        Some(Command::BenchFrames {
+            scenarios,
+            frames,
+            at_ms,
+        }) => {
+            check_display()?;
+            let mut results = Vec::new();
+            for name in &scenarios {
+                let scenario = load(name).map_err(|e| e.to_string())?;
+                let look = Look {
+                    size: (1600, 900),
+                    theme: crate::view::palette::Theme::Dark,
+                    text_scale: 1.0,
+                };
+                let start = at_ms.min(scenario.duration_ms.saturating_sub(10_000));
+                let options = app_options(scenario.clone(), start, &look)?;
+                let bench = crate::app::bench_frames(options, frames as usize);
+                let (model, model95) = crate::app::summary(&bench.model_us);
+                let (view, view95) = crate::app::summary(&bench.view_us);
+                let (overlay, overlay95) = crate::app::summary(&bench.overlay_us);
+                let total = model + view + overlay;
+                outln!(
+                    "{}: {} frames at 1x: model {model:.2} ms (p95 {model95:.2}), scene {view:.2} ms (p95 {view95:.2}), overlay {overlay:.2} ms (p95 {overlay95:.2}); {total:.2} ms per frame of the 16.7 ms a 60 fps frame has",
+                    scenario.name,
+                    bench.overlay_us.len(),
+                );
+                results.push((scenario.name.clone(), total));
+            }
+            if let [(first, a), .., (last, b)] = results.as_slice() {
+                outln!(
+                    "{last} takes {:.1}x the CPU time per frame of {first}",
+                    b / a.max(1e-9)
+                );
+            }
             Ok(())
         }
         Some(Command::Run {

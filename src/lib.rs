@@ -3,6 +3,7 @@
 //! [`sim`] is the model (a Bevy ECS schedule), [`scenario`] reads scenario files, [`report`]
 //! writes what a run did, and [`partitioner`] is Kafka's key hashing.
 
+pub mod app;
 pub mod assignor;
 pub mod cli;
 pub mod partitioner;

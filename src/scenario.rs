@@ -75,6 +75,10 @@ pub const BUILT_IN: &[BuiltIn] = &[
         name: "throughput",
         source: include_str!("../scenarios/throughput.ron"),
     },
+    BuiltIn {
+        name: "large",
+        source: include_str!("../scenarios/large.ron"),
+    },
 ];
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -134,11 +134,14 @@ fn has_consumer_groups(cluster: Option<Res<Cluster>>) -> bool {
 /// How far apart the checkpoints that seeking starts from are.
 pub const CHECKPOINT_EVERY_MS: u64 = 5_000;
 
-/// A running simulation of one scenario: a headless Bevy app with the model plugin, and the
-/// checkpoints taken as it ran, for seeking.
+/// A running simulation of one scenario: the world of a headless Bevy app with the model plugin,
+/// and the checkpoints taken as it ran, for seeking. It owns its world, so the window app holds it
+/// as a resource and the view reads it without ever sharing entities with the scene.
 pub struct Sim {
-    app: App,
+    world: World,
     checkpoints: Vec<checkpoint::Checkpoint>,
+    /// Actions given while running (the sandbox), with their instants: seeking back replays them.
+    actions: Vec<(u64, crate::scenario::Action)>,
 }
 
 impl Sim {
@@ -147,20 +150,23 @@ impl Sim {
         let mut app = App::new();
         app.add_plugins((MinimalPlugins, plugin));
         cluster::load(app.world_mut(), scenario);
+        // Only the step schedule ever runs: the app's own loop and its other schedules are unused.
+        let world = std::mem::take(app.world_mut());
         let mut sim = Sim {
-            app,
+            world,
             checkpoints: Vec::new(),
+            actions: Vec::new(),
         };
         sim.checkpoint_if_due();
         sim
     }
 
     pub fn world(&self) -> &World {
-        self.app.world()
+        &self.world
     }
 
     pub fn world_mut(&mut self) -> &mut World {
-        self.app.world_mut()
+        &mut self.world
     }
 
     pub fn now_ms(&self) -> u64 {
@@ -170,7 +176,7 @@ impl Sim {
     /// Runs one step: the current instant, after which the clock moves to the next instant at
     /// which anything happens.
     pub fn step(&mut self) {
-        self.app.world_mut().run_schedule(SimStep);
+        self.world.run_schedule(SimStep);
     }
 
     /// Steps every millisecond instead of jumping over idle ones (the reports are the same).
@@ -193,7 +199,7 @@ impl Sim {
 
     fn run_steps_until(&mut self, until_ms: u64) -> u64 {
         // Holding the schedule outside `Schedules` for the loop saves a look-up per step.
-        let world = self.app.world_mut();
+        let world = &mut self.world;
         let mut schedule = world
             .resource_mut::<Schedules>()
             .remove(SimStep)
@@ -213,7 +219,7 @@ impl Sim {
         let now = self.now_ms();
         let next = self.checkpoints.len() as u64 * CHECKPOINT_EVERY_MS;
         if now == next {
-            let checkpoint = checkpoint::Checkpoint::capture(self.app.world_mut());
+            let checkpoint = checkpoint::Checkpoint::capture(&mut self.world);
             self.checkpoints.push(checkpoint);
         }
     }
@@ -226,13 +232,53 @@ impl Sim {
         let from_checkpoint = index.min(self.checkpoints.len().saturating_sub(1));
         let checkpoint_ms = from_checkpoint as u64 * CHECKPOINT_EVERY_MS;
         if !(now <= at_ms && now >= checkpoint_ms) {
-            let checkpoint = &self.checkpoints[from_checkpoint];
-            checkpoint.restore(self.app.world_mut());
+            self.restore(from_checkpoint);
         }
         self.run_until(at_ms);
     }
 
+    fn restore(&mut self, index: usize) {
+        let checkpoint_ms = index as u64 * CHECKPOINT_EVERY_MS;
+        {
+            let checkpoint = &self.checkpoints[index];
+            checkpoint.restore(&mut self.world);
+            // The checkpoint's timeline predates the actions given since: give them again.
+            let mut timeline = self.world.resource_mut::<timeline::Timeline>();
+            for (at, action) in &self.actions {
+                if *at >= checkpoint_ms {
+                    timeline.push(*at, action.clone());
+                }
+            }
+        }
+    }
+
+    /// Applies an action now, as a scenario timeline would: the sandbox's way to change the
+    /// cluster. Seeking back to before it and forward again replays it; checkpoints after it
+    /// were taken without it and are dropped.
+    pub fn act(&mut self, action: crate::scenario::Action) {
+        let now = self.now_ms();
+        self.checkpoints
+            .truncate((now / CHECKPOINT_EVERY_MS + 1) as usize);
+        let rewritten = self.actions.iter().any(|(at, _)| *at > now);
+        self.actions.retain(|(at, _)| *at <= now);
+        self.actions.push((now, action.clone()));
+        if rewritten {
+            // Later actions belong to a future this one replaces: run up to now without them.
+            self.restore(self.checkpoints.len() - 1);
+            self.run_until(now);
+        } else {
+            self.world
+                .resource_mut::<timeline::Timeline>()
+                .push(now, action);
+        }
+    }
+
+    /// Actions given with [`Sim::act`], with their instants.
+    pub fn actions(&self) -> &[(u64, crate::scenario::Action)] {
+        &self.actions
+    }
+
     pub fn report(&mut self) -> Report {
-        Report::from_world(self.app.world_mut())
+        Report::from_world(&mut self.world)
     }
 }

@@ -11,10 +11,12 @@ use crate::sim::Node;
 pub const SCENE: Vec2 = Vec2::new(1600.0, 900.0);
 const MARGIN: f32 = 24.0;
 const SIDE_COLUMN: f32 = 230.0;
-const CONTROLLER_HEIGHT: f32 = 70.0;
-const BROKER_HEADER: f32 = 34.0;
+const CONTROLLER_HEIGHT: f32 = 76.0;
+const BROKER_HEADER: f32 = 40.0;
 /// Height of one replica row (its label and log strip).
 pub const ROW: f32 = 22.0;
+/// The tallest a replica row gets.
+pub const MAX_ROW: f32 = 72.0;
 const GAP: f32 = 18.0;
 
 /// One partition as the layout needs it.
@@ -87,7 +89,14 @@ impl Layout {
         let top = controller.max.y + 2.0 * GAP;
         let bottom = SCENE.y - MARGIN;
         let w = (middle_right - middle_left - GAP * (cols as f32 - 1.0)) / cols as f32;
-        let h = (bottom - top - GAP * (rows as f32 - 1.0)) / rows as f32;
+        let most = (1..=n as u32)
+            .map(|b| partitions.iter().filter(|p| p.brokers.contains(&b)).count())
+            .max()
+            .unwrap_or(0)
+            .max(1);
+        // No taller than their replicas need: the routes between brokers stay near the logs.
+        let h = ((bottom - top - GAP * (rows as f32 - 1.0)) / rows as f32)
+            .min(BROKER_HEADER + most as f32 * MAX_ROW + 40.0);
         let broker_rects: Vec<Rect> = (0..n)
             .map(|i| {
                 let (r, c) = (i / cols, i % cols);
@@ -116,27 +125,53 @@ impl Layout {
                 mine.len()
             };
             hidden[i] = (mine.len() - shown) as u32;
-            for (row, ordinal) in mine.iter().take(shown).enumerate() {
-                let y = rect.min.y + BROKER_HEADER + row as f32 * ROW;
+            // Few replicas get taller rows: room for their names and numbers above the log.
+            let row =
+                ((rect.height() - BROKER_HEADER - 6.0) / shown.max(1) as f32).clamp(ROW, MAX_ROW);
+            for (i, ordinal) in mine.iter().take(shown).enumerate() {
+                let y = rect.min.y + BROKER_HEADER + i as f32 * row;
                 replicas.push(ReplicaSlot {
                     ordinal: *ordinal,
                     broker,
-                    rect: Rect::new(rect.min.x + 8.0, y, rect.max.x - 8.0, y + ROW - 3.0),
+                    rect: Rect::new(rect.min.x + 8.0, y, rect.max.x - 8.0, y + row - 4.0),
                 });
             }
         }
 
-        Layout {
+        let mut layout = Layout {
             controller,
             brokers: broker_rects,
-            producers: stack(MARGIN, top, bottom, producers, 160.0),
-            groups: stack(SCENE.x - MARGIN - SIDE_COLUMN, top, bottom, groups, 220.0),
+            producers: stack(MARGIN, top, bottom, producers, 190.0),
+            groups: stack(SCENE.x - MARGIN - SIDE_COLUMN, top, bottom, groups, 300.0),
             replicas,
             hidden,
-        }
+        };
+        // A small cluster sits in the middle of the scene, not at its top.
+        let used = layout
+            .brokers
+            .iter()
+            .chain(&layout.producers)
+            .chain(&layout.groups)
+            .map(|r| r.max.y)
+            .fold(0.0, f32::max);
+        layout.shift_down(((bottom - used) / 2.0).max(0.0));
+        layout
     }
 
     /// Where messages to and from a node start and end.
+    fn shift_down(&mut self, dy: f32) {
+        let d = Vec2::new(0.0, dy);
+        let shift = |r: &mut Rect| {
+            r.min += d;
+            r.max += d;
+        };
+        shift(&mut self.controller);
+        self.brokers.iter_mut().for_each(shift);
+        self.producers.iter_mut().for_each(shift);
+        self.groups.iter_mut().for_each(shift);
+        self.replicas.iter_mut().for_each(|s| shift(&mut s.rect));
+    }
+
     pub fn anchor(&self, node: Node) -> Option<Vec2> {
         let rect = match node {
             Node::Broker(b) => self.brokers.get(b as usize - 1)?,

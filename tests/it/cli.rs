@@ -63,13 +63,99 @@ fn run_prints_the_json_report() {
 }
 
 #[test]
-fn the_default_command_summarises_quickstart() {
-    let out = kafkascope(&[]);
+fn the_summary_reads_quickstart() {
+    let out = kafkascope(&["run", "quickstart", "--summary"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(text.starts_with("quickstart"), "{text}");
     assert!(text.contains("orders-0"));
     assert!(text.contains("producer checkout (acks=all, idempotent)"));
+}
+
+#[test]
+fn without_a_display_the_window_says_so() {
+    for args in [
+        &[][..],
+        &["view", "quickstart"],
+        &["shot", "quickstart", "--at-ms", "5", "--out", "x.png"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_kafkascope"))
+            .args(args)
+            .env_remove("DISPLAY")
+            .env_remove("WAYLAND_DISPLAY")
+            .output()
+            .expect("the binary runs");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains("no display"), "{}", stderr(&out));
+    }
+}
+
+#[test]
+fn window_flags_are_checked_before_any_window_opens() {
+    for (args, says) in [
+        (
+            &["shot", "quickstart", "--at-ms", "5", "--out", "x.jpg"][..],
+            "must end in .png",
+        ),
+        (
+            &[
+                "shot",
+                "quickstart",
+                "--at-ms",
+                "5",
+                "--out",
+                "/nonexistent/x.png",
+            ],
+            "no folder",
+        ),
+        (
+            &[
+                "shot",
+                "quickstart",
+                "--at-ms",
+                "999999999",
+                "--out",
+                "x.png",
+            ],
+            "past the end",
+        ),
+        (
+            &[
+                "shot",
+                "quickstart",
+                "--at-ms",
+                "5",
+                "--out",
+                "x.png",
+                "--size",
+                "10x10",
+            ],
+            "200 to 8192",
+        ),
+        (
+            &[
+                "shot",
+                "quickstart",
+                "--at-ms",
+                "5",
+                "--out",
+                "x.png",
+                "--theme",
+                "pink",
+            ],
+            "dark or light",
+        ),
+        (&["view", "quickstart", "--speed", "1000"], "0.01 to 100"),
+        (&["view", "no-such-scenario"], "no-such-scenario"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_kafkascope"))
+            .args(args)
+            .env("DISPLAY", ":4242")
+            .output()
+            .expect("the binary runs");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+    }
 }
 
 #[test]

@@ -5,9 +5,11 @@ mod consumers;
 mod controller;
 mod faults;
 mod partitioner;
+mod render;
 mod replication;
 mod scenario;
 mod schedule;
+mod view;
 
 use kafkascope::report::Report;
 use kafkascope::scenario::Scenario;

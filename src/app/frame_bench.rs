@@ -1,0 +1,108 @@
+//! The per-frame benchmark: the CPU time the app's own systems take each frame (the model's
+//! steps, the scene, the overlay), measured inside the running app. Rendering itself is not
+//! counted: it is the GPU's and the driver's.
+
+use bevy::platform::time::Instant;
+use bevy::prelude::*;
+use bevy_egui::EguiPrimaryContextPass;
+
+use super::{AppSet, Options};
+
+/// Present when the app runs as a benchmark: collects timings, then exits.
+#[derive(Resource, Debug, Default, Clone)]
+pub struct FrameBench {
+    /// Frames to measure (after the first ones, which load and warm up).
+    pub frames: usize,
+    pub model_us: Vec<f64>,
+    pub view_us: Vec<f64>,
+    pub overlay_us: Vec<f64>,
+    started: Option<Instant>,
+    frame: usize,
+}
+
+const WARM_UP: usize = 30;
+
+impl FrameBench {
+    pub fn new(frames: usize) -> Self {
+        FrameBench {
+            frames,
+            ..default()
+        }
+    }
+
+    fn start(&mut self) {
+        self.started = Some(Instant::now());
+    }
+
+    fn stop(&mut self) -> Option<f64> {
+        let t = self.started.take()?.elapsed().as_secs_f64() * 1e6;
+        (self.frame >= WARM_UP).then_some(t)
+    }
+}
+
+/// Mean and 95th percentile of a series, in milliseconds.
+pub fn summary(us: &[f64]) -> (f64, f64) {
+    if us.is_empty() {
+        return (0.0, 0.0);
+    }
+    let mut sorted = us.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let mean = us.iter().sum::<f64>() / us.len() as f64;
+    let p95 = sorted[((sorted.len() as f64 * 0.95) as usize).min(sorted.len() - 1)];
+    (mean / 1000.0, p95 / 1000.0)
+}
+
+pub(super) fn plugin(app: &mut App) {
+    app.add_systems(
+        Update,
+        (
+            (|mut b: ResMut<FrameBench>| b.start()).before(AppSet::Model),
+            (|mut b: ResMut<FrameBench>| {
+                if let Some(t) = b.stop() {
+                    b.model_us.push(t);
+                }
+                b.start();
+            })
+            .after(AppSet::Model)
+            .before(AppSet::Scene),
+            (|mut b: ResMut<FrameBench>| {
+                if let Some(t) = b.stop() {
+                    b.view_us.push(t);
+                }
+            })
+            .after(AppSet::Paint),
+        )
+            .run_if(resource_exists::<FrameBench>),
+    )
+    .add_systems(
+        EguiPrimaryContextPass,
+        (
+            (|mut b: ResMut<FrameBench>| b.start()).before(super::overlay::OverlaySystems),
+            (|mut b: ResMut<FrameBench>, mut exit: MessageWriter<AppExit>| {
+                if let Some(t) = b.stop() {
+                    b.overlay_us.push(t);
+                }
+                b.frame += 1;
+                if b.overlay_us.len() >= b.frames {
+                    exit.write(AppExit::Success);
+                }
+            })
+            .after(super::overlay::OverlaySystems),
+        )
+            .run_if(resource_exists::<FrameBench>),
+    );
+}
+
+/// Runs the app on a scenario at real-time speed and returns the timings.
+pub fn bench_frames(mut options: Options, frames: usize) -> FrameBench {
+    options.speed = 1.0;
+    options.paused = false;
+    options.shot = None;
+    let mut app = super::window_app(options);
+    app.insert_resource(FrameBench::new(frames));
+    app.add_plugins(plugin);
+    app.run();
+    app.world_mut()
+        .remove_resource::<FrameBench>()
+        .unwrap_or_default()
+}

@@ -1,0 +1,154 @@
+//! Keyboard shortcuts and the mouse: what the pointer is over (for the explanations) and which
+//! broker was clicked (for its menu). Both become playback changes or model actions.
+
+use bevy::prelude::*;
+use bevy::window::PrimaryWindow;
+use bevy_egui::EguiContexts;
+
+use super::AppSet;
+use super::painter::to_layout;
+use super::playback::{Control, MAX_SPEED, MIN_SPEED, Playback, Shown};
+use super::scene::member_rect;
+use crate::view::palette::Theme;
+
+/// A thing on screen the pointer can be over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    Controller,
+    Broker(u32),
+    Replica { ordinal: u32, broker: u32 },
+    Producer(usize),
+    Group(usize),
+    Member { group: usize, index: usize },
+}
+
+#[derive(Resource, Default, Debug)]
+pub struct Pointer {
+    pub hover: Option<Target>,
+    /// The broker whose menu is open.
+    pub menu: Option<u32>,
+    pub show_help: bool,
+}
+
+pub(super) fn plugin(app: &mut App) {
+    app.init_resource::<Pointer>()
+        .add_systems(Update, (keyboard, mouse).in_set(AppSet::Input));
+}
+
+/// The speeds the keyboard steps through: a log scale from 1/100 to 100.
+pub fn speed_step(speed: f64, up: bool) -> f64 {
+    let steps_per_decade = 4.0;
+    let k = (speed.log10() * steps_per_decade).round() + if up { 1.0 } else { -1.0 };
+    10f64.powf(k / steps_per_decade).clamp(MIN_SPEED, MAX_SPEED)
+}
+
+fn keyboard(
+    keys: Res<ButtonInput<KeyCode>>,
+    mut contexts: EguiContexts,
+    mut playback: ResMut<Playback>,
+    mut controls: MessageWriter<Control>,
+    mut pointer: ResMut<Pointer>,
+    mut shown: ResMut<Shown>,
+) {
+    if let Ok(ctx) = contexts.ctx_mut()
+        && ctx.egui_wants_keyboard_input()
+    {
+        return;
+    }
+    let shift = keys.any_pressed([KeyCode::ShiftLeft, KeyCode::ShiftRight]);
+    if keys.just_pressed(KeyCode::Space) {
+        playback.paused = !playback.paused;
+    }
+    if keys.just_pressed(KeyCode::ArrowRight) {
+        controls.write(Control::StepForward);
+    }
+    if keys.just_pressed(KeyCode::ArrowLeft) {
+        controls.write(Control::StepBack);
+    }
+    if keys.any_just_pressed([KeyCode::NumpadAdd]) || (keys.just_pressed(KeyCode::Equal)) {
+        playback.speed = speed_step(playback.speed, true);
+    }
+    if keys.any_just_pressed([KeyCode::Minus, KeyCode::NumpadSubtract]) {
+        playback.speed = speed_step(playback.speed, false);
+    }
+    if keys.just_pressed(KeyCode::Slash) && shift || keys.just_pressed(KeyCode::F1) {
+        pointer.show_help = !pointer.show_help;
+    }
+    if keys.just_pressed(KeyCode::Home) {
+        controls.write(Control::Seek(0));
+    }
+    if keys.just_pressed(KeyCode::KeyT) {
+        shown.theme = match shown.theme {
+            Theme::Dark => Theme::Light,
+            Theme::Light => Theme::Dark,
+        };
+    }
+    if keys.just_pressed(KeyCode::Escape) {
+        pointer.menu = None;
+        pointer.show_help = false;
+    }
+}
+
+/// What is at a point of the scene (layout coordinates).
+pub fn hit(shown: &Shown, at: Vec2) -> Option<Target> {
+    let layout = &shown.layout;
+    if let Some(slot) = layout.replicas.iter().find(|s| s.rect.contains(at)) {
+        return Some(Target::Replica {
+            ordinal: slot.ordinal,
+            broker: slot.broker,
+        });
+    }
+    if let Some(i) = layout.brokers.iter().position(|r| r.contains(at)) {
+        return Some(Target::Broker(i as u32 + 1));
+    }
+    if layout.controller.contains(at) {
+        return Some(Target::Controller);
+    }
+    if let Some(i) = layout.producers.iter().position(|r| r.contains(at)) {
+        return Some(Target::Producer(i));
+    }
+    for (g, r) in layout.groups.iter().enumerate() {
+        if !r.contains(at) {
+            continue;
+        }
+        let members = shown.snapshot.groups.get(g).map_or(0, |g| g.members.len());
+        for index in 0..members {
+            if member_rect(layout, g, index).is_some_and(|m| m.contains(at)) {
+                return Some(Target::Member { group: g, index });
+            }
+        }
+        return Some(Target::Group(g));
+    }
+    None
+}
+
+fn mouse(
+    buttons: Res<ButtonInput<MouseButton>>,
+    window: Single<&Window, With<PrimaryWindow>>,
+    camera: Query<(&Camera, &GlobalTransform), With<Camera2d>>,
+    mut contexts: EguiContexts,
+    shown: Res<Shown>,
+    mut pointer: ResMut<Pointer>,
+) {
+    let over_ui = contexts
+        .ctx_mut()
+        .is_ok_and(|ctx| ctx.egui_wants_pointer_input() || ctx.is_pointer_over_egui());
+    let Some((camera, transform)) = camera.iter().find(|(c, _)| c.order == 0) else {
+        return;
+    };
+    let at = window
+        .cursor_position()
+        .and_then(|p| camera.viewport_to_world_2d(transform, p).ok())
+        .map(to_layout);
+    pointer.hover = if over_ui {
+        None
+    } else {
+        at.and_then(|p| hit(&shown, p))
+    };
+    if buttons.just_pressed(MouseButton::Left) && !over_ui {
+        pointer.menu = match pointer.hover {
+            Some(Target::Broker(b)) | Some(Target::Replica { broker: b, .. }) => Some(b),
+            _ => None,
+        };
+    }
+}

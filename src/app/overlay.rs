@@ -1,0 +1,766 @@
+//! The egui overlay: the transport and timeline, the scenario picker, the side panel (Kafka's
+//! metrics, partitions and ISR, consumer lag, event log, legend), the explanations under the
+//! pointer, a broker's menu and the shortcuts. It reads the model and sends [`Control`]s.
+
+use bevy::camera::Viewport;
+use bevy::camera::visibility::RenderLayers;
+use bevy::prelude::*;
+use bevy::window::PrimaryWindow;
+use bevy_egui::egui::{self, Color32, RichText};
+use bevy_egui::{EguiContexts, EguiGlobalSettings, EguiPrimaryContextPass, PrimaryEguiContext};
+use egui_plot::{Legend, Line, Plot};
+
+use super::input::{Pointer, Target};
+use super::playback::{Control, MAX_SPEED, MIN_SPEED, Model, Playback, Shown};
+use crate::scenario::{Action, BUILT_IN};
+use crate::sim::EventLog;
+use crate::view::event_text::{Severity, clock, describe};
+use crate::view::palette::{Palette, ReplicaRole, Theme};
+use crate::view::snapshot::Snapshot;
+
+/// The overlay's own state.
+#[derive(Resource, Default)]
+struct UiState {
+    /// The scenario file field (native only: the web build has no files).
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
+    path: String,
+    /// Why the last scenario could not be loaded.
+    load_error: Option<String>,
+}
+
+pub(super) fn plugin(app: &mut App) {
+    app.init_resource::<UiState>()
+        .add_systems(Startup, spawn_ui_camera)
+        .add_systems(EguiPrimaryContextPass, overlay.in_set(OverlaySystems));
+}
+
+/// The overlay's system, for ordering against it.
+#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct OverlaySystems;
+
+/// egui draws with its own camera, above the scene, so that the scene's camera can be fitted to
+/// the space the panels leave.
+fn spawn_ui_camera(mut commands: Commands, mut settings: ResMut<EguiGlobalSettings>) {
+    settings.auto_create_primary_context = false;
+    commands.spawn((
+        PrimaryEguiContext,
+        Camera2d,
+        RenderLayers::none(),
+        Camera {
+            order: 1,
+            clear_color: ClearColorConfig::None,
+            ..default()
+        },
+    ));
+}
+
+fn color(c: Srgba) -> Color32 {
+    let [r, g, b, a] = c.to_u8_array();
+    Color32::from_rgba_unmultiplied(r, g, b, a)
+}
+
+fn visuals(theme: Theme, palette: &Palette) -> egui::Visuals {
+    let mut v = match theme {
+        Theme::Dark => egui::Visuals::dark(),
+        Theme::Light => egui::Visuals::light(),
+    };
+    v.panel_fill = color(palette.panel);
+    v.window_fill = color(palette.panel);
+    v.override_text_color = Some(color(palette.text));
+    v
+}
+
+#[allow(clippy::too_many_arguments)]
+fn overlay(
+    mut contexts: EguiContexts,
+    mut shown: ResMut<Shown>,
+    mut playback: ResMut<Playback>,
+    model: Res<Model>,
+    mut controls: MessageWriter<Control>,
+    mut pointer: ResMut<Pointer>,
+    mut state: ResMut<UiState>,
+    mut camera: Query<&mut Camera, Without<PrimaryEguiContext>>,
+    window: Single<&Window, With<PrimaryWindow>>,
+    options: Res<super::Options>,
+) -> Result {
+    let ctx = contexts.ctx_mut()?;
+    let palette = shown.palette();
+    ctx.set_visuals(visuals(shown.theme, &palette));
+    ctx.set_zoom_factor(shown.text_scale);
+    let events = &model.sim.world().resource::<EventLog>().events;
+    let mut root = egui::Ui::new(
+        ctx.clone(),
+        "overlay".into(),
+        egui::UiBuilder::new()
+            .layer_id(egui::LayerId::background())
+            .max_rect(ctx.viewport_rect()),
+    );
+
+    let top = egui::Panel::top("transport")
+        .show(&mut root, |ui| {
+            transport(
+                ui,
+                &mut shown,
+                &mut playback,
+                &model,
+                &mut controls,
+                &mut pointer,
+                &mut state,
+            )
+        })
+        .response
+        .rect
+        .height();
+    let bottom = egui::Panel::bottom("timeline")
+        .exact_size(54.0)
+        .show(&mut root, |ui| {
+            timeline(ui, &shown, &model, events, &palette, &mut controls)
+        })
+        .response
+        .rect
+        .height();
+    let right = egui::Panel::right("details")
+        .resizable(true)
+        .default_size(380.0)
+        .min_size(280.0)
+        .max_size(520.0)
+        .show(&mut root, |ui| {
+            egui::ScrollArea::vertical().show(ui, |ui| details(ui, &shown, events, &palette));
+        })
+        .response
+        .rect
+        .width();
+
+    // The scene's camera draws into what the panels leave.
+    let k = window.scale_factor() * shown.text_scale;
+    let (w, h) = (window.physical_width(), window.physical_height());
+    let pos = UVec2::new(0, (top * k) as u32);
+    let size = UVec2::new(
+        w.saturating_sub((right * k) as u32).max(1),
+        h.saturating_sub(((top + bottom) * k) as u32).max(1),
+    );
+    for mut cam in &mut camera {
+        if cam.order == 0 {
+            cam.viewport = Some(Viewport {
+                physical_position: pos,
+                physical_size: size,
+                ..default()
+            });
+        }
+    }
+
+    if options.shot.is_none() {
+        hover_explanation(ctx, &shown.snapshot, pointer.hover);
+    }
+    broker_menu(ctx, &shown.snapshot, &mut pointer, &mut controls);
+    help(ctx, &mut pointer);
+    Ok(())
+}
+
+fn transport(
+    ui: &mut egui::Ui,
+    shown: &mut Shown,
+    playback: &mut Playback,
+    model: &Model,
+    controls: &mut MessageWriter<Control>,
+    pointer: &mut Pointer,
+    state: &mut UiState,
+) {
+    ui.horizontal_wrapped(|ui| {
+        ui.strong("Kafkascope");
+        let current = model.scenario.name.clone();
+        egui::ComboBox::from_id_salt("scenario")
+            .selected_text(&current)
+            .width(200.0)
+            .show_ui(ui, |ui| {
+                for b in BUILT_IN {
+                    if ui.selectable_label(b.name == current, b.name).clicked()
+                        && let Ok(s) = crate::scenario::Scenario::built_in(b.name)
+                    {
+                        state.load_error = None;
+                        controls.write(Control::Load(Box::new(s)));
+                    }
+                }
+            });
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            ui.add(
+                egui::TextEdit::singleline(&mut state.path)
+                    .hint_text("scenario.ron")
+                    .desired_width(120.0),
+            );
+            if ui.button("Open").clicked() {
+                match crate::cli::load(state.path.trim()) {
+                    Ok(s) => {
+                        state.load_error = None;
+                        controls.write(Control::Load(Box::new(s)));
+                    }
+                    Err(e) => state.load_error = Some(e.to_string()),
+                }
+            }
+        }
+        ui.separator();
+        if ui
+            .button("|<")
+            .on_hover_text("Back to the start (Home)")
+            .clicked()
+        {
+            controls.write(Control::Seek(0));
+        }
+        if ui
+            .button("<")
+            .on_hover_text("Back one millisecond (Left)")
+            .clicked()
+        {
+            controls.write(Control::StepBack);
+        }
+        let label = if playback.paused { "Play" } else { "Pause" };
+        if ui.button(label).on_hover_text("Space").clicked() {
+            playback.paused = !playback.paused;
+        }
+        if ui
+            .button(">")
+            .on_hover_text("To the next instant anything happens (Right)")
+            .clicked()
+        {
+            controls.write(Control::StepForward);
+        }
+        ui.add(
+            egui::Slider::new(&mut playback.speed, MIN_SPEED..=MAX_SPEED)
+                .logarithmic(true)
+                .text("x speed")
+                .custom_formatter(|v, _| {
+                    if v < 1.0 {
+                        format!("1/{:.0}", 1.0 / v)
+                    } else {
+                        format!("{v:.1}")
+                    }
+                }),
+        )
+        .on_hover_text("Sim time per real time (+ and -)");
+        ui.separator();
+        ui.monospace(format!(
+            "t = {} / {}",
+            clock(shown.snapshot.now_ms),
+            clock(model.scenario.duration_ms)
+        ));
+        ui.separator();
+        let mut light = shown.theme == Theme::Light;
+        if ui
+            .checkbox(&mut light, "light")
+            .on_hover_text("T")
+            .changed()
+        {
+            shown.theme = if light { Theme::Light } else { Theme::Dark };
+        }
+        ui.add(
+            egui::Slider::new(&mut shown.text_scale, 0.75..=2.0)
+                .step_by(0.05)
+                .text("text"),
+        );
+        if ui.button("?").on_hover_text("Shortcuts (?)").clicked() {
+            pointer.show_help = !pointer.show_help;
+        }
+    });
+    ui.label(RichText::new(&model.scenario.description).weak());
+    if let Some(e) = &state.load_error {
+        ui.colored_label(Color32::from_rgb(0xd5, 0x5e, 0x00), e);
+    }
+}
+
+/// The scenario's time as a bar: scripted actions and what happened so far are marked; a click
+/// or a drag seeks there.
+fn timeline(
+    ui: &mut egui::Ui,
+    shown: &Shown,
+    model: &Model,
+    events: &[crate::sim::Event],
+    palette: &Palette,
+    controls: &mut MessageWriter<Control>,
+) {
+    let duration = model.scenario.duration_ms.max(1);
+    let (rect, response) = ui.allocate_exact_size(
+        egui::vec2(ui.available_width(), 40.0),
+        egui::Sense::click_and_drag(),
+    );
+    let x_of = |ms: u64| rect.left() + rect.width() * (ms as f32 / duration as f32);
+    let painter = ui.painter_at(rect);
+    let bar = egui::Rect::from_min_max(
+        egui::pos2(rect.left(), rect.center().y - 4.0),
+        egui::pos2(rect.right(), rect.center().y + 4.0),
+    );
+    painter.rect_filled(bar, 3.0, color(palette.muted).gamma_multiply(0.35));
+    let played =
+        egui::Rect::from_min_max(bar.min, egui::pos2(x_of(shown.snapshot.now_ms), bar.max.y));
+    painter.rect_filled(played, 3.0, color(palette.leader).gamma_multiply(0.6));
+    for e in &model.scenario.timeline {
+        let x = x_of(e.at_ms);
+        painter.line_segment(
+            [
+                egui::pos2(x, rect.top() + 2.0),
+                egui::pos2(x, rect.bottom() - 2.0),
+            ],
+            egui::Stroke::new(2.0, color(palette.text)),
+        );
+    }
+    for e in events {
+        let (severity, _) = describe(&e.kind);
+        let c = match severity {
+            Severity::Bad => palette.out_of_sync,
+            Severity::Good => palette.in_sync,
+            Severity::Info => continue,
+        };
+        let x = x_of(e.at_ms);
+        painter.line_segment(
+            [
+                egui::pos2(x, rect.top() + 8.0),
+                egui::pos2(x, rect.bottom() - 8.0),
+            ],
+            egui::Stroke::new(2.0, color(c)),
+        );
+    }
+    let head = x_of(shown.snapshot.now_ms);
+    painter.line_segment(
+        [
+            egui::pos2(head, rect.top()),
+            egui::pos2(head, rect.bottom()),
+        ],
+        egui::Stroke::new(3.0, color(palette.produce)),
+    );
+    if let Some(p) = response.interact_pointer_pos()
+        && (response.clicked() || response.dragged())
+    {
+        let f = ((p.x - rect.left()) / rect.width()).clamp(0.0, 1.0);
+        controls.write(Control::Seek((f as f64 * duration as f64).round() as u64));
+    }
+    if let Some(p) = response.hover_pos() {
+        let f = ((p.x - rect.left()) / rect.width()).clamp(0.0, 1.0);
+        response.on_hover_text(format!(
+            "seek to {}",
+            clock((f as f64 * duration as f64) as u64)
+        ));
+    }
+}
+
+fn details(ui: &mut egui::Ui, shown: &Shown, events: &[crate::sim::Event], palette: &Palette) {
+    let s = &shown.snapshot;
+    let now = s.now_ms;
+    let per_sec = |pred: &dyn Fn(&crate::sim::EventKind) -> bool| {
+        events
+            .iter()
+            .rev()
+            .take_while(|e| e.at_ms + 1000 > now)
+            .filter(|e| pred(&e.kind))
+            .count()
+    };
+    egui::CollapsingHeader::new(RichText::new("Cluster metrics").strong())
+        .default_open(true)
+        .show(ui, |ui| {
+            egui::Grid::new("metrics").striped(true).show(ui, |ui| {
+                let mut row = |name: &str, value: String, bad: bool| {
+                    ui.monospace(name);
+                    if bad {
+                        ui.colored_label(color(palette.out_of_sync), value);
+                    } else {
+                        ui.label(value);
+                    }
+                    ui.end_row();
+                };
+                let m = &s.metrics;
+                row("ActiveControllerCount", "1".into(), false);
+                row(
+                    "FencedBrokerCount",
+                    s.brokers.iter().filter(|b| b.fenced).count().to_string(),
+                    s.brokers.iter().any(|b| b.fenced),
+                );
+                row(
+                    "UnderReplicatedPartitions",
+                    s.under_replicated().to_string(),
+                    s.under_replicated() > 0,
+                );
+                row(
+                    "UnderMinIsrPartitionCount",
+                    s.under_min_isr().to_string(),
+                    s.under_min_isr() > 0,
+                );
+                row(
+                    "OfflinePartitionsCount",
+                    s.offline().to_string(),
+                    s.offline() > 0,
+                );
+                row(
+                    "PreferredReplicaImbalanceCount",
+                    s.not_on_preferred_leader().to_string(),
+                    false,
+                );
+                let shrinks = per_sec(&|k| matches!(k, crate::sim::EventKind::IsrShrink { .. }));
+                row(
+                    "IsrShrinksPerSec",
+                    format!("{shrinks} (total {})", m.isr_shrinks),
+                    shrinks > 0,
+                );
+                let expands = per_sec(&|k| matches!(k, crate::sim::EventKind::IsrExpand { .. }));
+                row(
+                    "IsrExpandsPerSec",
+                    format!("{expands} (total {})", m.isr_expands),
+                    false,
+                );
+                let elections =
+                    per_sec(&|k| matches!(k, crate::sim::EventKind::LeaderElected { .. }));
+                row(
+                    "LeaderElectionRateAndTimeMs",
+                    format!("{elections}/s (total {})", m.leader_elections),
+                    false,
+                );
+                row(
+                    "UncleanLeaderElectionsPerSec",
+                    format!("total {}", m.unclean_leader_elections),
+                    m.unclean_leader_elections > 0,
+                );
+                row("MessagesIn (total)", m.records_appended.to_string(), false);
+                row(
+                    "Records truncated (total)",
+                    m.records_truncated.to_string(),
+                    m.records_truncated > 0,
+                );
+            });
+        });
+
+    egui::CollapsingHeader::new(RichText::new("Partitions and ISR").strong())
+        .default_open(true)
+        .show(ui, |ui| {
+            egui::Grid::new("isr").striped(true).show(ui, |ui| {
+                for h in ["partition", "leader", "epoch", "replicas", "ISR", ""] {
+                    ui.strong(h);
+                }
+                ui.end_row();
+                for p in s.partitions.iter().filter(|p| !p.internal).take(64) {
+                    ui.monospace(p.name());
+                    ui.label(p.leader.map_or("none".into(), |l| l.to_string()));
+                    ui.label(p.leader_epoch.to_string());
+                    ui.label(format!("{:?}", p.assignment));
+                    ui.label(format!("{:?}", p.isr));
+                    if p.leader.is_none() {
+                        ui.colored_label(color(palette.offline), "offline");
+                    } else if p.under_min_isr() {
+                        ui.colored_label(color(palette.out_of_sync), "under min ISR");
+                    } else if p.under_replicated() {
+                        ui.colored_label(color(palette.out_of_sync), "under-replicated");
+                    } else {
+                        ui.label("");
+                    }
+                    ui.end_row();
+                }
+            });
+        });
+
+    egui::CollapsingHeader::new(RichText::new("Consumer lag").strong())
+        .default_open(true)
+        .show(ui, |ui| {
+            if s.groups.is_empty() {
+                ui.weak("No consumer group in this scenario.");
+            }
+            for g in &s.groups {
+                ui.label(format!(
+                    "{}: {}, generation {}, {} rebalances",
+                    g.name, g.state, g.generation, g.rebalances
+                ));
+                egui::Grid::new(("lag", &g.name))
+                    .striped(true)
+                    .show(ui, |ui| {
+                        for h in [
+                            "partition",
+                            "LEO",
+                            "HW",
+                            "committed",
+                            "lag = HW - committed",
+                        ] {
+                            ui.strong(h);
+                        }
+                        ui.end_row();
+                        for o in &g.offsets {
+                            ui.monospace(&o.partition);
+                            ui.label(o.log_end_offset.to_string());
+                            ui.label(o.high_watermark.to_string());
+                            ui.label(o.committed.map_or("-".into(), |c| c.to_string()));
+                            ui.monospace(format!(
+                                "{} - {} = {}",
+                                o.high_watermark,
+                                o.committed.unwrap_or(0),
+                                o.lag
+                            ));
+                            ui.end_row();
+                        }
+                    });
+                Plot::new(("lag plot", &g.name))
+                    .height(150.0)
+                    .legend(Legend::default())
+                    .x_axis_label("sim s")
+                    .y_axis_label("lag (records)")
+                    .allow_scroll(false)
+                    .show(ui, |plot| {
+                        for (ordinal, samples) in &g.history {
+                            let name = s
+                                .partitions
+                                .get(*ordinal as usize)
+                                .map_or_else(|| ordinal.to_string(), |p| p.name());
+                            let points: Vec<[f64; 2]> = samples
+                                .iter()
+                                .map(|(at, lag)| [*at as f64 / 1000.0, *lag as f64])
+                                .collect();
+                            plot.line(Line::new(name, points));
+                        }
+                    });
+            }
+        });
+
+    egui::CollapsingHeader::new(RichText::new("Event log").strong())
+        .default_open(true)
+        .show(ui, |ui| {
+            if events.is_empty() {
+                ui.weak("Nothing has happened yet.");
+            }
+            for e in events.iter().rev().take(200) {
+                let (severity, line) = describe(&e.kind);
+                let c = match severity {
+                    Severity::Bad => color(palette.out_of_sync),
+                    Severity::Good => color(palette.in_sync),
+                    Severity::Info => color(palette.muted),
+                };
+                ui.horizontal_wrapped(|ui| {
+                    ui.monospace(clock(e.at_ms));
+                    ui.add(egui::Label::new(RichText::new(line).color(c)).wrap());
+                });
+            }
+        });
+
+    egui::CollapsingHeader::new(RichText::new("Legend").strong())
+        .default_open(true)
+        .show(ui, |ui| {
+            let swatch = |ui: &mut egui::Ui, c: Srgba, text: &str| {
+                ui.horizontal(|ui| {
+                    let (r, _) = ui.allocate_exact_size(egui::vec2(14.0, 14.0), egui::Sense::hover());
+                    ui.painter().rect_filled(r, 2.0, color(c));
+                    ui.label(text);
+                });
+            };
+            swatch(ui, palette.replica(ReplicaRole::Leader), "leader replica");
+            swatch(ui, palette.replica(ReplicaRole::InSync), "follower in the ISR");
+            swatch(ui, palette.replica(ReplicaRole::OutOfSync), "follower out of the ISR");
+            swatch(ui, palette.replica(ReplicaRole::Offline), "offline (broker down, no leader)");
+            swatch(ui, palette.produce, "Produce request (ring: response)");
+            swatch(ui, palette.fetch, "Fetch, follower or consumer (ring: response)");
+            swatch(ui, palette.heartbeat, "BrokerHeartbeat to the controller");
+            swatch(ui, palette.group, "group request: JoinGroup, SyncGroup, Heartbeat, OffsetCommit");
+            ui.label("Log cells: solid = committed (below the high watermark), pale = not yet committed. The white bar is the high watermark.");
+        });
+}
+
+/// What the thing under the pointer is, and why it is there.
+fn explanation(s: &Snapshot, target: Target) -> (String, String) {
+    match target {
+        Target::Controller => (
+            "KRaft controller".into(),
+            "The active controller keeps the cluster's metadata. Every broker sends it a \
+             heartbeat (broker.heartbeat.interval.ms, 2 s); a broker silent for \
+             broker.session.timeout.ms (9 s) is fenced, and each partition it led gets a new \
+             leader chosen from its ISR."
+                .into(),
+        ),
+        Target::Broker(b) => {
+            let state = s.broker(b).map_or("", |b| b.state);
+            (
+                format!("Broker {b} ({state})"),
+                "A broker stores one replica of each partition assigned to it. A leader replica \
+                 takes produce requests and serves fetches; a follower fetches from its leader to \
+                 stay in the ISR. Click for crash, restart, wipe and isolate."
+                    .into(),
+            )
+        }
+        Target::Replica { ordinal, broker } => {
+            let Some(p) = s.partitions.get(ordinal as usize) else {
+                return (String::new(), String::new());
+            };
+            let r = p.replicas.iter().find(|r| r.broker == broker);
+            let role = r.map_or("", |r| match r.role {
+                ReplicaRole::Leader => {
+                    "the leader: producers write here, followers fetch from here"
+                }
+                ReplicaRole::InSync => "a follower in the ISR: it has every committed record",
+                ReplicaRole::OutOfSync => {
+                    "a follower out of the ISR: it was not caught up within \
+                     replica.lag.time.max.ms (30 s), so acks=all no longer waits for it"
+                }
+                ReplicaRole::Offline => {
+                    "offline: its broker is down or the partition has no leader"
+                }
+            });
+            let name = if p.internal {
+                format!("__consumer_offsets-{}", p.index)
+            } else {
+                p.name()
+            };
+            (
+                format!("{name} on broker {broker}"),
+                format!(
+                    "This replica is {role}.\nLog end offset (LEO) {}, high watermark (HW) {}; \
+                     leader epoch {}, ISR {:?}, min.insync.replicas {}.\nEach cell is one offset: \
+                     solid cells are committed (below the HW, readable by consumers), pale ones \
+                     are written here but not yet on every ISR member.{}",
+                    r.map_or(0, |r| r.log_end_offset),
+                    r.map_or(0, |r| r.high_watermark),
+                    p.leader_epoch,
+                    p.isr,
+                    p.min_insync_replicas,
+                    if p.internal {
+                        "\n__consumer_offsets holds the groups' committed offsets."
+                    } else {
+                        ""
+                    }
+                ),
+            )
+        }
+        Target::Producer(i) => {
+            let name = s.producers.get(i).map_or("", |p| p.name.as_str());
+            (
+                format!("Producer {name}"),
+                "The producer picks a partition for each record (murmur2 of the key, or sticky \
+                 without one), gathers records per partition into batches (batch.size, \
+                 linger.ms) and sends each batch to that partition's leader. With acks=all the \
+                 leader answers once every ISR member has the batch; with acks=1 at once."
+                    .into(),
+            )
+        }
+        Target::Group(g) => {
+            let name = s.groups.get(g).map_or("", |g| g.name.as_str());
+            (
+                format!("Consumer group {name}"),
+                "The members share the topic's partitions: each partition is read by one member. \
+                 The group coordinator, the leader of the group's __consumer_offsets partition, \
+                 runs rebalances and stores the offsets the members commit."
+                    .into(),
+            )
+        }
+        Target::Member { group, index } => {
+            let Some(m) = s.groups.get(group).and_then(|g| g.members.get(index)) else {
+                return (String::new(), String::new());
+            };
+            (
+                m.name.clone(),
+                format!(
+                    "A consumer of the group, {}. It reads {} from their leaders, processes the \
+                     records and commits its position (enable.auto.commit, every \
+                     auto.commit.interval.ms).",
+                    if m.alive {
+                        "running"
+                    } else {
+                        "dead: its session will time out"
+                    },
+                    if m.assigned.is_empty() {
+                        "no partition now".to_string()
+                    } else {
+                        m.assigned.join(", ")
+                    }
+                ),
+            )
+        }
+    }
+}
+
+fn hover_explanation(ctx: &egui::Context, s: &Snapshot, hover: Option<Target>) {
+    let (Some(target), Some(at)) = (hover, ctx.pointer_latest_pos()) else {
+        return;
+    };
+    let (title, body) = explanation(s, target);
+    if title.is_empty() {
+        return;
+    }
+    egui::Area::new("explanation".into())
+        .fixed_pos(at + egui::vec2(18.0, 18.0))
+        .order(egui::Order::Tooltip)
+        .interactable(false)
+        .show(ctx, |ui| {
+            egui::Frame::popup(ui.style()).show(ui, |ui| {
+                ui.set_max_width(380.0);
+                ui.strong(title);
+                ui.label(body);
+            });
+        });
+}
+
+fn broker_menu(
+    ctx: &egui::Context,
+    s: &Snapshot,
+    pointer: &mut Pointer,
+    controls: &mut MessageWriter<Control>,
+) {
+    let Some(b) = pointer.menu else { return };
+    let Some(view) = s.broker(b) else {
+        pointer.menu = None;
+        return;
+    };
+    let mut open = true;
+    let mut chosen = None;
+    egui::Window::new(format!("Broker {b}: {}", view.state))
+        .open(&mut open)
+        .collapsible(false)
+        .resizable(false)
+        .show(ctx, |ui| {
+            if view.alive {
+                if ui.button("Crash (the disk is kept)").clicked() {
+                    chosen = Some(Action::CrashBroker(b));
+                }
+                if ui.button("Wipe (crash and lose the disk)").clicked() {
+                    chosen = Some(Action::WipeBroker(b));
+                }
+            } else if ui.button("Restart").clicked() {
+                chosen = Some(Action::RestartBroker(b));
+            }
+            if view.isolated {
+                if ui.button("Heal its network").clicked() {
+                    chosen = Some(Action::HealBroker(b));
+                }
+            } else if ui.button("Isolate from every other node").clicked() {
+                chosen = Some(Action::IsolateBroker(b));
+            }
+        });
+    if let Some(action) = chosen {
+        controls.write(Control::Act(action));
+        pointer.menu = None;
+    } else if !open {
+        pointer.menu = None;
+    }
+}
+
+fn help(ctx: &egui::Context, pointer: &mut Pointer) {
+    if !pointer.show_help {
+        return;
+    }
+    let mut open = true;
+    egui::Window::new("Shortcuts")
+        .open(&mut open)
+        .collapsible(false)
+        .show(ctx, |ui| {
+            egui::Grid::new("keys").show(ui, |ui| {
+                for (key, what) in [
+                    ("Space", "play / pause"),
+                    ("Right", "step to the next instant anything happens"),
+                    ("Left", "step back one millisecond"),
+                    ("+ / -", "faster / slower (1/100x to 100x)"),
+                    ("Home", "back to the start"),
+                    ("T", "dark / light theme"),
+                    ("?", "this list"),
+                    ("Esc", "close menus"),
+                    ("click a broker", "crash, restart, wipe, isolate"),
+                    ("click the timeline", "seek there"),
+                ] {
+                    ui.monospace(key);
+                    ui.label(what);
+                    ui.end_row();
+                }
+            });
+        });
+    if !open {
+        pointer.show_help = false;
+    }
+}

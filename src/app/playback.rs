@@ -1,0 +1,205 @@
+//! Playback: runs the model to the instant the transport is at. Pausing, speed and seeking
+//! change only where the playhead is; the model itself is always run exactly, step by step, or
+//! restored from a checkpoint.
+
+use bevy::prelude::*;
+
+use super::{AppSet, Options};
+use crate::scenario::{Action, Scenario};
+use crate::sim::Sim;
+use crate::view::layout::{Layout, PartitionInfo};
+use crate::view::palette::{Palette, Theme};
+use crate::view::snapshot::Snapshot;
+
+/// The running model and the scenario it runs.
+#[derive(Resource)]
+pub struct Model {
+    pub sim: Sim,
+    pub scenario: Scenario,
+}
+
+/// The transport.
+#[derive(Resource, Debug, Clone)]
+pub struct Playback {
+    pub paused: bool,
+    /// Sim time per wall time, from 1/100 to 100.
+    pub speed: f64,
+    /// Sim milliseconds owed to the playhead, below one.
+    pub carry_ms: f64,
+}
+
+pub const MIN_SPEED: f64 = 0.01;
+pub const MAX_SPEED: f64 = 100.0;
+/// The most sim time one frame runs: beyond it playback slows down rather than stalls.
+const MAX_MS_PER_FRAME: f64 = 2_000.0;
+
+/// What the playback asks of the model; the overlay, the keyboard and the mouse send these.
+#[derive(Message, Debug, Clone)]
+pub enum Control {
+    Load(Box<Scenario>),
+    Act(Action),
+    Seek(u64),
+    /// Run to the next instant at which anything happens.
+    StepForward,
+    /// Back one millisecond.
+    StepBack,
+}
+
+/// The model as last read, where it sits on screen and how it looks.
+#[derive(Resource)]
+pub struct Shown {
+    pub snapshot: Snapshot,
+    pub layout: Layout,
+    /// The instant drawn, with the fraction of a millisecond the playhead is past it.
+    pub display_ms: f64,
+    /// Bumped when the model jumps (load, seek): the scene snaps instead of animating.
+    pub jumps: u64,
+    pub theme: Theme,
+    pub text_scale: f32,
+}
+
+impl Shown {
+    pub fn palette(&self) -> Palette {
+        Palette::of(self.theme)
+    }
+}
+
+pub(super) fn plugin(app: &mut App) {
+    app.add_message::<Control>()
+        .add_systems(PreStartup, setup)
+        .add_systems(
+            Update,
+            (apply_controls, advance, read_model)
+                .chain()
+                .in_set(AppSet::Model),
+        );
+}
+
+/// The partitions the scene shows: every topic's, and of `__consumer_offsets` only those a group
+/// commits to (the other fifty-odd would only repeat them).
+pub fn shown_partitions(snapshot: &Snapshot) -> Vec<PartitionInfo> {
+    snapshot
+        .partitions
+        .iter()
+        .filter(|p| {
+            !p.internal
+                || snapshot
+                    .groups
+                    .iter()
+                    .any(|g| g.offsets_partition == p.ordinal)
+        })
+        .map(|p| PartitionInfo {
+            ordinal: p.ordinal,
+            brokers: p.assignment.clone(),
+        })
+        .collect()
+}
+
+pub fn layout_for(snapshot: &Snapshot) -> Layout {
+    Layout::new(
+        snapshot.brokers.len() as u32,
+        &shown_partitions(snapshot),
+        snapshot.producers.len(),
+        snapshot.groups.len(),
+    )
+}
+
+fn setup(mut commands: Commands, options: Res<Options>) {
+    let mut sim = Sim::new(&options.scenario);
+    sim.seek(options.at_ms.min(options.scenario.duration_ms));
+    let snapshot = Snapshot::of(sim.world_mut());
+    commands.insert_resource(Shown {
+        layout: layout_for(&snapshot),
+        display_ms: snapshot.now_ms as f64,
+        snapshot,
+        jumps: 0,
+        theme: options.theme,
+        text_scale: options.text_scale,
+    });
+    commands.insert_resource(Model {
+        sim,
+        scenario: options.scenario.clone(),
+    });
+    commands.insert_resource(Playback {
+        paused: options.paused || options.shot.is_some(),
+        speed: options.speed.clamp(MIN_SPEED, MAX_SPEED),
+        carry_ms: 0.0,
+    });
+}
+
+fn apply_controls(
+    mut controls: MessageReader<Control>,
+    mut model: ResMut<Model>,
+    mut playback: ResMut<Playback>,
+    mut shown: ResMut<Shown>,
+) {
+    for control in controls.read() {
+        let duration = model.scenario.duration_ms;
+        match control {
+            Control::Load(scenario) => {
+                *model = Model {
+                    sim: Sim::new(scenario),
+                    scenario: (**scenario).clone(),
+                };
+                playback.carry_ms = 0.0;
+                shown.jumps += 1;
+            }
+            Control::Act(action) => model.sim.act(action.clone()),
+            Control::Seek(at) => {
+                model.sim.seek((*at).min(duration));
+                playback.carry_ms = 0.0;
+                shown.jumps += 1;
+            }
+            Control::StepForward => {
+                playback.paused = true;
+                playback.carry_ms = 0.0;
+                let now = model.sim.now_ms();
+                if now < duration {
+                    model.sim.step();
+                    let after = model.sim.now_ms().min(duration);
+                    model.sim.seek(after);
+                }
+            }
+            Control::StepBack => {
+                playback.paused = true;
+                playback.carry_ms = 0.0;
+                let now = model.sim.now_ms();
+                model.sim.seek(now.saturating_sub(1));
+                shown.jumps += 1;
+            }
+        }
+    }
+}
+
+fn advance(time: Res<Time>, mut model: ResMut<Model>, mut playback: ResMut<Playback>) {
+    if playback.paused {
+        return;
+    }
+    let duration = model.scenario.duration_ms;
+    let owed =
+        (playback.carry_ms + time.delta_secs_f64() * 1000.0 * playback.speed).min(MAX_MS_PER_FRAME);
+    let whole = owed.floor();
+    playback.carry_ms = owed - whole;
+    let target = (model.sim.now_ms() + whole as u64).min(duration);
+    model.sim.run_until(target);
+    if target >= duration {
+        playback.paused = true;
+        playback.carry_ms = 0.0;
+    }
+}
+
+fn read_model(mut model: ResMut<Model>, playback: Res<Playback>, mut shown: ResMut<Shown>) {
+    let snapshot = Snapshot::of(model.sim.world_mut());
+    if snapshot.brokers.len() != shown.snapshot.brokers.len()
+        || snapshot.partitions.len() != shown.snapshot.partitions.len()
+        || snapshot.producers.len() != shown.snapshot.producers.len()
+        || snapshot.groups.len() != shown.snapshot.groups.len()
+        || snapshot.scenario != shown.snapshot.scenario
+    {
+        shown.layout = layout_for(&snapshot);
+    }
+    // Steps before `now_ms` have run: the picture is of the instant before it, plus the
+    // fraction of a millisecond the playhead has moved on.
+    shown.display_ms = snapshot.now_ms.saturating_sub(1) as f64 + playback.carry_ms;
+    shown.snapshot = snapshot;
+}

@@ -1,0 +1,810 @@
+//! The scene: the controller, brokers with their replicas' logs, producers, consumer groups and
+//! every message on the wire, drawn from the snapshot. Replica and broker colours, and the
+//! leader's badge, are retained sprites animated with bevy_tweening when the state changes; the
+//! rest is painted anew each frame.
+
+use std::time::Duration;
+
+use bevy::camera::ScalingMode;
+use bevy::prelude::*;
+use bevy::sprite::Anchor;
+use bevy_tweening::lens::{SpriteColorLens, TransformPositionLens};
+use bevy_tweening::{Tween, TweenAnim};
+
+use super::AppSet;
+use super::painter::{Paint, to_world};
+use super::playback::Shown;
+use crate::sim::network::{Node, WireState};
+use crate::view::layout::{Layout, SCENE};
+use crate::view::log_strip::{Cell, strip, window};
+use crate::view::motion::{motion, placement};
+use crate::view::palette::{Palette, ReplicaRole};
+use crate::view::snapshot::{MessageKind, PartitionView, Snapshot};
+
+/// How long a state change takes on screen (wall time).
+const CHANGE: Duration = Duration::from_millis(450);
+const BROKER_HEADER: f32 = 40.0;
+
+/// Marks what the scene spawned for one layout; all of it goes when the layout changes.
+#[derive(Component)]
+struct SceneItem;
+
+/// A replica row's background: its colour says the replica's role.
+#[derive(Component)]
+struct RowBackground {
+    ordinal: u32,
+    broker: u32,
+    role: Option<ReplicaRole>,
+}
+
+/// A broker's box: its colour says whether it runs.
+#[derive(Component)]
+struct BrokerBox {
+    id: u32,
+    state: &'static str,
+}
+
+/// The badge beside a partition's leader replica; it moves when leadership does.
+#[derive(Component)]
+struct LeaderBadge {
+    ordinal: u32,
+    leader: Option<u32>,
+}
+
+#[derive(Resource, Default)]
+struct Built {
+    /// The layout the retained items were made for, and the jump count they last snapped at.
+    scenario: String,
+    brokers: usize,
+    partitions: usize,
+    groups: usize,
+    producers: usize,
+    jumps: u64,
+    theme: Option<crate::view::palette::Theme>,
+}
+
+pub(super) fn plugin(app: &mut App) {
+    app.init_resource::<Built>()
+        .add_systems(Startup, spawn_camera)
+        .add_systems(
+            Update,
+            (rebuild, fit_camera, animate_state, paint_scene)
+                .chain()
+                .in_set(AppSet::Scene),
+        );
+}
+
+fn spawn_camera(mut commands: Commands) {
+    commands.spawn((
+        Camera2d,
+        Projection::Orthographic(OrthographicProjection {
+            scaling_mode: ScalingMode::AutoMin {
+                min_width: SCENE.x,
+                min_height: SCENE.y,
+            },
+            ..OrthographicProjection::default_2d()
+        }),
+    ));
+}
+
+/// Frames what the layout uses, so a small cluster fills the view instead of a corner of it.
+fn fit_camera(
+    shown: Res<Shown>,
+    mut camera: Query<(&Camera, &mut Projection, &mut Transform), With<Camera2d>>,
+) {
+    let layout = &shown.layout;
+    let bounds = layout
+        .brokers
+        .iter()
+        .chain(&layout.producers)
+        .chain(&layout.groups)
+        .fold(layout.controller, |a, b| a.union(*b))
+        .inflate(24.0);
+    for (cam, mut projection, mut transform) in &mut camera {
+        if cam.order != 0 {
+            continue;
+        }
+        let mode = ScalingMode::AutoMin {
+            min_width: bounds.width(),
+            min_height: bounds.height(),
+        };
+        if let Projection::Orthographic(o) = projection.as_ref()
+            && !matches!(o.scaling_mode, ScalingMode::AutoMin { min_width, min_height }
+                if min_width == bounds.width() && min_height == bounds.height())
+            && let Projection::Orthographic(o) = &mut *projection
+        {
+            o.scaling_mode = mode;
+        }
+        let at = to_world(bounds.center()).extend(transform.translation.z);
+        if transform.translation != at {
+            transform.translation = at;
+        }
+    }
+}
+
+fn srgba(c: Srgba) -> Color {
+    Color::Srgba(c)
+}
+
+fn with_alpha(c: Srgba, a: f32) -> Color {
+    Color::Srgba(c.with_alpha(a))
+}
+
+/// The row background colour of a replica in a role.
+fn row_color(palette: &Palette, role: ReplicaRole) -> Color {
+    with_alpha(palette.replica(role), 0.22)
+}
+
+fn broker_color(palette: &Palette, state: &str) -> Color {
+    match state {
+        "online" => srgba(palette.panel),
+        _ => with_alpha(palette.offline, 0.35),
+    }
+}
+
+fn rect_sprite(rect: Rect, color: Color, z: f32) -> (Sprite, Transform) {
+    (
+        Sprite {
+            color,
+            custom_size: Some(rect.size()),
+            ..default()
+        },
+        Transform::from_translation(to_world(rect.center()).extend(z)),
+    )
+}
+
+/// Where a partition's leader badge sits: left of its leader's row.
+fn badge_position(layout: &Layout, ordinal: u32, leader: Option<u32>) -> Option<Vec3> {
+    let slot = layout.replica(ordinal, leader?)?;
+    Some(to_world(Vec2::new(slot.rect.min.x + 4.0, slot.rect.center().y)).extend(4.0))
+}
+
+/// The leader badge's size: as tall as the row, less a margin.
+fn badge_size(layout: &Layout) -> Vec2 {
+    let h = layout
+        .replicas
+        .first()
+        .map_or(17.0, |s| s.rect.height() - 4.0);
+    Vec2::new(5.0, h)
+}
+
+fn rebuild(
+    mut commands: Commands,
+    shown: Res<Shown>,
+    mut built: ResMut<Built>,
+    items: Query<Entity, With<SceneItem>>,
+    mut clear: ResMut<ClearColor>,
+) {
+    let s = &shown.snapshot;
+    let same = built.scenario == s.scenario
+        && built.brokers == s.brokers.len()
+        && built.partitions == s.partitions.len()
+        && built.groups == s.groups.len()
+        && built.producers == s.producers.len()
+        && built.theme == Some(shown.theme);
+    if same {
+        return;
+    }
+    for e in &items {
+        commands.entity(e).despawn();
+    }
+    let palette = shown.palette();
+    clear.0 = srgba(palette.background);
+    let layout = &shown.layout;
+    for (i, rect) in layout.brokers.iter().enumerate() {
+        let b = &s.brokers[i];
+        commands.spawn((
+            SceneItem,
+            BrokerBox {
+                id: b.id,
+                state: b.state,
+            },
+            rect_sprite(*rect, broker_color(&palette, b.state), 0.0),
+        ));
+    }
+    for slot in &layout.replicas {
+        let p = &s.partitions[slot.ordinal as usize];
+        let role = p
+            .replicas
+            .iter()
+            .find(|r| r.broker == slot.broker)
+            .map(|r| r.role);
+        commands.spawn((
+            SceneItem,
+            RowBackground {
+                ordinal: slot.ordinal,
+                broker: slot.broker,
+                role,
+            },
+            rect_sprite(
+                slot.rect,
+                role.map_or(Color::NONE, |r| row_color(&palette, r)),
+                1.0,
+            ),
+        ));
+    }
+    let mut badged = Vec::new();
+    for slot in &layout.replicas {
+        if badged.contains(&slot.ordinal) {
+            continue;
+        }
+        badged.push(slot.ordinal);
+        let leader = s.partitions[slot.ordinal as usize].leader;
+        let at = badge_position(layout, slot.ordinal, leader);
+        commands.spawn((
+            SceneItem,
+            LeaderBadge {
+                ordinal: slot.ordinal,
+                leader,
+            },
+            Sprite {
+                color: srgba(palette.leader),
+                custom_size: Some(badge_size(layout)),
+                ..default()
+            },
+            Transform::from_translation(at.unwrap_or(Vec3::new(0.0, 0.0, -10.0))),
+            if at.is_some() {
+                Visibility::Inherited
+            } else {
+                Visibility::Hidden
+            },
+        ));
+    }
+    *built = Built {
+        scenario: s.scenario.clone(),
+        brokers: s.brokers.len(),
+        partitions: s.partitions.len(),
+        groups: s.groups.len(),
+        producers: s.producers.len(),
+        jumps: shown.jumps,
+        theme: Some(shown.theme),
+    };
+}
+
+/// Starts a colour change on a sprite: a tween while playing, at once after a jump.
+fn change_color(commands: &mut Commands, e: Entity, sprite: &mut Sprite, to: Color, snap: bool) {
+    if snap {
+        commands.entity(e).remove::<TweenAnim>();
+        sprite.color = to;
+    } else {
+        let tween = Tween::new(
+            EaseFunction::QuadraticInOut,
+            CHANGE,
+            SpriteColorLens {
+                start: sprite.color,
+                end: to,
+            },
+        );
+        commands.entity(e).insert(TweenAnim::new(tween));
+    }
+}
+
+fn animate_state(
+    mut commands: Commands,
+    shown: Res<Shown>,
+    mut built: ResMut<Built>,
+    mut rows: Query<(Entity, &mut RowBackground, &mut Sprite), Without<LeaderBadge>>,
+    mut boxes: Query<
+        (Entity, &mut BrokerBox, &mut Sprite),
+        (Without<RowBackground>, Without<LeaderBadge>),
+    >,
+    mut badges: Query<(Entity, &mut LeaderBadge, &mut Transform, &mut Visibility)>,
+) {
+    let s = &shown.snapshot;
+    let palette = shown.palette();
+    let snap = built.jumps != shown.jumps;
+    built.jumps = shown.jumps;
+    for (e, mut row, mut sprite) in &mut rows {
+        let role = s.partitions[row.ordinal as usize]
+            .replicas
+            .iter()
+            .find(|r| r.broker == row.broker)
+            .map(|r| r.role);
+        if role != row.role {
+            row.role = role;
+            let to = role.map_or(Color::NONE, |r| row_color(&palette, r));
+            change_color(&mut commands, e, &mut sprite, to, snap);
+        }
+    }
+    for (e, mut b, mut sprite) in &mut boxes {
+        let Some(view) = s.broker(b.id) else { continue };
+        if view.state != b.state {
+            b.state = view.state;
+            change_color(
+                &mut commands,
+                e,
+                &mut sprite,
+                broker_color(&palette, view.state),
+                snap,
+            );
+        }
+    }
+    for (e, mut badge, mut transform, mut visibility) in &mut badges {
+        let leader = s.partitions[badge.ordinal as usize].leader;
+        if leader == badge.leader {
+            continue;
+        }
+        badge.leader = leader;
+        match badge_position(&shown.layout, badge.ordinal, leader) {
+            None => *visibility = Visibility::Hidden,
+            Some(to) => {
+                let was_hidden = *visibility == Visibility::Hidden;
+                *visibility = Visibility::Inherited;
+                if snap || was_hidden {
+                    commands.entity(e).remove::<TweenAnim>();
+                    transform.translation = to;
+                } else {
+                    let tween = Tween::new(
+                        EaseFunction::CubicInOut,
+                        CHANGE * 2,
+                        TransformPositionLens {
+                            start: transform.translation,
+                            end: to,
+                        },
+                    );
+                    commands.entity(e).insert(TweenAnim::new(tween));
+                }
+            }
+        }
+    }
+}
+
+/// Where a message leaves or reaches `node` when its other end is `peer`.
+pub fn anchor(s: &Snapshot, layout: &Layout, node: Node, peer: Node) -> Option<Vec2> {
+    match node {
+        Node::Broker(b) => {
+            let r = layout.brokers.get(b.checked_sub(1)? as usize)?;
+            let header = r.min.y + BROKER_HEADER / 2.0;
+            Some(match peer {
+                Node::Controller => Vec2::new(r.center().x, r.min.y),
+                Node::Producer(_) => Vec2::new(r.min.x + 6.0, header),
+                Node::Consumer(_) => Vec2::new(r.max.x - 6.0, header),
+                Node::Broker(o) => {
+                    let other = layout.brokers.get(o.checked_sub(1)? as usize)?;
+                    let dx = (other.center().x - r.center().x).signum() * r.width() * 0.3;
+                    Vec2::new(r.center().x + dx, r.max.y - 8.0)
+                }
+            })
+        }
+        Node::Controller => {
+            let c = layout.controller;
+            let toward = anchor(s, layout, peer, Node::Controller)?;
+            Some(Vec2::new(
+                toward.x.clamp(c.min.x + 10.0, c.max.x - 10.0),
+                c.max.y,
+            ))
+        }
+        Node::Producer(p) => {
+            let r = layout.producers.get(p as usize)?;
+            Some(Vec2::new(r.max.x, r.center().y))
+        }
+        Node::Consumer(c) => {
+            let (g, i) = s.member_of(c)?;
+            let r = member_rect(layout, g, i)?;
+            Some(Vec2::new(r.min.x, r.center().y))
+        }
+    }
+}
+
+/// A member's row in its group's box.
+pub fn member_rect(layout: &Layout, group: usize, index: usize) -> Option<Rect> {
+    let g = layout.groups.get(group)?;
+    let top = g.min.y + 66.0 + index as f32 * 28.0;
+    (top + 26.0 <= g.max.y - 60.0).then(|| Rect::new(g.min.x + 6.0, top, g.max.x - 6.0, top + 26.0))
+}
+
+fn message_color(palette: &Palette, kind: MessageKind) -> Srgba {
+    match kind {
+        MessageKind::Produce | MessageKind::ProduceResponse => palette.produce,
+        MessageKind::Fetch
+        | MessageKind::FetchResponse
+        | MessageKind::ConsumerFetch
+        | MessageKind::ConsumerFetchResponse => palette.fetch,
+        MessageKind::Heartbeat | MessageKind::HeartbeatResponse => palette.heartbeat,
+        MessageKind::Group | MessageKind::GroupResponse => palette.group,
+    }
+}
+
+/// The short tag drawn in a replica row.
+fn role_tag(role: ReplicaRole, epoch: u32) -> String {
+    match role {
+        ReplicaRole::Leader => format!("leader e{epoch}"),
+        ReplicaRole::InSync => "in ISR".into(),
+        ReplicaRole::OutOfSync => "out of ISR".into(),
+        ReplicaRole::Offline => "offline".into(),
+    }
+}
+
+fn paint_partition_row(
+    paint: &mut Paint,
+    palette: &Palette,
+    scale: f32,
+    rect: Rect,
+    p: &PartitionView,
+    broker: u32,
+) {
+    let Some(r) = p.replicas.iter().find(|r| r.broker == broker) else {
+        return;
+    };
+    let text = srgba(palette.text);
+    // A solid bar in the role's colour on the row's left edge; the leader's is its badge, which
+    // moves when leadership does.
+    if r.role != ReplicaRole::Leader {
+        paint.rect(
+            Rect::new(
+                rect.min.x + 1.5,
+                rect.min.y + 2.0,
+                rect.min.x + 6.5,
+                rect.max.y - 2.0,
+            ),
+            srgba(palette.replica(r.role)),
+            4.0,
+        );
+    }
+    let name = if p.internal {
+        format!("__consumer_offsets-{}", p.index)
+    } else {
+        p.name()
+    };
+    // Tall rows: names and numbers on a line above the log; short rows: the name beside it.
+    let tall = rect.height() >= 34.0;
+    let wide = rect.width() >= 240.0;
+    let strip_rect = if tall {
+        let top = rect.min.y + rect.height() * 0.5;
+        let y = rect.min.y + rect.height() * 0.27;
+        let size = if p.internal { 12.0 } else { 15.0 };
+        paint.text(
+            Vec2::new(rect.min.x + 10.0, y),
+            name,
+            size * scale,
+            text,
+            Anchor::CENTER_LEFT,
+            5.0,
+        );
+        if wide {
+            let numbers = if p.internal {
+                role_tag(r.role, p.leader_epoch)
+            } else {
+                format!(
+                    "{}  HW {}  LEO {}",
+                    role_tag(r.role, p.leader_epoch),
+                    r.high_watermark,
+                    r.log_end_offset
+                )
+            };
+            paint.text(
+                Vec2::new(rect.max.x - 6.0, y),
+                numbers,
+                13.0 * scale,
+                srgba(palette.replica(r.role)).mix(&text, 0.35),
+                Anchor::CENTER_RIGHT,
+                5.0,
+            );
+        }
+        Rect::new(rect.min.x + 10.0, top, rect.max.x - 6.0, rect.max.y - 4.0)
+    } else {
+        let short = if p.internal {
+            format!("__co-{}", p.index)
+        } else {
+            name
+        };
+        paint.text(
+            Vec2::new(rect.min.x + 10.0, rect.center().y),
+            short,
+            12.0 * scale,
+            text,
+            Anchor::CENTER_LEFT,
+            5.0,
+        );
+        let name_w = if wide { 88.0 } else { 64.0 };
+        Rect::new(
+            rect.min.x + 10.0 + name_w,
+            rect.min.y + 3.0,
+            rect.max.x - 6.0,
+            rect.max.y - 3.0,
+        )
+    };
+    let cell_w = if tall { 12.0 } else { 9.0 };
+    let cells = ((strip_rect.width() / cell_w).floor() as usize).clamp(1, 64);
+    let max_leo = p
+        .replicas
+        .iter()
+        .map(|r| r.log_end_offset)
+        .max()
+        .unwrap_or(0);
+    let (first, cells) = window(max_leo, cells);
+    let st = strip(first, cells, r.log_end_offset, r.high_watermark);
+    let role_c = palette.replica(r.role);
+    for (i, cell) in st.cells.iter().enumerate() {
+        let x = strip_rect.min.x + i as f32 * cell_w;
+        let c = Rect::new(x, strip_rect.min.y, x + cell_w - 2.0, strip_rect.max.y);
+        let color = match cell {
+            Cell::Committed => srgba(role_c),
+            Cell::Uncommitted => with_alpha(role_c, 0.4),
+            Cell::Missing => with_alpha(palette.muted, 0.15),
+        };
+        paint.rect(c, color, 2.0);
+    }
+    if let Some(at) = st.high_watermark_at {
+        let x = strip_rect.min.x + at as f32 * cell_w - 1.0;
+        paint.rect(
+            Rect::new(
+                x - 1.5,
+                strip_rect.min.y - 3.0,
+                x + 1.5,
+                strip_rect.max.y + 3.0,
+            ),
+            text,
+            3.0,
+        );
+    }
+}
+
+fn paint_scene(shown: Res<Shown>, mut paint: ResMut<Paint>) {
+    let s = &shown.snapshot;
+    let layout = &shown.layout;
+    let palette = shown.palette();
+    let k = shown.text_scale;
+    let text = srgba(palette.text);
+    let muted = srgba(palette.muted);
+
+    // The controller.
+    let c = layout.controller;
+    paint.rect(c, srgba(palette.panel), 0.0);
+    paint.frame(c, 2.0, with_alpha(palette.heartbeat, 0.8), 0.5);
+    paint.text(
+        Vec2::new(c.center().x, c.min.y + 20.0),
+        "KRaft controller",
+        22.0 * k,
+        text,
+        Anchor::CENTER,
+        5.0,
+    );
+    let fenced: Vec<String> = s
+        .brokers
+        .iter()
+        .filter(|b| b.fenced)
+        .map(|b| b.id.to_string())
+        .collect();
+    paint.text(
+        Vec2::new(c.center().x, c.min.y + 46.0),
+        if fenced.is_empty() {
+            "all brokers registered, unfenced".to_string()
+        } else {
+            format!("fenced: broker {}", fenced.join(", "))
+        },
+        14.0 * k,
+        if fenced.is_empty() {
+            muted
+        } else {
+            srgba(palette.out_of_sync)
+        },
+        Anchor::CENTER,
+        5.0,
+    );
+
+    // Brokers and their replicas.
+    for (i, r) in layout.brokers.iter().enumerate() {
+        let Some(b) = s.brokers.get(i) else { continue };
+        let state_color = match b.state {
+            "online" if b.isolated => srgba(palette.out_of_sync),
+            "online" => with_alpha(palette.muted, 0.6),
+            "fenced" => srgba(palette.out_of_sync),
+            _ => srgba(palette.offline),
+        };
+        paint.frame(*r, 2.0, state_color, 0.5);
+        paint.text(
+            Vec2::new(r.min.x + 10.0, r.min.y + BROKER_HEADER / 2.0),
+            format!("Broker {}", b.id),
+            22.0 * k,
+            text,
+            Anchor::CENTER_LEFT,
+            5.0,
+        );
+        let state = match (b.state, b.isolated) {
+            ("online", true) => "ISOLATED".to_string(),
+            ("online", false) => "online".to_string(),
+            (other, _) => other.to_uppercase(),
+        };
+        paint.text(
+            Vec2::new(r.max.x - 10.0, r.min.y + BROKER_HEADER / 2.0),
+            state,
+            15.0 * k,
+            if b.state == "online" && !b.isolated {
+                muted
+            } else {
+                state_color
+            },
+            Anchor::CENTER_RIGHT,
+            5.0,
+        );
+        let hidden = layout.hidden.get(i).copied().unwrap_or(0);
+        if hidden > 0 {
+            paint.text(
+                Vec2::new(r.center().x, r.max.y - 10.0),
+                format!("+{hidden} more replicas"),
+                14.0 * k,
+                muted,
+                Anchor::CENTER,
+                5.0,
+            );
+        }
+    }
+    for slot in &layout.replicas {
+        let p = &s.partitions[slot.ordinal as usize];
+        paint_partition_row(&mut paint, &palette, k, slot.rect, p, slot.broker);
+    }
+
+    // Cut links.
+    for (a, b) in &s.cut_links {
+        let (Some(pa), Some(pb)) = (
+            anchor(s, layout, Node::Broker(*a), Node::Broker(*b)),
+            anchor(s, layout, Node::Broker(*b), Node::Broker(*a)),
+        ) else {
+            continue;
+        };
+        let (pa, pb) = (pa + Vec2::Y * 4.0, pb + Vec2::Y * 4.0);
+        paint.line(pa, pb, 3.0, with_alpha(palette.lost, 0.9), 4.5);
+        paint.text(
+            (pa + pb) / 2.0 + Vec2::Y * 12.0,
+            format!("link {a}-{b} cut"),
+            16.0 * k,
+            srgba(palette.lost),
+            Anchor::CENTER,
+            5.0,
+        );
+    }
+
+    // Producers.
+    for (i, r) in layout.producers.iter().enumerate() {
+        let Some(p) = s.producers.get(i) else {
+            continue;
+        };
+        paint.rect(*r, srgba(palette.panel), 0.0);
+        paint.frame(*r, 2.0, with_alpha(palette.produce, 0.8), 0.5);
+        let lines = [
+            (format!("Producer {}", p.name), 20.0, text),
+            (format!("to {}, acks={}", p.topic, p.acks), 15.0, muted),
+            (format!("{} records/s", p.records_per_sec), 15.0, muted),
+            (format!("sent {}", p.sent), 15.0, text),
+            (format!("acked {}", p.acked), 15.0, text),
+            (
+                format!("failed {}  pending {}", p.failed, p.pending),
+                15.0,
+                if p.failed > 0 {
+                    srgba(palette.lost)
+                } else {
+                    muted
+                },
+            ),
+        ];
+        for (j, (line, size, color)) in lines.into_iter().enumerate() {
+            let y = r.min.y + 22.0 + j as f32 * 26.0;
+            if y > r.max.y - 8.0 {
+                break;
+            }
+            paint.text(
+                Vec2::new(r.min.x + 10.0, y),
+                line,
+                size * k,
+                color,
+                Anchor::CENTER_LEFT,
+                5.0,
+            );
+        }
+    }
+
+    // Consumer groups.
+    for (gi, r) in layout.groups.iter().enumerate() {
+        let Some(g) = s.groups.get(gi) else { continue };
+        paint.rect(*r, srgba(palette.panel), 0.0);
+        paint.frame(*r, 2.0, with_alpha(palette.group, 0.8), 0.5);
+        paint.text(
+            Vec2::new(r.min.x + 10.0, r.min.y + 20.0),
+            format!("Group {}", g.name),
+            20.0 * k,
+            text,
+            Anchor::CENTER_LEFT,
+            5.0,
+        );
+        let lag: u64 = g.offsets.iter().map(|o| o.lag).sum();
+        paint.text(
+            Vec2::new(r.min.x + 10.0, r.min.y + 46.0),
+            format!("{}, gen {}, lag {}", g.state, g.generation, lag),
+            14.0 * k,
+            if g.state == "Stable" {
+                muted
+            } else {
+                srgba(palette.out_of_sync)
+            },
+            Anchor::CENTER_LEFT,
+            5.0,
+        );
+        for (mi, m) in g.members.iter().enumerate() {
+            let Some(mr) = member_rect(layout, gi, mi) else {
+                break;
+            };
+            paint.rect(mr, with_alpha(palette.group, 0.12), 1.0);
+            let owned = if m.assigned.is_empty() {
+                "no partitions".to_string()
+            } else {
+                m.assigned
+                    .iter()
+                    .map(|a| a.rsplit('-').next().unwrap_or(a).to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            };
+            paint.text(
+                Vec2::new(mr.min.x + 6.0, mr.center().y),
+                format!(
+                    "{}{}: p{}",
+                    short_member(&m.name),
+                    if m.alive { "" } else { " (dead)" },
+                    owned
+                ),
+                14.0 * k,
+                if m.alive {
+                    text
+                } else {
+                    srgba(palette.offline)
+                },
+                Anchor::CENTER_LEFT,
+                5.0,
+            );
+        }
+        let committed_to = s
+            .partitions
+            .get(g.offsets_partition as usize)
+            .and_then(|p| p.leader.map(|l| (p.index, l)));
+        if let Some((index, leader)) = committed_to {
+            paint.text(
+                Vec2::new(r.min.x + 10.0, r.max.y - 32.0),
+                format!(
+                    "commits offsets to\n__consumer_offsets-{index}\n(leader: broker {leader})"
+                ),
+                13.0 * k,
+                muted,
+                Anchor::CENTER_LEFT,
+                5.0,
+            );
+        }
+    }
+
+    // Messages on the wire.
+    for m in &s.messages {
+        let (Some(from), Some(to)) = (
+            anchor(s, layout, m.wire.from, m.wire.to),
+            anchor(s, layout, m.wire.to, m.wire.from),
+        ) else {
+            continue;
+        };
+        let Some((at, alpha)) = placement(from, to, motion(&m.wire, shown.display_ms)) else {
+            continue;
+        };
+        let lost = matches!(m.wire.state, WireState::Lost { .. });
+        let color = if lost {
+            palette.lost
+        } else {
+            message_color(&palette, m.kind)
+        };
+        let held = matches!(m.wire.state, WireState::Held { .. });
+        let radius = if held { 5.0 } else { 8.0 };
+        paint.disc(
+            at,
+            radius,
+            with_alpha(color, alpha),
+            6.0 + (m.wire.id % 1000) as f32 * 1e-4,
+            m.kind.is_response(),
+        );
+    }
+}
+
+/// Member ids are long (`consumer-fulfilment-1-7f3a...`): the scene shows their first parts.
+fn short_member(id: &str) -> String {
+    let parts: Vec<&str> = id.split('-').collect();
+    if parts.len() > 3 {
+        parts[..3].join("-")
+    } else {
+        id.to_string()
+    }
+}

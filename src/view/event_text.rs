@@ -1,0 +1,203 @@
+//! The event log in words, as the overlay's log and the timeline's markers show it.
+
+use crate::sim::EventKind;
+
+/// What kind of mark an event gets on the timeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Severity {
+    /// Something broke or data was lost.
+    Bad,
+    /// The cluster healed or changed as it should.
+    Good,
+    /// A scripted or user action, or routine group activity.
+    Info,
+}
+
+fn list(brokers: &[u32]) -> String {
+    let items: Vec<String> = brokers.iter().map(u32::to_string).collect();
+    format!("[{}]", items.join(","))
+}
+
+/// One line for an event, in Kafka's words.
+pub fn describe(kind: &EventKind) -> (Severity, String) {
+    use EventKind as E;
+    use Severity::*;
+    match kind {
+        E::IsrShrink {
+            topic,
+            partition,
+            isr,
+            removed,
+        } => (
+            Bad,
+            format!(
+                "{topic}-{partition}: ISR shrinks to {} (broker {} fell behind)",
+                list(isr),
+                list(removed)
+            ),
+        ),
+        E::IsrExpand {
+            topic,
+            partition,
+            isr,
+            added,
+        } => (
+            Good,
+            format!(
+                "{topic}-{partition}: ISR expands to {} (broker {} caught up)",
+                list(isr),
+                list(added)
+            ),
+        ),
+        E::LinkCut { a, b } => (Bad, format!("network link {a}-{b} cut")),
+        E::LinkHealed { a, b } => (Good, format!("network link {a}-{b} healed")),
+        E::BrokerSlowed { broker, extra_ms } => (
+            Info,
+            format!("broker {broker}: {extra_ms} ms added to every message"),
+        ),
+        E::AcksChanged {
+            producer,
+            acks,
+            idempotent,
+        } => (
+            Info,
+            format!("producer {producer}: acks={acks}, enable.idempotence={idempotent}"),
+        ),
+        E::RateChanged {
+            producer,
+            records_per_sec,
+        } => (
+            Info,
+            format!("producer {producer}: {records_per_sec} records/s"),
+        ),
+        E::RecordsProduced {
+            producer,
+            key,
+            count,
+        } => (
+            Info,
+            format!(
+                "producer {producer}: {count} records with key {}",
+                key.as_deref().unwrap_or("(none)")
+            ),
+        ),
+        E::BrokerCrashed { broker } => (Bad, format!("broker {broker} crashed")),
+        E::BrokerWiped { broker } => (Bad, format!("broker {broker} crashed and lost its disk")),
+        E::BrokerRestarted { broker } => (Good, format!("broker {broker} restarted")),
+        E::BrokerIsolated { broker } => (Bad, format!("broker {broker} isolated from the network")),
+        E::BrokerHealed { broker } => (Good, format!("broker {broker} back on the network")),
+        E::ControllerLinkCut { broker } => (
+            Bad,
+            format!("link between broker {broker} and the controller cut"),
+        ),
+        E::ControllerLinkHealed { broker } => (
+            Good,
+            format!("link between broker {broker} and the controller healed"),
+        ),
+        E::PreferredElectionRequested => (Info, "preferred leader election requested".into()),
+        E::BrokerFenced { broker } => (
+            Bad,
+            format!(
+                "controller fenced broker {broker}: no heartbeat within broker.session.timeout.ms"
+            ),
+        ),
+        E::BrokerUnfenced { broker } => (Good, format!("controller unfenced broker {broker}")),
+        E::LeaderElected {
+            topic,
+            partition,
+            leader,
+            leader_epoch,
+            unclean,
+            isr,
+        } => (
+            if *unclean { Bad } else { Good },
+            format!(
+                "{topic}-{partition}: {}leader is broker {leader}, epoch {leader_epoch}, ISR {}",
+                if *unclean { "UNCLEAN election, " } else { "" },
+                list(isr)
+            ),
+        ),
+        E::PartitionOffline {
+            topic,
+            partition,
+            leader_epoch,
+            isr,
+        } => (
+            Bad,
+            format!(
+                "{topic}-{partition}: OFFLINE, no eligible leader (epoch {leader_epoch}, ISR {})",
+                list(isr)
+            ),
+        ),
+        E::ConsumerAdded { group, member } => (Info, format!("group {group}: {member} starts")),
+        E::ConsumerRemoved { group, member } => {
+            (Info, format!("group {group}: {member} leaves (LeaveGroup)"))
+        }
+        E::ConsumerCrashed { group, member } => {
+            (Bad, format!("group {group}: {member} dies without a word"))
+        }
+        E::ConsumerRateChanged {
+            group,
+            records_per_sec,
+        } => (
+            Info,
+            format!("group {group}: each member processes {records_per_sec} records/s"),
+        ),
+        E::RebalanceStarted { group, generation } => (
+            Info,
+            format!("group {group}: rebalance starts (after generation {generation})"),
+        ),
+        E::RebalanceCompleted { group, generation } => (
+            Good,
+            format!("group {group}: generation {generation} assigned"),
+        ),
+        E::Truncated {
+            broker,
+            topic,
+            partition,
+            from_offset,
+            to_offset,
+        } => (
+            Bad,
+            format!(
+                "{topic}-{partition}: broker {broker} truncates its log from {from_offset} to {to_offset}"
+            ),
+        ),
+    }
+}
+
+/// Sim time as the overlay writes it: seconds with milliseconds.
+pub fn clock(ms: u64) -> String {
+    format!("{}.{:03} s", ms / 1000, ms % 1000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_read_in_kafkas_words() {
+        let (severity, line) = describe(&EventKind::IsrShrink {
+            topic: "orders".into(),
+            partition: 0,
+            isr: vec![1, 2],
+            removed: vec![3],
+        });
+        assert_eq!(severity, Severity::Bad);
+        assert_eq!(
+            line,
+            "orders-0: ISR shrinks to [1,2] (broker [3] fell behind)"
+        );
+        let (severity, line) = describe(&EventKind::LeaderElected {
+            topic: "orders".into(),
+            partition: 2,
+            leader: 3,
+            leader_epoch: 4,
+            unclean: true,
+            isr: vec![3],
+        });
+        assert_eq!(severity, Severity::Bad);
+        assert!(line.contains("UNCLEAN"), "{line}");
+        assert_eq!(clock(61_005), "61.005 s");
+    }
+}

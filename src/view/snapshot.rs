@@ -1,0 +1,447 @@
+//! What the scene and the overlay show of the model at one instant, read from the model's world
+//! once a frame. The view draws only this: it never holds or changes model entities.
+
+use bevy::prelude::*;
+
+use crate::sim::cluster::{Broker, Cluster, Partition, Replica};
+use crate::sim::consumer::Consumer;
+use crate::sim::group_coordinator::{ConsumerGroup, GroupState};
+use crate::sim::lag::LagMonitor;
+use crate::sim::network::{Network, Node, Wire, WireState};
+use crate::sim::producer::Producer;
+use crate::sim::protocol::{
+    ConsumerFetch, ConsumerFetchResponse, FetchRequest, FetchResponse, GroupRequest, GroupResponse,
+    Heartbeat, HeartbeatResponse, ProduceRequest, ProduceResponse,
+};
+use crate::sim::{Metrics, SimClock};
+
+use super::palette::ReplicaRole;
+
+/// A message's family, which gives its colour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MessageKind {
+    Produce,
+    ProduceResponse,
+    /// A follower's fetch to its leader (and the answer).
+    Fetch,
+    FetchResponse,
+    /// A broker's heartbeat to the controller (and the answer).
+    Heartbeat,
+    HeartbeatResponse,
+    /// JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit (and the answers).
+    Group,
+    GroupResponse,
+    ConsumerFetch,
+    ConsumerFetchResponse,
+}
+
+impl MessageKind {
+    /// Kafka's name for the request.
+    pub fn name(self) -> &'static str {
+        match self {
+            MessageKind::Produce => "Produce",
+            MessageKind::ProduceResponse => "Produce response",
+            MessageKind::Fetch => "Fetch (replica)",
+            MessageKind::FetchResponse => "Fetch response (replica)",
+            MessageKind::Heartbeat => "BrokerHeartbeat",
+            MessageKind::HeartbeatResponse => "BrokerHeartbeat response",
+            MessageKind::Group => "Group request",
+            MessageKind::GroupResponse => "Group response",
+            MessageKind::ConsumerFetch => "Fetch (consumer)",
+            MessageKind::ConsumerFetchResponse => "Fetch response (consumer)",
+        }
+    }
+
+    pub fn is_response(self) -> bool {
+        matches!(
+            self,
+            MessageKind::ProduceResponse
+                | MessageKind::FetchResponse
+                | MessageKind::HeartbeatResponse
+                | MessageKind::GroupResponse
+                | MessageKind::ConsumerFetchResponse
+        )
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct MessageView {
+    pub wire: Wire,
+    pub kind: MessageKind,
+    /// Set for group requests: JoinGroup, OffsetCommit...
+    pub detail: Option<&'static str>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct BrokerView {
+    pub id: u32,
+    pub alive: bool,
+    pub fenced: bool,
+    /// `online`, `crashed` or `fenced`.
+    pub state: &'static str,
+    pub isolated: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplicaView {
+    pub broker: u32,
+    pub log_end_offset: u64,
+    pub high_watermark: u64,
+    pub role: ReplicaRole,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PartitionView {
+    pub ordinal: u32,
+    pub topic: String,
+    pub index: u32,
+    pub leader: Option<u32>,
+    pub leader_epoch: u32,
+    pub isr: Vec<u32>,
+    pub assignment: Vec<u32>,
+    pub min_insync_replicas: u32,
+    pub replicas: Vec<ReplicaView>,
+    /// The internal offsets topic.
+    pub internal: bool,
+}
+
+impl PartitionView {
+    pub fn name(&self) -> String {
+        format!("{}-{}", self.topic, self.index)
+    }
+
+    pub fn leader_replica(&self) -> Option<&ReplicaView> {
+        let leader = self.leader?;
+        self.replicas.iter().find(|r| r.broker == leader)
+    }
+
+    /// Fewer replicas in sync than assigned (Kafka's UnderReplicatedPartitions counts these).
+    pub fn under_replicated(&self) -> bool {
+        self.leader.is_some() && self.isr.len() < self.assignment.len()
+    }
+
+    /// In sync replicas below `min.insync.replicas`: acks=all produce fails.
+    pub fn under_min_isr(&self) -> bool {
+        self.leader.is_some() && (self.isr.len() as u32) < self.min_insync_replicas
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProducerView {
+    pub name: String,
+    pub topic: String,
+    pub acks: &'static str,
+    pub records_per_sec: u32,
+    pub sent: u64,
+    pub acked: u64,
+    pub failed: u64,
+    pub pending: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemberView {
+    pub name: String,
+    /// Index in the cluster's consumers: the node of its messages.
+    pub node: u32,
+    pub alive: bool,
+    /// Partitions it consumes now, by name.
+    pub assigned: Vec<String>,
+}
+
+/// One line of `kafka-consumer-groups --describe`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OffsetRow {
+    pub ordinal: u32,
+    pub partition: String,
+    pub log_end_offset: u64,
+    pub high_watermark: u64,
+    pub committed: Option<u64>,
+    pub lag: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupView {
+    pub name: String,
+    pub state: &'static str,
+    pub generation: u32,
+    pub rebalances: u64,
+    /// The `__consumer_offsets` partition its coordinator writes commits to.
+    pub offsets_partition: u32,
+    pub members: Vec<MemberView>,
+    pub offsets: Vec<OffsetRow>,
+    /// Lag over time per partition ordinal: (sim ms, lag).
+    pub history: Vec<(u32, Vec<(u64, u64)>)>,
+}
+
+/// Everything drawn at one instant.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    pub now_ms: u64,
+    pub scenario: String,
+    pub brokers: Vec<BrokerView>,
+    pub partitions: Vec<PartitionView>,
+    pub producers: Vec<ProducerView>,
+    pub groups: Vec<GroupView>,
+    pub messages: Vec<MessageView>,
+    pub metrics: Metrics,
+    pub cut_links: Vec<(u32, u32)>,
+}
+
+fn message_kind(world: &World, e: Entity) -> Option<(MessageKind, Option<&'static str>)> {
+    let entity = world.entity(e);
+    Some(if entity.contains::<ProduceRequest>() {
+        (MessageKind::Produce, None)
+    } else if entity.contains::<ProduceResponse>() {
+        (MessageKind::ProduceResponse, None)
+    } else if entity.contains::<FetchRequest>() {
+        (MessageKind::Fetch, None)
+    } else if entity.contains::<FetchResponse>() {
+        (MessageKind::FetchResponse, None)
+    } else if entity.contains::<Heartbeat>() {
+        (MessageKind::Heartbeat, None)
+    } else if entity.contains::<HeartbeatResponse>() {
+        (MessageKind::HeartbeatResponse, None)
+    } else if let Some(r) = entity.get::<GroupRequest>() {
+        (MessageKind::Group, Some(r.body.name()))
+    } else if entity.contains::<GroupResponse>() {
+        (MessageKind::GroupResponse, None)
+    } else if entity.contains::<ConsumerFetch>() {
+        (MessageKind::ConsumerFetch, None)
+    } else if entity.contains::<ConsumerFetchResponse>() {
+        (MessageKind::ConsumerFetchResponse, None)
+    } else {
+        return None;
+    })
+}
+
+impl Snapshot {
+    /// Reads the model. Needs `&mut` only to look the messages up by their component.
+    pub fn of(world: &mut World) -> Snapshot {
+        let mut wires = world.query::<(Entity, &Wire)>();
+        let mut on_wire: Vec<(Entity, Wire)> =
+            wires.iter(world).map(|(e, w)| (e, w.clone())).collect();
+        on_wire.sort_by_key(|(_, w)| w.id);
+        let messages = on_wire
+            .into_iter()
+            .filter_map(|(e, wire)| {
+                let (kind, detail) = message_kind(world, e)?;
+                Some(MessageView { wire, kind, detail })
+            })
+            .collect();
+
+        let cluster = world.resource::<Cluster>();
+        let network = world.resource::<Network>();
+        let brokers: Vec<BrokerView> = cluster
+            .brokers
+            .iter()
+            .map(|e| {
+                let b = world.get::<Broker>(*e).expect("broker");
+                BrokerView {
+                    id: b.id,
+                    alive: b.alive,
+                    fenced: b.fenced,
+                    state: b.state(),
+                    isolated: network.isolated.contains(&b.id),
+                }
+            })
+            .collect();
+        let alive = |id: u32| brokers.iter().any(|b| b.id == id && b.alive);
+        let topic_name = |t: usize| cluster.topics[t].name.clone();
+        let partitions: Vec<PartitionView> = cluster
+            .partitions
+            .iter()
+            .map(|e| {
+                let p = world.get::<Partition>(*e).expect("partition");
+                let replicas = p
+                    .replicas
+                    .iter()
+                    .map(|r| {
+                        let r = world.get::<Replica>(*r).expect("replica");
+                        ReplicaView {
+                            broker: r.broker,
+                            log_end_offset: r.log_end_offset(),
+                            high_watermark: r.high_watermark,
+                            role: ReplicaRole::of(r.broker, p.leader, &p.isr, alive(r.broker)),
+                        }
+                    })
+                    .collect();
+                PartitionView {
+                    ordinal: p.ordinal,
+                    topic: topic_name(p.topic),
+                    index: p.index,
+                    leader: p.leader,
+                    leader_epoch: p.leader_epoch,
+                    isr: p.isr.clone(),
+                    assignment: p.assignment.clone(),
+                    min_insync_replicas: p.min_insync_replicas,
+                    replicas,
+                    internal: cluster.topics[p.topic].name == crate::sim::cluster::OFFSETS_TOPIC,
+                }
+            })
+            .collect();
+        let producers = cluster
+            .producers
+            .iter()
+            .map(|e| {
+                let p = world.get::<Producer>(*e).expect("producer");
+                ProducerView {
+                    name: p.name.clone(),
+                    topic: topic_name(p.topic),
+                    acks: p.acks.as_config(),
+                    records_per_sec: p.records_per_sec,
+                    sent: p.stats.sent,
+                    acked: p.stats.acked,
+                    failed: p.stats.failed,
+                    pending: p.pending(),
+                }
+            })
+            .collect();
+        let monitor = world.resource::<LagMonitor>();
+        let part_name = |ordinal: u32| {
+            partitions
+                .get(ordinal as usize)
+                .map_or_else(|| ordinal.to_string(), PartitionView::name)
+        };
+        let consumers: Vec<&Consumer> = cluster
+            .consumers
+            .iter()
+            .map(|e| world.get::<Consumer>(*e).expect("consumer"))
+            .collect();
+        let groups = cluster
+            .groups
+            .iter()
+            .map(|e| {
+                let g = world.get::<ConsumerGroup>(*e).expect("group");
+                let members = consumers
+                    .iter()
+                    .filter(|c| c.group == g.index)
+                    .map(|c| MemberView {
+                        name: c.member_id.clone(),
+                        node: c.index,
+                        alive: c.alive,
+                        assigned: c.assigned.keys().map(|o| part_name(*o)).collect(),
+                    })
+                    .collect();
+                let offsets = g
+                    .partitions
+                    .iter()
+                    .map(|o| {
+                        let p = &partitions[*o as usize];
+                        let (log_end_offset, high_watermark) = p
+                            .leader_replica()
+                            .map_or((0, 0), |r| (r.log_end_offset, r.high_watermark));
+                        let committed = g.committed.get(o).copied();
+                        OffsetRow {
+                            ordinal: *o,
+                            partition: p.name(),
+                            log_end_offset,
+                            high_watermark,
+                            committed,
+                            // As kafka-consumer-groups computes it: the end a consumer can read
+                            // (the high watermark) less the committed offset.
+                            lag: high_watermark.saturating_sub(committed.unwrap_or(0)),
+                        }
+                    })
+                    .collect();
+                let history = monitor
+                    .groups
+                    .get(g.index as usize)
+                    .map(|lag| {
+                        lag.series
+                            .iter()
+                            .map(|(o, samples)| {
+                                (*o, samples.iter().map(|s| (s.at_ms, s.lag)).collect())
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                GroupView {
+                    name: g.name.clone(),
+                    state: match g.state {
+                        GroupState::Empty => "Empty",
+                        GroupState::PreparingRebalance => "PreparingRebalance",
+                        GroupState::CompletingRebalance => "CompletingRebalance",
+                        GroupState::Stable => "Stable",
+                    },
+                    generation: g.generation,
+                    rebalances: g.rebalances,
+                    offsets_partition: world
+                        .get::<Partition>(g.offsets_partition)
+                        .map_or(0, |p| p.ordinal),
+                    members,
+                    offsets,
+                    history,
+                }
+            })
+            .collect();
+        Snapshot {
+            now_ms: world.resource::<SimClock>().now_ms,
+            scenario: cluster.scenario.clone(),
+            brokers,
+            partitions,
+            producers,
+            groups,
+            messages,
+            metrics: world.resource::<Metrics>().clone(),
+            cut_links: network.cut.iter().copied().collect(),
+        }
+    }
+
+    pub fn broker(&self, id: u32) -> Option<&BrokerView> {
+        self.brokers.iter().find(|b| b.id == id)
+    }
+
+    /// Partitions with fewer in-sync replicas than assigned (UnderReplicatedPartitions).
+    pub fn under_replicated(&self) -> usize {
+        self.partitions
+            .iter()
+            .filter(|p| p.under_replicated())
+            .count()
+    }
+
+    /// Partitions without a leader (OfflinePartitionsCount).
+    pub fn offline(&self) -> usize {
+        self.partitions
+            .iter()
+            .filter(|p| p.leader.is_none())
+            .count()
+    }
+
+    /// Partitions whose ISR is below min.insync.replicas (UnderMinIsrPartitionCount).
+    pub fn under_min_isr(&self) -> usize {
+        self.partitions.iter().filter(|p| p.under_min_isr()).count()
+    }
+
+    /// Partitions whose leader is not the first replica assigned (a preferred election would
+    /// move them back).
+    pub fn not_on_preferred_leader(&self) -> usize {
+        self.partitions
+            .iter()
+            .filter(|p| p.leader.is_some() && p.leader != p.assignment.first().copied())
+            .count()
+    }
+
+    /// Dropped on a cut link (it fades where it was lost).
+    pub fn is_lost(message: &MessageView) -> bool {
+        matches!(message.wire.state, WireState::Lost { .. })
+    }
+
+    /// The consumer group and member position of a consumer node.
+    pub fn member_of(&self, node: u32) -> Option<(usize, usize)> {
+        self.groups.iter().enumerate().find_map(|(g, group)| {
+            group
+                .members
+                .iter()
+                .position(|m| m.node == node)
+                .map(|i| (g, i))
+        })
+    }
+}
+
+/// The consumer node a message travels to or from, if either end is a consumer.
+pub fn consumer_end(wire: &Wire) -> Option<u32> {
+    match (wire.from, wire.to) {
+        (Node::Consumer(c), _) | (_, Node::Consumer(c)) => Some(c),
+        _ => None,
+    }
+}

@@ -1,0 +1,156 @@
+//! The window app, rendered: `kafkascope shot` under a display (Xvfb with Mesa's software Vulkan
+//! on machines without one), checked by its pixels. Without any display the tests say so and
+//! pass, unless KAFKASCOPE_REQUIRE_RENDER is set (CI sets it).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use bevy::asset::RenderAssetUsages;
+use bevy::color::{ColorToPacked, Srgba};
+use bevy::image::{CompressedImageFormats, Image, ImageSampler, ImageType};
+use kafkascope::view::palette::{Palette, Theme};
+
+/// How to reach a display: the one there is, or a virtual one from xvfb-run.
+fn display() -> Option<Vec<String>> {
+    if std::env::var_os("DISPLAY").is_some_and(|d| !d.is_empty()) {
+        return Some(Vec::new());
+    }
+    let xvfb = Command::new("xvfb-run").arg("--help").output().is_ok();
+    if xvfb {
+        return Some(
+            ["xvfb-run", "-a", "-s", "-screen 0 1920x1080x24"]
+                .map(String::from)
+                .to_vec(),
+        );
+    }
+    assert!(
+        std::env::var_os("KAFKASCOPE_REQUIRE_RENDER").is_none(),
+        "KAFKASCOPE_REQUIRE_RENDER is set but there is no display and no xvfb-run"
+    );
+    eprintln!(
+        "render tests skipped: no display and no xvfb-run (apt install xvfb xauth mesa-vulkan-drivers)"
+    );
+    None
+}
+
+fn shot(scenario: &str, at_ms: u64, theme: &str) -> Option<PathBuf> {
+    let prefix = display()?;
+    let dir = std::env::temp_dir().join(format!("kafkascope-render-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join(format!("{scenario}-{at_ms}-{theme}.png"));
+    let bin = env!("CARGO_BIN_EXE_kafkascope");
+    let args = [
+        "shot",
+        scenario,
+        "--at-ms",
+        &at_ms.to_string(),
+        "--out",
+        out.to_str().unwrap(),
+        "--size",
+        "1600x900",
+        "--theme",
+        theme,
+    ];
+    let mut command = match prefix.split_first() {
+        None => Command::new(bin),
+        Some((first, rest)) => {
+            let mut c = Command::new(first);
+            c.args(rest).arg(bin);
+            c
+        }
+    };
+    let result = command
+        .args(args)
+        .env("WGPU_BACKEND", "vulkan")
+        .output()
+        .expect("the shot runs");
+    assert!(
+        result.status.success(),
+        "shot {scenario} failed: {}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    Some(out)
+}
+
+/// The picture's pixels as sRGB bytes.
+fn pixels(path: &Path) -> (u32, u32, Vec<[u8; 3]>) {
+    let bytes = std::fs::read(path).unwrap();
+    let image = Image::from_buffer(
+        &bytes,
+        ImageType::Extension("png"),
+        CompressedImageFormats::NONE,
+        true,
+        ImageSampler::Default,
+        RenderAssetUsages::MAIN_WORLD,
+    )
+    .expect("a PNG");
+    let (w, h) = (image.width(), image.height());
+    let data = image.data.expect("pixel data");
+    let px = data.chunks_exact(4).map(|p| [p[0], p[1], p[2]]).collect();
+    (w, h, px)
+}
+
+/// How many pixels are within a small distance of a colour.
+fn count(px: &[[u8; 3]], c: Srgba) -> usize {
+    let [r, g, b, _] = c.to_u8_array();
+    px.iter()
+        .filter(|p| {
+            (p[0] as i32 - r as i32).abs() <= 6
+                && (p[1] as i32 - g as i32).abs() <= 6
+                && (p[2] as i32 - b as i32).abs() <= 6
+        })
+        .count()
+}
+
+fn check_theme_colours(scenario: &str, at_ms: u64, theme: Theme, expect_out_of_sync: bool) {
+    let name = if theme == Theme::Dark {
+        "dark"
+    } else {
+        "light"
+    };
+    let Some(path) = shot(scenario, at_ms, name) else {
+        return;
+    };
+    let (w, h, px) = pixels(&path);
+    assert_eq!((w, h), (1600, 900), "the window's size");
+    let palette = Palette::of(theme);
+    let background = count(&px, palette.background);
+    assert!(
+        background > px.len() / 10 && background < px.len() * 9 / 10,
+        "{scenario}: {background} of {} pixels are background: blank or wrong theme",
+        px.len()
+    );
+    // Committed log cells are drawn solid in their replica's colour, tens of pixels each.
+    let leader = count(&px, palette.leader);
+    let in_sync = count(&px, palette.in_sync);
+    let out_of_sync = count(&px, palette.out_of_sync);
+    assert!(leader > 500, "{scenario} ({name}): {leader} leader pixels");
+    if expect_out_of_sync {
+        assert!(
+            out_of_sync > 500,
+            "{scenario} ({name}): {out_of_sync} out-of-sync pixels"
+        );
+    } else {
+        assert!(
+            in_sync > 500,
+            "{scenario} ({name}): {in_sync} in-sync pixels"
+        );
+        assert!(
+            out_of_sync < 50,
+            "{scenario} ({name}): {out_of_sync} out-of-sync pixels in a healthy cluster"
+        );
+    }
+    let _ = std::fs::remove_file(path);
+}
+
+#[test]
+fn quickstart_shows_leaders_and_followers_in_both_themes() {
+    check_theme_colours("quickstart", 12_000, Theme::Dark, false);
+    check_theme_colours("quickstart", 12_000, Theme::Light, false);
+}
+
+#[test]
+fn a_shrunk_isr_shows_its_followers_out_of_sync() {
+    // isr-shrink: the follower cut off at 5 s leaves the ISR at 35 s to 45 s; at 50 s it is out.
+    check_theme_colours("isr-shrink", 50_000, Theme::Dark, true);
+}

@@ -1,0 +1,150 @@
+//! What the window shows, read headless: the snapshot of the model the scene draws, and the
+//! sandbox's actions, which must replay exactly when seeking.
+
+use kafkascope::scenario::{Action, Scenario, TimelineEntry};
+use kafkascope::sim::Sim;
+use kafkascope::view::palette::ReplicaRole;
+use kafkascope::view::snapshot::{MessageKind, Snapshot};
+
+use super::built_in;
+
+fn with_action(mut scenario: Scenario, at_ms: u64, action: Action) -> Scenario {
+    scenario.timeline.push(TimelineEntry { at_ms, action });
+    scenario
+}
+
+fn report_at(scenario: &Scenario, until: u64) -> String {
+    let mut sim = Sim::new(scenario);
+    sim.run_until(until);
+    sim.report().to_json()
+}
+
+#[test]
+fn a_sandbox_action_is_the_same_as_a_scripted_one_and_replays_when_seeking() {
+    let quickstart = built_in("quickstart");
+    let scripted = report_at(
+        &with_action(quickstart.clone(), 10_000, Action::CrashBroker(1)),
+        30_000,
+    );
+
+    let mut sim = Sim::new(&quickstart);
+    sim.run_until(10_000);
+    sim.act(Action::CrashBroker(1));
+    sim.run_until(30_000);
+    assert_eq!(
+        sim.report().to_json(),
+        scripted,
+        "acting now = a timeline entry now"
+    );
+
+    // Back before the action (from a checkpoint that predates it) and forward again.
+    sim.seek(4_000);
+    sim.seek(30_000);
+    assert_eq!(
+        sim.report().to_json(),
+        scripted,
+        "seeking replays the action"
+    );
+    sim.seek(12_345);
+    sim.seek(30_000);
+    assert_eq!(sim.report().to_json(), scripted);
+}
+
+#[test]
+fn acting_in_the_past_replaces_what_came_after() {
+    let quickstart = built_in("quickstart");
+    let mut sim = Sim::new(&quickstart);
+    sim.run_until(10_000);
+    sim.act(Action::CrashBroker(1));
+    sim.run_until(30_000);
+    sim.seek(8_000);
+    sim.act(Action::CrashBroker(2));
+    sim.run_until(30_000);
+    let expected = report_at(
+        &with_action(quickstart, 8_000, Action::CrashBroker(2)),
+        30_000,
+    );
+    assert_eq!(sim.report().to_json(), expected);
+    assert_eq!(sim.actions().len(), 1);
+}
+
+#[test]
+fn the_snapshot_of_a_healthy_cluster() {
+    let mut sim = Sim::new(&built_in("quickstart"));
+    sim.run_until(12_000);
+    let report = sim.report();
+    let s = Snapshot::of(sim.world_mut());
+    assert_eq!(s.now_ms, 12_000);
+    assert_eq!(s.brokers.len(), 3);
+    assert!(
+        s.brokers
+            .iter()
+            .all(|b| b.alive && !b.fenced && b.state == "online")
+    );
+    let orders: Vec<_> = s.partitions.iter().filter(|p| !p.internal).collect();
+    assert_eq!(orders.len(), 3);
+    for (p, r) in orders.iter().zip(&report.partitions) {
+        assert_eq!(p.name(), format!("{}-{}", r.topic, r.partition));
+        assert_eq!((p.leader, &p.isr), (r.leader, &r.isr));
+        let leader = p.leader.unwrap();
+        for replica in &p.replicas {
+            let expected = if replica.broker == leader {
+                ReplicaRole::Leader
+            } else {
+                ReplicaRole::InSync
+            };
+            assert_eq!(replica.role, expected, "{} on {}", p.name(), replica.broker);
+        }
+        assert_eq!(p.leader_replica().unwrap().high_watermark, r.high_watermark);
+    }
+    assert_eq!(
+        (s.under_replicated(), s.offline(), s.under_min_isr()),
+        (0, 0, 0)
+    );
+    // The lag the overlay writes out is the report's.
+    let group = &s.groups[0];
+    for (row, o) in group.offsets.iter().zip(&report.consumer_groups[0].offsets) {
+        assert_eq!(row.lag, row.high_watermark - row.committed.unwrap_or(0));
+        assert_eq!((row.lag, row.committed), (o.lag, o.committed));
+    }
+    assert_eq!(group.members.len(), 2);
+    let kinds: Vec<MessageKind> = s.messages.iter().map(|m| m.kind).collect();
+    assert!(!kinds.is_empty(), "messages are on the wire at any instant");
+    assert!(s.messages.windows(2).all(|w| w[0].wire.id < w[1].wire.id));
+}
+
+#[test]
+fn the_snapshot_of_a_shrunk_isr() {
+    let mut sim = Sim::new(&built_in("isr-shrink"));
+    sim.run_until(50_000);
+    let s = Snapshot::of(sim.world_mut());
+    let p = &s.partitions[0];
+    assert_eq!(p.isr, vec![1, 2]);
+    let role = |b| p.replicas.iter().find(|r| r.broker == b).unwrap().role;
+    assert_eq!(
+        (role(1), role(2), role(3)),
+        (
+            ReplicaRole::Leader,
+            ReplicaRole::InSync,
+            ReplicaRole::OutOfSync
+        )
+    );
+    assert_eq!(s.under_replicated(), 1);
+    assert_eq!(s.cut_links, vec![(1, 3)]);
+}
+
+#[test]
+fn a_crashed_leader_is_offline_before_the_controller_knows() {
+    // isr-then-leader-dies: 1 crashes at 60 s; the controller fences it 9 s of silence later.
+    let mut sim = Sim::new(&built_in("isr-then-leader-dies"));
+    sim.run_until(62_000);
+    let s = Snapshot::of(sim.world_mut());
+    let p = &s.partitions[0];
+    assert_eq!(p.leader, Some(1), "the controller has not noticed yet");
+    assert!(!s.broker(1).unwrap().alive && !s.broker(1).unwrap().fenced);
+    assert_eq!(p.replicas[0].role, ReplicaRole::Offline);
+    sim.run_until(75_000);
+    let s = Snapshot::of(sim.world_mut());
+    assert!(s.broker(1).unwrap().fenced);
+    assert_eq!(s.offline(), 1);
+}
