@@ -1,6 +1,10 @@
 //! The per-frame benchmark: the CPU time the app's own systems take each frame (the model's
 //! steps, the scene, the overlay), measured inside the running app. Rendering itself is not
-//! counted: it is the GPU's and the driver's.
+//! counted: it is the GPU's and the driver's. Each frame moves the playhead by a sixtieth of a
+//! second of real time, so the model does a 60 fps frame's work however fast this machine's
+//! renderer draws.
+
+use std::sync::{Arc, Mutex};
 
 use bevy::platform::time::Instant;
 use bevy::prelude::*;
@@ -18,6 +22,11 @@ pub struct FrameBench {
     pub overlay_us: Vec<f64>,
     started: Option<Instant>,
     frame: usize,
+    /// The sim time when measuring started and ended.
+    pub sim_start_ms: u64,
+    pub sim_end_ms: u64,
+    /// Where the timings go when the app exits (running the app consumes its world).
+    out: Arc<Mutex<Vec<FrameBench>>>,
 }
 
 const WARM_UP: usize = 30;
@@ -53,10 +62,15 @@ pub fn summary(us: &[f64]) -> (f64, f64) {
 }
 
 pub(super) fn plugin(app: &mut App) {
-    app.add_systems(
+    app.add_systems(PostStartup, |mut playback: ResMut<super::Playback>| {
+        playback.fixed_frame_ms = Some(1000.0 / 60.0)
+    })
+    .add_systems(
         Update,
         (
-            (|mut b: ResMut<FrameBench>| b.start()).before(AppSet::Model),
+            (|mut b: ResMut<FrameBench>| b.start())
+                .after(AppSet::Input)
+                .before(AppSet::Model),
             (|mut b: ResMut<FrameBench>| {
                 if let Some(t) = b.stop() {
                     b.model_us.push(t);
@@ -78,12 +92,20 @@ pub(super) fn plugin(app: &mut App) {
         EguiPrimaryContextPass,
         (
             (|mut b: ResMut<FrameBench>| b.start()).before(super::overlay::OverlaySystems),
-            (|mut b: ResMut<FrameBench>, mut exit: MessageWriter<AppExit>| {
+            (|mut b: ResMut<FrameBench>,
+              model: Res<super::Model>,
+              mut exit: MessageWriter<AppExit>| {
+                if b.frame == WARM_UP {
+                    b.sim_start_ms = model.sim.now_ms();
+                }
+                b.sim_end_ms = model.sim.now_ms();
                 if let Some(t) = b.stop() {
                     b.overlay_us.push(t);
                 }
                 b.frame += 1;
-                if b.overlay_us.len() >= b.frames {
+                if b.overlay_us.len() == b.frames {
+                    let done = b.clone();
+                    b.out.lock().expect("one writer").push(done);
                     exit.write(AppExit::Success);
                 }
             })
@@ -99,10 +121,13 @@ pub fn bench_frames(mut options: Options, frames: usize) -> FrameBench {
     options.paused = false;
     options.shot = None;
     let mut app = super::window_app(options);
-    app.insert_resource(FrameBench::new(frames));
+    let bench = FrameBench::new(frames);
+    let out = bench.out.clone();
+    app.insert_resource(bench);
     app.add_plugins(plugin);
     app.run();
-    app.world_mut()
-        .remove_resource::<FrameBench>()
+    out.lock()
+        .expect("the app has exited")
+        .pop()
         .unwrap_or_default()
 }

@@ -26,6 +26,9 @@ pub struct Playback {
     pub speed: f64,
     /// Sim milliseconds owed to the playhead, below one.
     pub carry_ms: f64,
+    /// Advance as if every frame took this long (the frame benchmark: the work of a 60 fps
+    /// frame, whatever the renderer here manages).
+    pub fixed_frame_ms: Option<f64>,
 }
 
 pub const MIN_SPEED: f64 = 0.01;
@@ -124,6 +127,7 @@ fn setup(mut commands: Commands, options: Res<Options>) {
         paused: options.paused || options.shot.is_some(),
         speed: options.speed.clamp(MIN_SPEED, MAX_SPEED),
         carry_ms: 0.0,
+        fixed_frame_ms: None,
     });
 }
 
@@ -176,8 +180,10 @@ fn advance(time: Res<Time>, mut model: ResMut<Model>, mut playback: ResMut<Playb
         return;
     }
     let duration = model.scenario.duration_ms;
-    let owed =
-        (playback.carry_ms + time.delta_secs_f64() * 1000.0 * playback.speed).min(MAX_MS_PER_FRAME);
+    let frame_ms = playback
+        .fixed_frame_ms
+        .unwrap_or(time.delta_secs_f64() * 1000.0);
+    let owed = (playback.carry_ms + frame_ms * playback.speed).min(MAX_MS_PER_FRAME);
     let whole = owed.floor();
     playback.carry_ms = owed - whole;
     let target = (model.sim.now_ms() + whole as u64).min(duration);

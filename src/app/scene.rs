@@ -390,7 +390,7 @@ pub fn anchor(s: &Snapshot, layout: &Layout, node: Node, peer: Node) -> Option<V
 pub fn member_rect(layout: &Layout, group: usize, index: usize) -> Option<Rect> {
     let g = layout.groups.get(group)?;
     let top = g.min.y + 66.0 + index as f32 * 28.0;
-    (top + 26.0 <= g.max.y - 60.0).then(|| Rect::new(g.min.x + 6.0, top, g.max.x - 6.0, top + 26.0))
+    (top + 26.0 <= g.max.y - 80.0).then(|| Rect::new(g.min.x + 6.0, top, g.max.x - 6.0, top + 26.0))
 }
 
 fn message_color(palette: &Palette, kind: MessageKind) -> Srgba {
@@ -593,23 +593,26 @@ fn paint_scene(shown: Res<Shown>, mut paint: ResMut<Paint>) {
             _ => srgba(palette.offline),
         };
         paint.frame(*r, 2.0, state_color, 0.5);
+        // Narrow boxes (many brokers) drop the word "online" and shrink the title.
+        let narrow = r.width() < 200.0;
         paint.text(
-            Vec2::new(r.min.x + 10.0, r.min.y + BROKER_HEADER / 2.0),
+            Vec2::new(r.min.x + 8.0, r.min.y + BROKER_HEADER / 2.0),
             format!("Broker {}", b.id),
-            22.0 * k,
+            if narrow { 15.0 } else { 22.0 } * k,
             text,
             Anchor::CENTER_LEFT,
             5.0,
         );
         let state = match (b.state, b.isolated) {
             ("online", true) => "ISOLATED".to_string(),
+            ("online", false) if narrow => String::new(),
             ("online", false) => "online".to_string(),
             (other, _) => other.to_uppercase(),
         };
         paint.text(
-            Vec2::new(r.max.x - 10.0, r.min.y + BROKER_HEADER / 2.0),
+            Vec2::new(r.max.x - 6.0, r.min.y + BROKER_HEADER / 2.0),
             state,
-            15.0 * k,
+            if narrow { 11.0 } else { 15.0 } * k,
             if b.state == "online" && !b.isolated {
                 muted
             } else {
@@ -620,10 +623,17 @@ fn paint_scene(shown: Res<Shown>, mut paint: ResMut<Paint>) {
         );
         let hidden = layout.hidden.get(i).copied().unwrap_or(0);
         if hidden > 0 {
+            // In the row kept free for it, below the last replica shown.
+            let last = layout
+                .replicas
+                .iter()
+                .filter(|s| s.broker == b.id)
+                .map(|s| s.rect.max.y)
+                .fold(r.min.y + BROKER_HEADER, f32::max);
             paint.text(
-                Vec2::new(r.center().x, r.max.y - 10.0),
+                Vec2::new(r.center().x, last + 11.0),
                 format!("+{hidden} more replicas"),
-                14.0 * k,
+                12.0 * k,
                 muted,
                 Anchor::CENTER,
                 5.0,
@@ -720,10 +730,12 @@ fn paint_scene(shown: Res<Shown>, mut paint: ResMut<Paint>) {
             Anchor::CENTER_LEFT,
             5.0,
         );
+        let mut drawn = 0;
         for (mi, m) in g.members.iter().enumerate() {
             let Some(mr) = member_rect(layout, gi, mi) else {
                 break;
             };
+            drawn += 1;
             paint.rect(mr, with_alpha(palette.group, 0.12), 1.0);
             let owned = if m.assigned.is_empty() {
                 "no partitions".to_string()
@@ -736,11 +748,15 @@ fn paint_scene(shown: Res<Shown>, mut paint: ResMut<Paint>) {
             };
             paint.text(
                 Vec2::new(mr.min.x + 6.0, mr.center().y),
-                format!(
-                    "{}{}: p{}",
-                    short_member(&m.name),
-                    if m.alive { "" } else { " (dead)" },
-                    owned
+                fit(
+                    &format!(
+                        "{}{}: p{}",
+                        short_member(&m.name),
+                        if m.alive { "" } else { " (dead)" },
+                        owned
+                    ),
+                    mr.width() - 10.0,
+                    14.0,
                 ),
                 14.0 * k,
                 if m.alive {
@@ -748,6 +764,19 @@ fn paint_scene(shown: Res<Shown>, mut paint: ResMut<Paint>) {
                 } else {
                     srgba(palette.offline)
                 },
+                Anchor::CENTER_LEFT,
+                5.0,
+            );
+        }
+        if drawn < g.members.len() {
+            let below = member_rect(layout, gi, 0).map_or(r.min.y, |m| m.min.y)
+                + drawn as f32 * 28.0
+                + 10.0;
+            paint.text(
+                Vec2::new(r.min.x + 12.0, below),
+                format!("+{} more members", g.members.len() - drawn),
+                13.0 * k,
+                muted,
                 Anchor::CENTER_LEFT,
                 5.0,
             );
@@ -796,6 +825,18 @@ fn paint_scene(shown: Res<Shown>, mut paint: ResMut<Paint>) {
             6.0 + (m.wire.id % 1000) as f32 * 1e-4,
             m.kind.is_response(),
         );
+    }
+}
+
+/// Cuts a line of the scene's monospace text to a width, marking the cut.
+fn fit(text: &str, width: f32, size: f32) -> String {
+    let chars = (width / (size * 0.6)).floor().max(3.0) as usize;
+    if text.chars().count() <= chars {
+        text.to_string()
+    } else {
+        let mut cut: String = text.chars().take(chars - 2).collect();
+        cut.push_str("..");
+        cut
     }
 }
 

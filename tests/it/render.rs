@@ -33,12 +33,26 @@ fn display() -> Option<Vec<String>> {
     None
 }
 
+/// The binary, under the display prefix.
+fn app(prefix: &[String]) -> Command {
+    let bin = env!("CARGO_BIN_EXE_kafkascope");
+    let mut command = match prefix.split_first() {
+        None => Command::new(bin),
+        Some((first, rest)) => {
+            let mut c = Command::new(first);
+            c.args(rest).arg(bin);
+            c
+        }
+    };
+    command.env("WGPU_BACKEND", "vulkan");
+    command
+}
+
 fn shot(scenario: &str, at_ms: u64, theme: &str) -> Option<PathBuf> {
     let prefix = display()?;
     let dir = std::env::temp_dir().join(format!("kafkascope-render-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let out = dir.join(format!("{scenario}-{at_ms}-{theme}.png"));
-    let bin = env!("CARGO_BIN_EXE_kafkascope");
     let args = [
         "shot",
         scenario,
@@ -51,19 +65,7 @@ fn shot(scenario: &str, at_ms: u64, theme: &str) -> Option<PathBuf> {
         "--theme",
         theme,
     ];
-    let mut command = match prefix.split_first() {
-        None => Command::new(bin),
-        Some((first, rest)) => {
-            let mut c = Command::new(first);
-            c.args(rest).arg(bin);
-            c
-        }
-    };
-    let result = command
-        .args(args)
-        .env("WGPU_BACKEND", "vulkan")
-        .output()
-        .expect("the shot runs");
+    let result = app(&prefix).args(args).output().expect("the shot runs");
     assert!(
         result.status.success(),
         "shot {scenario} failed: {}",
@@ -153,4 +155,31 @@ fn quickstart_shows_leaders_and_followers_in_both_themes() {
 fn a_shrunk_isr_shows_its_followers_out_of_sync() {
     // isr-shrink: the follower cut off at 5 s leaves the ISR at 35 s to 45 s; at 50 s it is out.
     check_theme_colours("isr-shrink", 50_000, Theme::Dark, true);
+}
+
+#[test]
+fn the_app_plays_live_and_reports_its_frame_times() {
+    // Playing at real time through the crash of a leader: playback, tweens, overlay, every frame.
+    let Some(prefix) = display() else { return };
+    let result = app(&prefix)
+        .args([
+            "bench-frames",
+            "clean-failover",
+            "--frames",
+            "40",
+            "--at-ms",
+            "9500",
+        ])
+        .output()
+        .expect("the app runs");
+    let out = String::from_utf8_lossy(&result.stdout);
+    assert!(
+        result.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    assert!(
+        out.starts_with("clean-failover: 40 frames at 1x: model ") && out.contains("overlay"),
+        "{out}"
+    );
 }
