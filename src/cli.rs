@@ -349,7 +349,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 let (overlay, overlay95) = crate::app::summary(&bench.overlay_us);
                 let total = model + view + overlay;
                 outln!(
-                    "{}: {} frames at 1x ({} sim ms each): model {model:.2} ms (p95 {model95:.2}), scene {view:.2} ms (p95 {view95:.2}), overlay {overlay:.2} ms (p95 {overlay95:.2}); {total:.2} ms per frame of the 16.7 ms a 60 fps frame has",
+                    "{}: {} frames at 1x ({:.2} sim ms each): model {model:.2} ms (p95 {model95:.2}), scene {view:.2} ms (p95 {view95:.2}), overlay {overlay:.2} ms (p95 {overlay95:.2}); {total:.2} ms per frame of the 16.7 ms a 60 fps frame has",
                     scenario.name,
                     bench.overlay_us.len(),
                     (bench.sim_end_ms - bench.sim_start_ms) as f64

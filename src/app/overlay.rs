@@ -419,6 +419,11 @@ fn details(ui: &mut egui::Ui, shown: &Shown, events: &[crate::sim::Event], palet
                 );
                 row("MessagesIn (total)", m.records_appended.to_string(), false);
                 row(
+                    "Acknowledged records lost",
+                    shown.lost.len().to_string(),
+                    !shown.lost.is_empty(),
+                );
+                row(
                     "Records truncated (total)",
                     m.records_truncated.to_string(),
                     m.records_truncated > 0,
@@ -517,6 +522,35 @@ fn details(ui: &mut egui::Ui, shown: &Shown, events: &[crate::sim::Event], palet
     egui::CollapsingHeader::new(RichText::new("Event log").strong())
         .default_open(true)
         .show(ui, |ui| {
+            if !shown.lost.is_empty() {
+                ui.colored_label(
+                    color(palette.lost),
+                    format!(
+                        "{} acknowledged records are gone from the cluster:",
+                        shown.lost.len()
+                    ),
+                );
+                for l in shown.lost.iter().take(5) {
+                    ui.add(
+                        egui::Label::new(
+                            RichText::new(format!(
+                                "{}-{} offset {} key {} from {}: {}",
+                                l.topic,
+                                l.partition,
+                                l.offset.map_or("-".into(), |o| o.to_string()),
+                                l.key.as_deref().unwrap_or("(none)"),
+                                l.producer,
+                                l.why
+                            ))
+                            .color(color(palette.lost)),
+                        )
+                        .wrap(),
+                    );
+                }
+                if shown.lost.len() > 5 {
+                    ui.weak(format!("and {} more", shown.lost.len() - 5));
+                }
+            }
             if events.is_empty() {
                 ui.weak("Nothing has happened yet.");
             }

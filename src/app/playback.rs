@@ -59,6 +59,9 @@ pub struct Shown {
     pub jumps: u64,
     pub theme: Theme,
     pub text_scale: f32,
+    /// Acknowledged records the cluster no longer has, and the event count it was computed at.
+    pub lost: Vec<crate::sim::ledger::LostRecord>,
+    lost_at_events: Option<usize>,
 }
 
 impl Shown {
@@ -118,6 +121,8 @@ fn setup(mut commands: Commands, options: Res<Options>) {
         jumps: 0,
         theme: options.theme,
         text_scale: options.text_scale,
+        lost: Vec::new(),
+        lost_at_events: None,
     });
     commands.insert_resource(Model {
         sim,
@@ -208,4 +213,15 @@ fn read_model(mut model: ResMut<Model>, playback: Res<Playback>, mut shown: ResM
     // fraction of a millisecond the playhead has moved on.
     shown.display_ms = snapshot.now_ms.saturating_sub(1) as f64 + playback.carry_ms;
     shown.snapshot = snapshot;
+    // Records are lost only by what the event log records (truncations, wipes, elections).
+    let events = model
+        .sim
+        .world()
+        .resource::<crate::sim::EventLog>()
+        .events
+        .len();
+    if shown.lost_at_events != Some(events) {
+        shown.lost = crate::view::snapshot::acked_records_lost(model.sim.world_mut());
+        shown.lost_at_events = Some(events);
+    }
 }

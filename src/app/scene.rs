@@ -35,6 +35,16 @@ struct RowBackground {
     ordinal: u32,
     broker: u32,
     role: Option<ReplicaRole>,
+    /// Its log end offset last frame: a drop is a truncation, which the row flashes for.
+    log_end: u64,
+}
+
+/// A consumer's row in its group's box; it flashes when the member's partitions change.
+#[derive(Component)]
+struct MemberRow {
+    group: usize,
+    index: usize,
+    assigned: Option<Vec<String>>,
 }
 
 /// A broker's box: its colour says whether it runs.
@@ -135,6 +145,31 @@ fn row_color(palette: &Palette, role: ReplicaRole) -> Color {
     with_alpha(palette.replica(role), 0.22)
 }
 
+fn member_color(palette: &Palette) -> Color {
+    with_alpha(palette.group, 0.14)
+}
+
+/// A flash from `flash` back to `rest`: truncations and reassignments draw the eye.
+fn flash(commands: &mut Commands, e: Entity, flash: Color, rest: Color) {
+    let tween = Tween::new(
+        EaseFunction::QuadraticOut,
+        CHANGE / 3,
+        SpriteColorLens {
+            start: rest,
+            end: flash,
+        },
+    )
+    .then(Tween::new(
+        EaseFunction::QuadraticIn,
+        CHANGE * 3,
+        SpriteColorLens {
+            start: flash,
+            end: rest,
+        },
+    ));
+    commands.entity(e).insert(TweenAnim::new(tween));
+}
+
 fn broker_color(palette: &Palette, state: &str) -> Color {
     match state {
         "online" => srgba(palette.panel),
@@ -204,17 +239,15 @@ fn rebuild(
     }
     for slot in &layout.replicas {
         let p = &s.partitions[slot.ordinal as usize];
-        let role = p
-            .replicas
-            .iter()
-            .find(|r| r.broker == slot.broker)
-            .map(|r| r.role);
+        let replica = p.replicas.iter().find(|r| r.broker == slot.broker);
+        let role = replica.map(|r| r.role);
         commands.spawn((
             SceneItem,
             RowBackground {
                 ordinal: slot.ordinal,
                 broker: slot.broker,
                 role,
+                log_end: replica.map_or(0, |r| r.log_end_offset),
             },
             rect_sprite(
                 slot.rect,
@@ -222,6 +255,32 @@ fn rebuild(
                 1.0,
             ),
         ));
+    }
+    for group in 0..layout.groups.len() {
+        let assigned = |index: usize| {
+            s.groups[group]
+                .members
+                .get(index)
+                .map(|m| m.assigned.clone())
+        };
+        let mut index = 0;
+        while let Some(rect) = member_rect(layout, group, index) {
+            commands.spawn((
+                SceneItem,
+                MemberRow {
+                    group,
+                    index,
+                    assigned: assigned(index),
+                },
+                rect_sprite(rect, member_color(&palette), 1.0),
+                if assigned(index).is_some() {
+                    Visibility::Inherited
+                } else {
+                    Visibility::Hidden
+                },
+            ));
+            index += 1;
+        }
     }
     let mut badged = Vec::new();
     for slot in &layout.replicas {
@@ -283,27 +342,64 @@ fn animate_state(
     mut commands: Commands,
     shown: Res<Shown>,
     mut built: ResMut<Built>,
-    mut rows: Query<(Entity, &mut RowBackground, &mut Sprite), Without<LeaderBadge>>,
+    mut rows: Query<
+        (Entity, &mut RowBackground, &mut Sprite),
+        (Without<LeaderBadge>, Without<MemberRow>),
+    >,
     mut boxes: Query<
         (Entity, &mut BrokerBox, &mut Sprite),
         (Without<RowBackground>, Without<LeaderBadge>),
     >,
-    mut badges: Query<(Entity, &mut LeaderBadge, &mut Transform, &mut Visibility)>,
+    mut badges: Query<
+        (Entity, &mut LeaderBadge, &mut Transform, &mut Visibility),
+        Without<MemberRow>,
+    >,
+    mut members: Query<(Entity, &mut MemberRow, &mut Visibility), Without<LeaderBadge>>,
 ) {
     let s = &shown.snapshot;
     let palette = shown.palette();
     let snap = built.jumps != shown.jumps;
     built.jumps = shown.jumps;
     for (e, mut row, mut sprite) in &mut rows {
-        let role = s.partitions[row.ordinal as usize]
+        let replica = s.partitions[row.ordinal as usize]
             .replicas
             .iter()
-            .find(|r| r.broker == row.broker)
-            .map(|r| r.role);
-        if role != row.role {
+            .find(|r| r.broker == row.broker);
+        let role = replica.map(|r| r.role);
+        let log_end = replica.map_or(0, |r| r.log_end_offset);
+        let truncated = log_end < row.log_end && !snap;
+        row.log_end = log_end;
+        let to = role.map_or(Color::NONE, |r| row_color(&palette, r));
+        if truncated {
             row.role = role;
-            let to = role.map_or(Color::NONE, |r| row_color(&palette, r));
+            flash(&mut commands, e, with_alpha(palette.lost, 0.85), to);
+        } else if role != row.role {
+            row.role = role;
             change_color(&mut commands, e, &mut sprite, to, snap);
+        }
+    }
+    for (e, mut row, mut visibility) in &mut members {
+        let assigned = s
+            .groups
+            .get(row.group)
+            .and_then(|g| g.members.get(row.index))
+            .map(|m| m.assigned.clone());
+        visibility.set_if_neq(if assigned.is_some() {
+            Visibility::Inherited
+        } else {
+            Visibility::Hidden
+        });
+        if assigned != row.assigned {
+            let moved = row.assigned.is_some() && assigned.is_some() && !snap;
+            row.assigned = assigned;
+            if moved {
+                flash(
+                    &mut commands,
+                    e,
+                    with_alpha(palette.group, 0.7),
+                    member_color(&palette),
+                );
+            }
         }
     }
     for (e, mut b, mut sprite) in &mut boxes {
@@ -736,7 +832,6 @@ fn paint_scene(shown: Res<Shown>, mut paint: ResMut<Paint>) {
                 break;
             };
             drawn += 1;
-            paint.rect(mr, with_alpha(palette.group, 0.12), 1.0);
             let owned = if m.assigned.is_empty() {
                 "no partitions".to_string()
             } else {

@@ -131,8 +131,22 @@ fn has_consumer_groups(cluster: Option<Res<Cluster>>) -> bool {
     cluster.is_some_and(|c| !c.groups.is_empty())
 }
 
-/// How far apart the checkpoints that seeking starts from are.
+/// How far apart the checkpoints that seeking starts from are, for a light load.
 pub const CHECKPOINT_EVERY_MS: u64 = 5_000;
+
+/// The checkpoint spacing for a scenario: busier clusters take longer to re-run, so they keep
+/// checkpoints closer together (a seek re-runs at most one interval). 1000 records/s or fewer get
+/// [`CHECKPOINT_EVERY_MS`]; 5000 records/s get one a second.
+pub fn checkpoint_every_ms(scenario: &Scenario) -> u64 {
+    let records_per_sec: u64 = scenario
+        .producers
+        .iter()
+        .map(|p| u64::from(p.records_per_sec))
+        .sum::<u64>()
+        .max(1);
+    let every = CHECKPOINT_EVERY_MS * 1000 / records_per_sec.max(1000);
+    (every / 500 * 500).clamp(500, CHECKPOINT_EVERY_MS)
+}
 
 /// A running simulation of one scenario: the world of a headless Bevy app with the model plugin,
 /// and the checkpoints taken as it ran, for seeking. It owns its world, so the window app holds it
@@ -142,6 +156,8 @@ pub struct Sim {
     checkpoints: Vec<checkpoint::Checkpoint>,
     /// Actions given while running (the sandbox), with their instants: seeking back replays them.
     actions: Vec<(u64, crate::scenario::Action)>,
+    /// Sim time between checkpoints.
+    every_ms: u64,
 }
 
 impl Sim {
@@ -156,6 +172,7 @@ impl Sim {
             world,
             checkpoints: Vec::new(),
             actions: Vec::new(),
+            every_ms: checkpoint_every_ms(scenario),
         };
         sim.checkpoint_if_due();
         sim
@@ -186,11 +203,11 @@ impl Sim {
 
     /// Runs every step before `until_ms`; afterwards the clock reads `until_ms`. Returns how many
     /// steps ran (instants at which something could happen). Takes a checkpoint at every
-    /// multiple of [`CHECKPOINT_EVERY_MS`] it passes for the first time.
+    /// multiple of the checkpoint interval it passes for the first time.
     pub fn run_until(&mut self, until_ms: u64) -> u64 {
         let mut steps = 0;
         while self.now_ms() < until_ms {
-            let next_checkpoint = (self.now_ms() / CHECKPOINT_EVERY_MS + 1) * CHECKPOINT_EVERY_MS;
+            let next_checkpoint = (self.now_ms() / self.every_ms + 1) * self.every_ms;
             steps += self.run_steps_until(until_ms.min(next_checkpoint));
             self.checkpoint_if_due();
         }
@@ -217,7 +234,7 @@ impl Sim {
     /// Takes a checkpoint when the clock sits on a checkpoint instant not yet saved.
     fn checkpoint_if_due(&mut self) {
         let now = self.now_ms();
-        let next = self.checkpoints.len() as u64 * CHECKPOINT_EVERY_MS;
+        let next = self.checkpoints.len() as u64 * self.every_ms;
         if now == next {
             let checkpoint = checkpoint::Checkpoint::capture(&mut self.world);
             self.checkpoints.push(checkpoint);
@@ -228,9 +245,9 @@ impl Sim {
     /// at or before it (taking the missing ones on the way), or by running on from now.
     pub fn seek(&mut self, at_ms: u64) {
         let now = self.now_ms();
-        let index = (at_ms / CHECKPOINT_EVERY_MS) as usize;
+        let index = (at_ms / self.every_ms) as usize;
         let from_checkpoint = index.min(self.checkpoints.len().saturating_sub(1));
-        let checkpoint_ms = from_checkpoint as u64 * CHECKPOINT_EVERY_MS;
+        let checkpoint_ms = from_checkpoint as u64 * self.every_ms;
         if !(now <= at_ms && now >= checkpoint_ms) {
             self.restore(from_checkpoint);
         }
@@ -238,7 +255,7 @@ impl Sim {
     }
 
     fn restore(&mut self, index: usize) {
-        let checkpoint_ms = index as u64 * CHECKPOINT_EVERY_MS;
+        let checkpoint_ms = index as u64 * self.every_ms;
         {
             let checkpoint = &self.checkpoints[index];
             checkpoint.restore(&mut self.world);
@@ -258,7 +275,7 @@ impl Sim {
     pub fn act(&mut self, action: crate::scenario::Action) {
         let now = self.now_ms();
         self.checkpoints
-            .truncate((now / CHECKPOINT_EVERY_MS + 1) as usize);
+            .truncate((now / self.every_ms + 1) as usize);
         let rewritten = self.actions.iter().any(|(at, _)| *at > now);
         self.actions.retain(|(at, _)| *at <= now);
         self.actions.push((now, action.clone()));

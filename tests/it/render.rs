@@ -179,7 +179,7 @@ fn the_app_plays_live_and_reports_its_frame_times() {
         String::from_utf8_lossy(&result.stderr)
     );
     assert!(
-        out.starts_with("clean-failover: 40 frames at 1x: model ") && out.contains("overlay"),
+        out.starts_with("clean-failover: 40 frames at 1x (") && out.contains("overlay"),
         "{out}"
     );
 }
