@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 /// Items are kept in sealed chunks of this many, shared between clones, plus an owned tail.
-const CHUNK: usize = 256;
+const CHUNK: usize = 64;
 
 #[derive(Debug, Clone)]
 pub struct Chunked<T> {

@@ -135,8 +135,8 @@ fn has_consumer_groups(cluster: Option<Res<Cluster>>) -> bool {
 pub const CHECKPOINT_EVERY_MS: u64 = 5_000;
 
 /// The checkpoint spacing for a scenario: busier clusters take longer to re-run, so they keep
-/// checkpoints closer together (a seek re-runs at most one interval). 1000 records/s or fewer get
-/// [`CHECKPOINT_EVERY_MS`]; 5000 records/s get one a second.
+/// checkpoints closer together (a seek re-runs at most one interval). 500 records/s or fewer get
+/// [`CHECKPOINT_EVERY_MS`], 1000 records/s one every 2.5 s, 5000 records/s one every 0.5 s.
 pub fn checkpoint_every_ms(scenario: &Scenario) -> u64 {
     let records_per_sec: u64 = scenario
         .producers
@@ -144,7 +144,7 @@ pub fn checkpoint_every_ms(scenario: &Scenario) -> u64 {
         .map(|p| u64::from(p.records_per_sec))
         .sum::<u64>()
         .max(1);
-    let every = CHECKPOINT_EVERY_MS * 1000 / records_per_sec.max(1000);
+    let every = CHECKPOINT_EVERY_MS * 500 / records_per_sec.max(500);
     (every / 500 * 500).clamp(500, CHECKPOINT_EVERY_MS)
 }
 
