@@ -8,7 +8,8 @@ use bevy_egui::EguiContexts;
 use super::AppSet;
 use super::painter::to_layout;
 use super::playback::{Control, MAX_SPEED, MIN_SPEED, Playback, Shown};
-use super::scene::member_rect;
+use super::scene::{anchor, member_rect};
+use crate::view::motion::{motion, placement};
 use crate::view::palette::Theme;
 
 /// A thing on screen the pointer can be over.
@@ -16,10 +17,18 @@ use crate::view::palette::Theme;
 pub enum Target {
     Controller,
     Broker(u32),
-    Replica { ordinal: u32, broker: u32 },
+    Replica {
+        ordinal: u32,
+        broker: u32,
+    },
     Producer(usize),
     Group(usize),
-    Member { group: usize, index: usize },
+    Member {
+        group: usize,
+        index: usize,
+    },
+    /// A message on the wire, by its index in the snapshot.
+    Message(usize),
 }
 
 #[derive(Resource, Default, Debug)]
@@ -92,6 +101,23 @@ fn keyboard(
 /// What is at a point of the scene (layout coordinates).
 pub fn hit(shown: &Shown, at: Vec2) -> Option<Target> {
     let layout = &shown.layout;
+    let s = &shown.snapshot;
+    // Messages are drawn on top: the nearest one within a few pixels wins.
+    let nearest = s
+        .messages
+        .iter()
+        .enumerate()
+        .filter_map(|(i, m)| {
+            let from = anchor(s, layout, m.wire.from, m.wire.to)?;
+            let to = anchor(s, layout, m.wire.to, m.wire.from)?;
+            let (p, _) = placement(from, to, motion(&m.wire, shown.display_ms))?;
+            Some((i, p.distance(at)))
+        })
+        .filter(|(_, d)| *d <= 10.0)
+        .min_by(|a, b| a.1.total_cmp(&b.1));
+    if let Some((i, _)) = nearest {
+        return Some(Target::Message(i));
+    }
     if let Some(slot) = layout.replicas.iter().find(|s| s.rect.contains(at)) {
         return Some(Target::Replica {
             ordinal: slot.ordinal,
@@ -150,5 +176,76 @@ fn mouse(
             Some(Target::Broker(b)) | Some(Target::Replica { broker: b, .. }) => Some(b),
             _ => None,
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::Scenario;
+    use crate::sim::Sim;
+    use crate::view::snapshot::Snapshot;
+
+    fn shown(name: &str, at_ms: u64) -> Shown {
+        let mut sim = Sim::new(&Scenario::built_in(name).unwrap());
+        sim.run_until(at_ms);
+        Shown::new(Snapshot::of(sim.world_mut()), Theme::Dark, 1.0)
+    }
+
+    #[test]
+    fn the_pointer_finds_what_is_under_it() {
+        let shown = shown("quickstart", 12_000);
+        let layout = &shown.layout;
+        assert_eq!(
+            hit(&shown, layout.controller.center()),
+            Some(Target::Controller)
+        );
+        let slot = layout.replicas[0];
+        assert_eq!(
+            hit(&shown, slot.rect.center()),
+            Some(Target::Replica {
+                ordinal: slot.ordinal,
+                broker: slot.broker
+            })
+        );
+        let b = layout.brokers[1];
+        assert_eq!(
+            hit(&shown, Vec2::new(b.center().x, b.max.y - 2.0)),
+            Some(Target::Broker(2))
+        );
+        assert_eq!(
+            hit(&shown, layout.producers[0].center()),
+            Some(Target::Producer(0))
+        );
+        assert_eq!(hit(&shown, Vec2::new(1.0, 1.0)), None);
+    }
+
+    #[test]
+    fn a_message_on_the_wire_is_found_where_it_is_drawn() {
+        let shown = shown("quickstart", 12_000);
+        let s = &shown.snapshot;
+        let (i, at) = s
+            .messages
+            .iter()
+            .enumerate()
+            .find_map(|(i, m)| {
+                let from = anchor(s, &shown.layout, m.wire.from, m.wire.to)?;
+                let to = anchor(s, &shown.layout, m.wire.to, m.wire.from)?;
+                Some((i, placement(from, to, motion(&m.wire, shown.display_ms))?.0))
+            })
+            .expect("a message is drawn");
+        let Some(Target::Message(found)) = hit(&shown, at + Vec2::new(3.0, 0.0)) else {
+            panic!("no message found at {at}");
+        };
+        // Messages can overlap: the one found sits exactly as close.
+        assert!(found == i || s.messages[found].wire.to == s.messages[i].wire.to);
+    }
+
+    #[test]
+    fn speed_steps_are_a_log_scale_within_bounds() {
+        assert!((speed_step(1.0, true) - 10f64.powf(0.25)).abs() < 1e-9);
+        assert!((speed_step(1.0, false) - 10f64.powf(-0.25)).abs() < 1e-9);
+        assert_eq!(speed_step(MAX_SPEED, true), MAX_SPEED);
+        assert_eq!(speed_step(MIN_SPEED, false), MIN_SPEED);
     }
 }

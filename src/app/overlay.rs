@@ -16,7 +16,7 @@ use crate::scenario::{Action, BUILT_IN};
 use crate::sim::EventLog;
 use crate::view::event_text::{Severity, clock, describe};
 use crate::view::palette::{Palette, ReplicaRole, Theme};
-use crate::view::snapshot::Snapshot;
+use crate::view::snapshot::{MessageKind, Snapshot};
 
 /// The overlay's own state.
 #[derive(Resource, Default)]
@@ -675,6 +675,67 @@ fn explanation(s: &Snapshot, target: Target) -> (String, String) {
                     .into(),
             )
         }
+        Target::Message(i) => {
+            let Some(m) = s.messages.get(i) else {
+                return (String::new(), String::new());
+            };
+            let name = m.detail.unwrap_or(m.kind.name());
+            let why = match m.kind {
+                MessageKind::Produce => {
+                    "A batch of records for one partition, sent to its leader. The leader appends \
+                     it and answers at once (acks=0/1) or when every ISR member has it (acks=all)."
+                }
+                MessageKind::ProduceResponse => {
+                    "The leader's answer: the batch's base offset, or an error such as \
+                     NOT_ENOUGH_REPLICAS or NOT_LEADER_OR_FOLLOWER."
+                }
+                MessageKind::Fetch => {
+                    "A follower asks its leader for records from its log end offset; that offset \
+                     tells the leader how far the follower has got. The leader may hold it up to \
+                     replica.fetch.wait.max.ms (500 ms) until there is data."
+                }
+                MessageKind::FetchResponse => {
+                    "Records for the follower, and the leader's high watermark: followers learn \
+                     the HW one fetch after it moves."
+                }
+                MessageKind::Heartbeat | MessageKind::HeartbeatResponse => {
+                    "A broker tells the controller it is alive; one that misses heartbeats for \
+                     broker.session.timeout.ms is fenced."
+                }
+                MessageKind::Group | MessageKind::GroupResponse => {
+                    "Between a consumer and its group coordinator: joining, syncing the \
+                     assignment, heartbeats and committing offsets to __consumer_offsets."
+                }
+                MessageKind::ConsumerFetch | MessageKind::ConsumerFetchResponse => {
+                    "A consumer fetches records from a partition's leader; it reads only up to \
+                     the high watermark."
+                }
+            };
+            let state = match m.wire.state {
+                crate::sim::WireState::InFlight => String::new(),
+                crate::sim::WireState::Held { until_ms } => {
+                    format!(
+                        "\nHeld at the receiver until {} at the latest.",
+                        clock(until_ms)
+                    )
+                }
+                crate::sim::WireState::Lost { at_ms } => {
+                    format!("\nLost on a cut link at {}.", clock(at_ms))
+                }
+            };
+            (
+                format!(
+                    "{name}: {} to {}",
+                    node_name(s, m.wire.from),
+                    node_name(s, m.wire.to)
+                ),
+                format!(
+                    "{why}\nSent at {}, arrives at {}.{state}",
+                    clock(m.wire.sent_ms),
+                    clock(m.wire.arrive_ms)
+                ),
+            )
+        }
         Target::Member { group, index } => {
             let Some(m) = s.groups.get(group).and_then(|g| g.members.get(index)) else {
                 return (String::new(), String::new());
@@ -698,6 +759,22 @@ fn explanation(s: &Snapshot, target: Target) -> (String, String) {
                 ),
             )
         }
+    }
+}
+
+fn node_name(s: &Snapshot, node: crate::sim::Node) -> String {
+    use crate::sim::Node;
+    match node {
+        Node::Broker(b) => format!("broker {b}"),
+        Node::Controller => "the controller".into(),
+        Node::Producer(p) => s.producers.get(p as usize).map_or_else(
+            || format!("producer {p}"),
+            |p| format!("producer {}", p.name),
+        ),
+        Node::Consumer(c) => s
+            .member_of(c)
+            .and_then(|(g, i)| s.groups[g].members.get(i))
+            .map_or_else(|| format!("consumer {c}"), |m| m.name.clone()),
     }
 }
 

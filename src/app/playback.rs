@@ -65,6 +65,19 @@ pub struct Shown {
 }
 
 impl Shown {
+    pub fn new(snapshot: Snapshot, theme: Theme, text_scale: f32) -> Self {
+        Shown {
+            layout: layout_for(&snapshot),
+            display_ms: snapshot.now_ms.saturating_sub(1) as f64,
+            snapshot,
+            jumps: 0,
+            theme,
+            text_scale,
+            lost: Vec::new(),
+            lost_at_events: None,
+        }
+    }
+
     pub fn palette(&self) -> Palette {
         Palette::of(self.theme)
     }
@@ -114,16 +127,7 @@ fn setup(mut commands: Commands, options: Res<Options>) {
     let mut sim = Sim::new(&options.scenario);
     sim.seek(options.at_ms.min(options.scenario.duration_ms));
     let snapshot = Snapshot::of(sim.world_mut());
-    commands.insert_resource(Shown {
-        layout: layout_for(&snapshot),
-        display_ms: snapshot.now_ms as f64,
-        snapshot,
-        jumps: 0,
-        theme: options.theme,
-        text_scale: options.text_scale,
-        lost: Vec::new(),
-        lost_at_events: None,
-    });
+    commands.insert_resource(Shown::new(snapshot, options.theme, options.text_scale));
     commands.insert_resource(Model {
         sim,
         scenario: options.scenario.clone(),
