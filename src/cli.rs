@@ -38,6 +38,17 @@ struct Look {
     text_scale: f32,
 }
 
+impl Default for Look {
+    /// The flags' defaults.
+    fn default() -> Self {
+        Look {
+            size: (1600, 900),
+            theme: crate::view::palette::Theme::Dark,
+            text_scale: 1.0,
+        }
+    }
+}
+
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run a scenario headless and print its JSON report on stdout.
@@ -83,7 +94,7 @@ enum Command {
         #[arg(long, value_name = "MS", default_value_t = 0)]
         at_ms: u64,
         /// Sim time per real time, 0.01 to 100.
-        #[arg(long, default_value_t = 0.05, value_parser = parse_speed)]
+        #[arg(long, default_value_t = crate::app::Options::DEFAULT_SPEED, value_parser = parse_speed)]
         speed: f64,
         /// Open paused.
         #[arg(long)]
@@ -272,16 +283,15 @@ pub fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
-        None => {
-            let scenario = Scenario::built_in("quickstart").map_err(|e| e.to_string())?;
-            check_display()?;
-            let look = Look {
-                size: (1600, 900),
-                theme: crate::view::palette::Theme::Dark,
-                text_scale: 1.0,
-            };
-            exit_status(crate::app::run(app_options(scenario, 0, &look)?))
-        }
+        None => run(Cli {
+            command: Some(Command::View {
+                scenario: "quickstart".into(),
+                at_ms: 0,
+                speed: crate::app::Options::DEFAULT_SPEED,
+                paused: false,
+                look: Look::default(),
+            }),
+        }),
         Some(Command::View {
             scenario,
             at_ms,
@@ -336,11 +346,7 @@ fn run(cli: Cli) -> Result<(), String> {
             let mut results = Vec::new();
             if let [name] = scenarios.as_slice() {
                 let scenario = load(name).map_err(|e| e.to_string())?;
-                let look = Look {
-                    size: (1600, 900),
-                    theme: crate::view::palette::Theme::Dark,
-                    text_scale: 1.0,
-                };
+                let look = Look::default();
                 let start = at_ms.min(scenario.duration_ms.saturating_sub(10_000));
                 let options = app_options(scenario.clone(), start, &look)?;
                 let bench = crate::app::bench_frames(options, frames as usize);

@@ -43,6 +43,10 @@ pub struct Options {
 }
 
 impl Options {
+    /// Kafka's messages cross a data centre in about a millisecond: at 1/20 of real time a
+    /// request in flight can be followed by eye.
+    pub const DEFAULT_SPEED: f64 = 0.05;
+
     pub fn new(scenario: Scenario) -> Self {
         Options {
             scenario,
@@ -50,9 +54,7 @@ impl Options {
             theme: Theme::Dark,
             size: (1600, 900),
             shot: None,
-            // Kafka's messages cross a data centre in about a millisecond: at 1/20 of real time
-            // a request in flight can be followed by eye.
-            speed: 0.05,
+            speed: Self::DEFAULT_SPEED,
             paused: false,
             text_scale: 1.0,
         }

@@ -12,7 +12,7 @@ use egui_plot::{Legend, Line, Plot};
 
 use super::input::{Pointer, Target};
 use super::playback::{Control, MAX_SPEED, MIN_SPEED, Model, Playback, Shown};
-use crate::scenario::{Action, BUILT_IN};
+use crate::scenario::{Action, BUILT_IN, ClusterConfig};
 use crate::sim::EventLog;
 use crate::view::event_text::{Severity, clock, describe};
 use crate::view::palette::{Palette, ReplicaRole, Theme};
@@ -150,7 +150,7 @@ fn overlay(
     }
 
     if options.shot.is_none() {
-        hover_explanation(ctx, &shown.snapshot, pointer.hover);
+        hover_explanation(ctx, &shown.snapshot, &model.scenario.cluster, pointer.hover);
     }
     broker_menu(ctx, &shown.snapshot, &mut pointer, &mut controls);
     help(ctx, &mut pointer);
@@ -590,16 +590,19 @@ fn details(ui: &mut egui::Ui, shown: &Shown, events: &[crate::sim::Event], palet
         });
 }
 
-/// What the thing under the pointer is, and why it is there.
-fn explanation(s: &Snapshot, target: Target) -> (String, String) {
+/// What the thing under the pointer is, and why it is there, with the scenario's own settings.
+fn explanation(s: &Snapshot, config: &ClusterConfig, target: Target) -> (String, String) {
     match target {
         Target::Controller => (
             "KRaft controller".into(),
-            "The active controller keeps the cluster's metadata. Every broker sends it a \
-             heartbeat (broker.heartbeat.interval.ms, 2 s); a broker silent for \
-             broker.session.timeout.ms (9 s) is fenced, and each partition it led gets a new \
-             leader chosen from its ISR."
-                .into(),
+            format!(
+                "The active controller keeps the cluster's metadata. Every broker sends it a \
+                 heartbeat (broker.heartbeat.interval.ms, {}); a broker silent for \
+                 broker.session.timeout.ms ({}) is fenced, and each partition it led gets a new \
+                 leader chosen from its ISR.",
+                clock(config.heartbeat_interval_ms),
+                clock(config.session_timeout_ms)
+            ),
         ),
         Target::Broker(b) => {
             let state = s.broker(b).map_or("", |b| b.state);
@@ -616,17 +619,20 @@ fn explanation(s: &Snapshot, target: Target) -> (String, String) {
                 return (String::new(), String::new());
             };
             let r = p.replicas.iter().find(|r| r.broker == broker);
-            let role = r.map_or("", |r| match r.role {
+            let role = r.map_or(String::new(), |r| match r.role {
                 ReplicaRole::Leader => {
-                    "the leader: producers write here, followers fetch from here"
+                    "the leader: producers write here, followers fetch from here".into()
                 }
-                ReplicaRole::InSync => "a follower in the ISR: it has every committed record",
-                ReplicaRole::OutOfSync => {
+                ReplicaRole::InSync => {
+                    "a follower in the ISR: it has every committed record".into()
+                }
+                ReplicaRole::OutOfSync => format!(
                     "a follower out of the ISR: it was not caught up within \
-                     replica.lag.time.max.ms (30 s), so acks=all no longer waits for it"
-                }
+                     replica.lag.time.max.ms ({}), so acks=all no longer waits for it",
+                    clock(config.replica_lag_time_max_ms)
+                ),
                 ReplicaRole::Offline => {
-                    "offline: its broker is down or the partition has no leader"
+                    "offline: its broker is down or the partition has no leader".into()
                 }
             });
             let name = if p.internal {
@@ -689,11 +695,12 @@ fn explanation(s: &Snapshot, target: Target) -> (String, String) {
                     "The leader's answer: the batch's base offset, or an error such as \
                      NOT_ENOUGH_REPLICAS or NOT_LEADER_OR_FOLLOWER."
                 }
-                MessageKind::Fetch => {
+                MessageKind::Fetch => &format!(
                     "A follower asks its leader for records from its log end offset; that offset \
                      tells the leader how far the follower has got. The leader may hold it up to \
-                     replica.fetch.wait.max.ms (500 ms) until there is data."
-                }
+                     replica.fetch.wait.max.ms ({}) until there is data.",
+                    clock(config.replica_fetch_wait_max_ms)
+                ),
                 MessageKind::FetchResponse => {
                     "Records for the follower, and the leader's high watermark: followers learn \
                      the HW one fetch after it moves."
@@ -778,11 +785,16 @@ fn node_name(s: &Snapshot, node: crate::sim::Node) -> String {
     }
 }
 
-fn hover_explanation(ctx: &egui::Context, s: &Snapshot, hover: Option<Target>) {
+fn hover_explanation(
+    ctx: &egui::Context,
+    s: &Snapshot,
+    config: &ClusterConfig,
+    hover: Option<Target>,
+) {
     let (Some(target), Some(at)) = (hover, ctx.pointer_latest_pos()) else {
         return;
     };
-    let (title, body) = explanation(s, target);
+    let (title, body) = explanation(s, config, target);
     if title.is_empty() {
         return;
     }

@@ -57,6 +57,8 @@ pub struct Shown {
     pub display_ms: f64,
     /// Bumped when the model jumps (load, seek): the scene snaps instead of animating.
     pub jumps: u64,
+    /// Bumped when the layout is made anew (a scenario loaded): the scene rebuilds.
+    pub layout_version: u64,
     pub theme: Theme,
     pub text_scale: f32,
     /// Acknowledged records the cluster no longer has, and the event count it was computed at.
@@ -71,6 +73,7 @@ impl Shown {
             display_ms: snapshot.now_ms.saturating_sub(1) as f64,
             snapshot,
             jumps: 0,
+            layout_version: 0,
             theme,
             text_scale,
             lost: Vec::new(),
@@ -156,6 +159,11 @@ fn apply_controls(
                 };
                 playback.carry_ms = 0.0;
                 shown.jumps += 1;
+                // The only time the layout changes: a run never adds brokers, partitions,
+                // producers or groups.
+                let snapshot = Snapshot::of(model.sim.world_mut());
+                shown.layout = layout_for(&snapshot);
+                shown.layout_version += 1;
             }
             Control::Act(action) => model.sim.act(action.clone()),
             Control::Seek(at) => {
@@ -205,14 +213,6 @@ fn advance(time: Res<Time>, mut model: ResMut<Model>, mut playback: ResMut<Playb
 
 fn read_model(mut model: ResMut<Model>, playback: Res<Playback>, mut shown: ResMut<Shown>) {
     let snapshot = Snapshot::of(model.sim.world_mut());
-    if snapshot.brokers.len() != shown.snapshot.brokers.len()
-        || snapshot.partitions.len() != shown.snapshot.partitions.len()
-        || snapshot.producers.len() != shown.snapshot.producers.len()
-        || snapshot.groups.len() != shown.snapshot.groups.len()
-        || snapshot.scenario != shown.snapshot.scenario
-    {
-        shown.layout = layout_for(&snapshot);
-    }
     // Steps before `now_ms` have run: the picture is of the instant before it, plus the
     // fraction of a millisecond the playhead has moved on.
     shown.display_ms = snapshot.now_ms.saturating_sub(1) as f64 + playback.carry_ms;

@@ -63,14 +63,10 @@ struct LeaderBadge {
 
 #[derive(Resource, Default)]
 struct Built {
-    /// The layout the retained items were made for, and the jump count they last snapped at.
-    scenario: String,
-    brokers: usize,
-    partitions: usize,
-    groups: usize,
-    producers: usize,
+    /// The layout version and theme the retained items were made for (none yet: `None`), and
+    /// the jump count they last snapped at.
+    made_for: Option<(u64, crate::view::palette::Theme)>,
     jumps: u64,
-    theme: Option<crate::view::palette::Theme>,
 }
 
 pub(super) fn plugin(app: &mut App) {
@@ -211,13 +207,8 @@ fn rebuild(
     mut clear: ResMut<ClearColor>,
 ) {
     let s = &shown.snapshot;
-    let same = built.scenario == s.scenario
-        && built.brokers == s.brokers.len()
-        && built.partitions == s.partitions.len()
-        && built.groups == s.groups.len()
-        && built.producers == s.producers.len()
-        && built.theme == Some(shown.theme);
-    if same {
+    let wanted = (shown.layout_version, shown.theme);
+    if built.made_for == Some(wanted) {
         return;
     }
     for e in &items {
@@ -310,13 +301,8 @@ fn rebuild(
         ));
     }
     *built = Built {
-        scenario: s.scenario.clone(),
-        brokers: s.brokers.len(),
-        partitions: s.partitions.len(),
-        groups: s.groups.len(),
-        producers: s.producers.len(),
+        made_for: Some(wanted),
         jumps: shown.jumps,
-        theme: Some(shown.theme),
     };
 }
 

@@ -51,6 +51,24 @@ fn read_log(leader: &Replica, from: u64, max_bytes: u64) -> Vec<Record> {
 }
 
 /// The answer for one partition of a fetch, read now.
+/// The leader's answer for every partition of a follower's fetch.
+fn answer_all(
+    request: &FetchRequest,
+    partitions: &Query<&Partition>,
+    to: u32,
+    replicas: &Query<&Replica>,
+    max_bytes: u64,
+) -> Vec<FetchedPartition> {
+    request
+        .partitions
+        .iter()
+        .map(|f| {
+            let partition = partitions.get(f.partition).expect("partition entity");
+            answer_partition(f, partition, to, replicas, max_bytes)
+        })
+        .collect()
+}
+
 fn answer_partition(
     fetch: &FetchPartition,
     partition: &Partition,
@@ -155,14 +173,7 @@ fn leaders_answer_fetches(
             unreachable!("followers fetch from brokers")
         };
         // Kafka reads the log (and the high watermark it reports) before it records the fetch.
-        let answers: Vec<FetchedPartition> = request
-            .partitions
-            .iter()
-            .map(|f| {
-                let partition = partitions.get(f.partition).expect("partition entity");
-                answer_partition(f, partition, to, &replicas, max_bytes)
-            })
-            .collect();
+        let answers = answer_all(request, &partitions.as_readonly(), to, &replicas, max_bytes);
         for (fetch, answer) in request.partitions.iter().zip(&answers) {
             if answer.error.is_some() || answer.diverging.is_some() {
                 continue;
@@ -231,14 +242,7 @@ pub(super) fn complete_delayed_fetches(
         };
         let expired = matches!(wire.state, WireState::Held { until_ms } if now >= until_ms);
         let max_bytes = cluster.config.replica_fetch_max_bytes;
-        let answers: Vec<FetchedPartition> = request
-            .partitions
-            .iter()
-            .map(|f| {
-                let partition = partitions.get(f.partition).expect("partition entity");
-                answer_partition(f, partition, to, &replicas, max_bytes)
-            })
-            .collect();
+        let answers = answer_all(request, &partitions, to, &replicas, max_bytes);
         if expired || worth_sending(&answers) {
             respond(&mut commands, &mut network, now, wire, answers);
             commands.entity(entity).despawn();
