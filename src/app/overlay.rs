@@ -586,7 +586,7 @@ fn details(ui: &mut egui::Ui, shown: &Shown, events: &[crate::sim::Event], palet
             swatch(ui, palette.fetch, "Fetch, follower or consumer (ring: response)");
             swatch(ui, palette.heartbeat, "BrokerHeartbeat to the controller");
             swatch(ui, palette.group, "group request: JoinGroup, SyncGroup, Heartbeat, OffsetCommit");
-            ui.label("Log cells: solid = committed (below the high watermark), pale = not yet committed. The white bar is the high watermark.");
+            ui.label("Log cells: solid = committed (below the high watermark), pale = not yet committed. The bar across the log (white in the dark theme, black in the light one) is the high watermark.");
         });
 }
 
