@@ -156,7 +156,7 @@ fn parse_size(s: &str) -> Result<(u32, u32), String> {
     Ok((px(w)?, px(h)?))
 }
 
-fn parse_theme(s: &str) -> Result<crate::view::palette::Theme, String> {
+pub(crate) fn parse_theme(s: &str) -> Result<crate::view::palette::Theme, String> {
     match s {
         "dark" => Ok(crate::view::palette::Theme::Dark),
         "light" => Ok(crate::view::palette::Theme::Light),
@@ -164,14 +164,14 @@ fn parse_theme(s: &str) -> Result<crate::view::palette::Theme, String> {
     }
 }
 
-fn parse_text_scale(s: &str) -> Result<f32, String> {
+pub(crate) fn parse_text_scale(s: &str) -> Result<f32, String> {
     s.parse::<f32>()
         .ok()
         .filter(|v| (0.75..=2.0).contains(v))
         .ok_or_else(|| "expected a number from 0.75 to 2".to_string())
 }
 
-fn parse_speed(s: &str) -> Result<f64, String> {
+pub(crate) fn parse_speed(s: &str) -> Result<f64, String> {
     s.parse::<f64>()
         .ok()
         .filter(|v| (0.01..=100.0).contains(v))
@@ -404,18 +404,7 @@ fn run(cli: Cli) -> Result<(), String> {
             if let Some(seed) = seed {
                 scenario.seed = seed;
             }
-            if let Some(until) = until_ms {
-                if until > limits::DURATION_MS {
-                    return Err(format!(
-                        "--until-ms {until}: a run lasts at most {} ms (a week)",
-                        limits::DURATION_MS
-                    ));
-                }
-                scenario
-                    .validate(&scenario.name, until)
-                    .map_err(|e| e.to_string())?;
-            }
-            let report = run_scenario(&scenario, until_ms);
+            let report = run_scenario(&scenario, until_ms, "--until-ms")?;
             if want_summary {
                 out!("{}", summary(&scenario, &report));
             } else {
@@ -544,10 +533,27 @@ pub fn load(scenario: &str) -> Result<Scenario, ScenarioError> {
     Scenario::built_in(scenario)
 }
 
-fn run_scenario(scenario: &Scenario, until_ms: Option<u64>) -> Report {
+/// Runs a scenario headless to `until_ms` (its duration when `None`) and reports what it did;
+/// `name` is how the user gave `until_ms`, for the message when it is out of range.
+pub(crate) fn run_scenario(
+    scenario: &Scenario,
+    until_ms: Option<u64>,
+    name: &str,
+) -> Result<Report, String> {
+    if let Some(until) = until_ms {
+        if until > limits::DURATION_MS {
+            return Err(format!(
+                "{name} {until}: a run lasts at most {} ms (a week)",
+                limits::DURATION_MS
+            ));
+        }
+        scenario
+            .validate(&scenario.name, until)
+            .map_err(|e| e.to_string())?;
+    }
     let mut sim = Sim::new(scenario);
     sim.run_until(until_ms.unwrap_or(scenario.duration_ms));
-    sim.report()
+    Ok(sim.report())
 }
 
 /// A few lines a person reads: the partitions' state, the producers' counts, what happened.

@@ -20,6 +20,8 @@ mod painter;
 mod playback;
 mod scene;
 mod shot;
+#[cfg(target_arch = "wasm32")]
+mod web_page;
 
 pub use frame_bench::{FrameBench, bench_frames, summary};
 pub use playback::{Model, Playback};
@@ -88,6 +90,8 @@ pub fn plugin(app: &mut App) {
         overlay::plugin,
         shot::plugin,
     ));
+    #[cfg(target_arch = "wasm32")]
+    app.add_plugins(web_page::plugin);
 }
 
 /// Opens the window and runs until it is closed (or the screenshot is written).

@@ -10,6 +10,7 @@ mod replication;
 mod scenario;
 mod schedule;
 mod view;
+mod web;
 
 use kafkascope::report::Report;
 use kafkascope::scenario::Scenario;

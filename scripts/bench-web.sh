@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The web build's two figures: the shipped .wasm's size (raw and gzip) and the time from
+# navigation to the first frame drawn, on localhost in headless Chromium (software WebGL).
+#
+#   scripts/bench-web.sh [DIST] [LOADS]
+#
+# DIST is a folder from scripts/build-web.sh (default dist/, the shipped profile).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/web-serve.sh
+
+dist="${1:-dist}"
+loads="${2:-3}"
+wasm="$dist/kafkascope_bg.wasm"
+[[ -f "$wasm" ]] || { echo "no web build in $dist: run scripts/build-web.sh" >&2; exit 2; }
+
+mb() { awk "BEGIN { printf \"%.1f\", $1 / 1048576 }"; }
+echo "wasm: $(mb "$(wc -c <"$wasm")") MB, $(mb "$(gzip -9 -c "$wasm" | wc -c)") MB gzip; JS glue $(($(wc -c <"$dist/kafkascope.js") / 1024)) KB"
+ready_browser
+serve "$dist"
+node web/test/browser.mjs bench "$base" "$loads"

@@ -1,0 +1,100 @@
+//! The web page's address: what each parameter opens, and a clear message for a bad one.
+
+use kafkascope::view::palette::Theme;
+use kafkascope::web::{Page, parse_query, query_of};
+
+fn view(query: &str) -> kafkascope::app::Options {
+    match parse_query(query) {
+        Ok(Page::View(options)) => *options,
+        other => panic!("{query}: expected the window, got {other:?}"),
+    }
+}
+
+fn error(query: &str) -> String {
+    match parse_query(query) {
+        Err(message) => message,
+        Ok(page) => panic!("{query}: expected an error, got {page:?}"),
+    }
+}
+
+#[test]
+fn no_parameters_open_quickstart_as_the_command_line_does() {
+    let options = view("");
+    assert_eq!(options.scenario.name, crate::built_in("quickstart").name);
+    assert_eq!(options.at_ms, 0);
+    assert_eq!(options.theme, Theme::Dark);
+    assert_eq!(options.speed, kafkascope::app::Options::DEFAULT_SPEED);
+    assert!(!options.paused);
+}
+
+#[test]
+fn every_view_parameter_takes_effect() {
+    let options = view(
+        "scenario=clean-failover&at_ms=20000&theme=light&speed=0.5&paused=1&text_scale=1.5&seed=9",
+    );
+    assert_eq!(
+        options.scenario.name,
+        crate::built_in("clean-failover").name
+    );
+    assert_eq!(options.at_ms, 20_000);
+    assert_eq!(options.theme, Theme::Light);
+    assert_eq!(options.speed, 0.5);
+    assert!(options.paused);
+    assert_eq!(options.text_scale, 1.5);
+    assert_eq!(options.scenario.seed, 9);
+    assert!(!view("paused=0").paused);
+    assert!(view("paused").paused);
+}
+
+#[test]
+fn a_url_gives_its_query_without_the_fragment() {
+    assert_eq!(
+        query_of("https://example.org/k/?scenario=isr-shrink&at_ms=5#top"),
+        "scenario=isr-shrink&at_ms=5"
+    );
+    assert_eq!(query_of("http://127.0.0.1:8000/"), "");
+    assert_eq!(query_of("http://127.0.0.1:8000/#a?b"), "");
+    // Form encoding is undone: %2D is '-'.
+    assert_eq!(
+        view("scenario=isr%2Dshrink").scenario.name,
+        crate::built_in("isr-shrink").name
+    );
+}
+
+#[test]
+fn report_asks_for_a_headless_run() {
+    match parse_query("report=1&scenario=min-isr&until_ms=5000&seed=3") {
+        Ok(Page::Report { scenario, until_ms }) => {
+            assert_eq!(scenario.name, crate::built_in("min-isr").name);
+            assert_eq!(scenario.seed, 3);
+            assert_eq!(until_ms, Some(5000));
+        }
+        other => panic!("expected a report, got {other:?}"),
+    }
+}
+
+#[test]
+fn bad_parameters_say_what_is_wrong() {
+    for (query, says) in [
+        ("scenario=nope", "scenario=\"nope\""),
+        ("at_ms=-5", "at_ms=\"-5\": expected a whole number"),
+        ("at_ms=99999999", "past the end of scenario"),
+        ("theme=blue", "expected dark or light"),
+        ("speed=0", "expected a number from 0.01 to 100"),
+        ("speed=fast", "expected a number from 0.01 to 100"),
+        ("text_scale=5", "expected a number from 0.75 to 2"),
+        ("paused=yes", "expected 1 or 0"),
+        ("at=5000", "unknown parameter \"at\""),
+        ("theme=dark&theme=light", "given twice"),
+        ("until_ms=5", "until_ms is for report=1"),
+        ("report=1&theme=light", "theme sets how the window opens"),
+        ("scenario=%zz", "two hex digits"),
+        ("scenario=%ff", "not UTF-8"),
+    ] {
+        let message = error(query);
+        assert!(
+            message.contains(says),
+            "{query}: {message:?} lacks {says:?}"
+        );
+    }
+}

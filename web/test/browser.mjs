@@ -1,0 +1,177 @@
+// Drives the web build in headless Chromium (Debian's, through playwright-core).
+//
+//   node browser.mjs test BASE_URL NATIVE_BINARY OUT_DIR
+//     The page opens what its address says, draws, takes keys, and its reports equal the
+//     native command line's, byte for byte. Writes screenshots and reports into OUT_DIR.
+//   node browser.mjs bench BASE_URL [RUNS]
+//     Time from navigation to the first frame drawn, fresh cache each time.
+//
+// The app tells the page what it shows on its canvas: data-scenario, data-sim-ms, data-frames.
+
+import { chromium } from 'playwright-core';
+import { writeFileSync, mkdirSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+
+const [mode, base, ...rest] = process.argv.slice(2);
+const FRAME_TIMEOUT = 300_000;
+// Runs whose reports must match: a healthy cluster with a consumer group, and an unclean
+// election that loses acknowledged records (the report lists each one).
+const REPORTS = [['quickstart', 20_000], ['unclean-election', null]]; // SwiftShader draws a few frames a second; a cold CI machine is slow.
+
+async function launch() {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    headless: true,
+    args: ['--no-sandbox', '--enable-unsafe-swiftshader', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
+  });
+}
+
+/** A fresh page (empty cache) that records console errors and uncaught exceptions. */
+async function newPage(browser) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 720 }, deviceScaleFactor: 1 });
+  const page = await context.newPage();
+  page.errors = [];
+  page.on('console', (m) => { if (m.type() === 'error') page.errors.push(`console: ${m.text()}`); });
+  page.on('pageerror', (e) => page.errors.push(`exception: ${e.message}`));
+  return page;
+}
+
+async function waitFrames(page, n) {
+  await page.waitForFunction(
+    (n) => Number(document.getElementById('kafkascope').dataset.frames ?? 0) >= n,
+    n, { timeout: FRAME_TIMEOUT, polling: 10 });
+}
+
+const canvasData = (page, key) =>
+  page.evaluate((key) => document.getElementById('kafkascope').dataset[key], key);
+const simMs = async (page) => Number(await canvasData(page, 'simMs'));
+
+/** What the canvas shows: how many distinct colours, and how light it is on average (0 to 255). */
+async function pixels(page, png) {
+  return page.evaluate(async (b64) => {
+    const blob = await (await fetch(`data:image/png;base64,${b64}`)).blob();
+    const bitmap = await createImageBitmap(blob);
+    const c = new OffscreenCanvas(bitmap.width, bitmap.height);
+    const g = c.getContext('2d');
+    g.drawImage(bitmap, 0, 0);
+    const d = g.getImageData(0, 0, c.width, c.height).data;
+    const colours = new Set();
+    let light = 0;
+    for (let i = 0; i < d.length; i += 4) {
+      colours.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]);
+      light += 0.2126 * d[i] + 0.7152 * d[i + 1] + 0.0722 * d[i + 2];
+    }
+    return { colours: colours.size, light: light / (d.length / 4) };
+  }, png.toString('base64'));
+}
+
+function check(ok, message) {
+  if (!ok) throw new Error(message);
+  console.log(`ok: ${message}`);
+}
+
+async function test(base, native, outDir) {
+  mkdirSync(outDir, { recursive: true });
+  const browser = await launch();
+  try {
+    // A link to a scenario, an instant and a look.
+    const page = await newPage(browser);
+    await page.goto(`${base}/?scenario=clean-failover&at_ms=20000&theme=light&paused=1`);
+    await waitFrames(page, 5);
+    check(await page.title() === 'Kafkascope: clean-failover', `the tab names the linked scenario (${await page.title()})`);
+    check(await canvasData(page, 'scenario') === 'clean-failover', 'the app shows the linked scenario');
+    const at = await simMs(page);
+    check(at >= 19_999 && at <= 20_000, `it opens at the linked instant (${at} ms)`);
+    await page.waitForTimeout(1500);
+    check(await simMs(page) === at, 'paused=1 holds the playhead');
+    const shot = await page.locator('#kafkascope').screenshot();
+    writeFileSync(`${outDir}/web-clean-failover-light.png`, shot);
+    const light = await pixels(page, shot);
+    check(light.colours >= 50, `the canvas is drawn (${light.colours} colours)`);
+    check(light.light > 150, `theme=light draws light (mean ${light.light.toFixed(0)})`);
+    // The keyboard works once the page has loaded: space plays.
+    await page.keyboard.press('Space');
+    await page.waitForFunction((at) => Number(document.getElementById('kafkascope').dataset.simMs) > at,
+      at, { timeout: 60_000 });
+    check(true, 'space starts playback');
+    check(page.errors.length === 0, `no console errors (${page.errors.join('; ')})`);
+    await page.context().close();
+
+    // No parameters: quickstart, dark, playing.
+    const plain = await newPage(browser);
+    await plain.goto(`${base}/`);
+    await waitFrames(plain, 5);
+    check(await canvasData(plain, 'scenario') === 'quickstart', 'without parameters it shows quickstart');
+    const start = await simMs(plain);
+    await plain.waitForFunction((s) => Number(document.getElementById('kafkascope').dataset.simMs) > s,
+      start, { timeout: 60_000 });
+    check(true, 'it plays');
+    const darkShot = await plain.locator('#kafkascope').screenshot();
+    writeFileSync(`${outDir}/web-quickstart-dark.png`, darkShot);
+    const dark = await pixels(plain, darkShot);
+    check(dark.colours >= 50 && dark.light < 100, `the dark theme is dark (${dark.colours} colours, mean ${dark.light.toFixed(0)})`);
+    check(plain.errors.length === 0, `no console errors (${plain.errors.join('; ')})`);
+    await plain.context().close();
+
+    // The same model: the browser's reports equal the native ones.
+    for (const [scenario, until] of REPORTS) {
+      const args = ['run', scenario, ...(until ? ['--until-ms', String(until)] : [])];
+      const expected = execFileSync(native, args, { encoding: 'utf8', maxBuffer: 1 << 28 }).trimEnd();
+      const report = await newPage(browser);
+      await report.goto(`${base}/?report=1&scenario=${scenario}${until ? `&until_ms=${until}` : ''}`);
+      await report.waitForSelector('#report:not([hidden])', { timeout: FRAME_TIMEOUT });
+      const web = (await report.textContent('#report')).trimEnd();
+      writeFileSync(`${outDir}/report-${scenario}-web.json`, `${web}\n`);
+      writeFileSync(`${outDir}/report-${scenario}-native.json`, `${expected}\n`);
+      check(expected.length > 1000 && web === expected,
+        `${scenario}: the browser's report equals the native one (${web.length} bytes)`);
+      check(report.errors.length === 0, `no console errors (${report.errors.join('; ')})`);
+      await report.context().close();
+    }
+
+    // A mistyped link says what is wrong.
+    const bad = await newPage(browser);
+    await bad.goto(`${base}/?scenario=quickstart&at=5000`);
+    await bad.waitForSelector('#message:not([hidden])', { timeout: FRAME_TIMEOUT });
+    const message = await bad.textContent('#message');
+    check(message.includes('unknown parameter "at"'), `a bad parameter is named on the page (${message})`);
+    await bad.context().close();
+  } finally {
+    await browser.close();
+  }
+}
+
+async function bench(base, runs) {
+  const browser = await launch();
+  const times = [];
+  try {
+    for (let i = 0; i < runs; i++) {
+      const page = await newPage(browser);
+      await page.goto(`${base}/`);
+      await waitFrames(page, 1);
+      times.push(await page.evaluate(() => performance.now()));
+      if (page.errors.length) throw new Error(page.errors.join('; '));
+      await page.context().close();
+    }
+  } finally {
+    await browser.close();
+  }
+  times.sort((a, b) => a - b);
+  const ms = times.map((t) => t.toFixed(0)).join(', ');
+  console.log(`first frame: ${(times[Math.floor(times.length / 2)] / 1000).toFixed(1)} s median over ${runs} loads (${ms} ms)`);
+}
+
+try {
+  if (mode === 'test' && base && rest.length === 2) {
+    await test(base, rest[0], rest[1]);
+  } else if (mode === 'bench' && base) {
+    await bench(base, Number(rest[0] ?? 3));
+  } else {
+    console.error('usage: node browser.mjs test BASE_URL NATIVE_BINARY OUT_DIR | bench BASE_URL [RUNS]');
+    process.exit(2);
+  }
+} catch (e) {
+  console.error(`FAILED: ${e.message}`);
+  process.exit(1);
+}
