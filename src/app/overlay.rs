@@ -14,6 +14,7 @@ use super::input::{Pointer, Target};
 use super::playback::{Control, MAX_SPEED, MIN_SPEED, Model, Playback, Shown};
 use crate::scenario::{Action, BUILT_IN, ClusterConfig};
 use crate::sim::EventLog;
+use crate::sim::lag::LagMonitor;
 use crate::view::event_text::{Severity, clock, describe};
 use crate::view::palette::{Palette, ReplicaRole, Theme};
 use crate::view::snapshot::{MessageKind, Snapshot};
@@ -119,13 +120,17 @@ fn overlay(
         .response
         .rect
         .height();
+    // A small window (an embed in a post) keeps most of its width for the scene.
+    let width = ctx.viewport_rect().width();
     let right = egui::Panel::right("details")
         .resizable(true)
-        .default_size(380.0)
-        .min_size(280.0)
-        .max_size(520.0)
+        .default_size(380f32.min(width * 0.32))
+        .min_size(280f32.min(width * 0.25))
+        .max_size(520f32.min(width * 0.5))
         .show(&mut root, |ui| {
-            egui::ScrollArea::vertical().show(ui, |ui| details(ui, &shown, events, &palette));
+            // The lag plot reads its history where the model keeps it, uncopied.
+            let lag = model.sim.world().resource::<LagMonitor>();
+            egui::ScrollArea::vertical().show(ui, |ui| details(ui, &shown, events, lag, &palette));
         })
         .response
         .rect
@@ -342,7 +347,13 @@ fn timeline(
     }
 }
 
-fn details(ui: &mut egui::Ui, shown: &Shown, events: &[crate::sim::Event], palette: &Palette) {
+fn details(
+    ui: &mut egui::Ui,
+    shown: &Shown,
+    events: &[crate::sim::Event],
+    lag: &LagMonitor,
+    palette: &Palette,
+) {
     let s = &shown.snapshot;
     let now = s.now_ms;
     let per_sec = |pred: &dyn Fn(&crate::sim::EventKind) -> bool| {
@@ -465,7 +476,7 @@ fn details(ui: &mut egui::Ui, shown: &Shown, events: &[crate::sim::Event], palet
             if s.groups.is_empty() {
                 ui.weak("No consumer group in this scenario.");
             }
-            for g in &s.groups {
+            for (g, history) in s.groups.iter().zip(&lag.groups) {
                 ui.label(format!(
                     "{}: {}, generation {}, {} rebalances",
                     g.name, g.state, g.generation, g.rebalances
@@ -504,14 +515,14 @@ fn details(ui: &mut egui::Ui, shown: &Shown, events: &[crate::sim::Event], palet
                     .y_axis_label("lag (records)")
                     .allow_scroll(false)
                     .show(ui, |plot| {
-                        for (ordinal, samples) in &g.history {
+                        for (ordinal, samples) in &history.series {
                             let name = s
                                 .partitions
                                 .get(*ordinal as usize)
                                 .map_or_else(|| ordinal.to_string(), |p| p.name());
                             let points: Vec<[f64; 2]> = samples
                                 .iter()
-                                .map(|(at, lag)| [*at as f64 / 1000.0, *lag as f64])
+                                .map(|s| [s.at_ms as f64 / 1000.0, s.lag as f64])
                                 .collect();
                             plot.line(Line::new(name, points));
                         }

@@ -6,7 +6,6 @@ use bevy::prelude::*;
 use crate::sim::cluster::{Broker, Cluster, Partition, Replica};
 use crate::sim::consumer::Consumer;
 use crate::sim::group_coordinator::{ConsumerGroup, GroupState};
-use crate::sim::lag::LagMonitor;
 use crate::sim::network::{Network, Node, Wire, WireState};
 use crate::sim::producer::Producer;
 use crate::sim::protocol::{
@@ -169,8 +168,6 @@ pub struct GroupView {
     pub offsets_partition: u32,
     pub members: Vec<MemberView>,
     pub offsets: Vec<OffsetRow>,
-    /// Lag over time per partition ordinal: (sim ms, lag).
-    pub history: Vec<(u32, Vec<(u64, u64)>)>,
 }
 
 /// Everything drawn at one instant.
@@ -296,7 +293,6 @@ impl Snapshot {
                 }
             })
             .collect();
-        let monitor = world.resource::<LagMonitor>();
         let part_name = |ordinal: u32| {
             partitions
                 .get(ordinal as usize)
@@ -343,18 +339,6 @@ impl Snapshot {
                         }
                     })
                     .collect();
-                let history = monitor
-                    .groups
-                    .get(g.index as usize)
-                    .map(|lag| {
-                        lag.series
-                            .iter()
-                            .map(|(o, samples)| {
-                                (*o, samples.iter().map(|s| (s.at_ms, s.lag)).collect())
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default();
                 GroupView {
                     name: g.name.clone(),
                     state: match g.state {
@@ -370,7 +354,6 @@ impl Snapshot {
                         .map_or(0, |p| p.ordinal),
                     members,
                     offsets,
-                    history,
                 }
             })
             .collect();
