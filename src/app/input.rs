@@ -37,6 +37,8 @@ pub struct Pointer {
     /// The broker whose menu is open.
     pub menu: Option<u32>,
     pub show_help: bool,
+    /// Whether the details panel shows; `None` until the first frame decides by the window's width.
+    pub details: Option<bool>,
 }
 
 pub(super) fn plugin(app: &mut App) {
@@ -91,6 +93,11 @@ fn keyboard(
             Theme::Dark => Theme::Light,
             Theme::Light => Theme::Dark,
         };
+    }
+    if keys.just_pressed(KeyCode::KeyD)
+        && let Some(details) = &mut pointer.details
+    {
+        *details = !*details;
     }
     if keys.just_pressed(KeyCode::Escape) {
         pointer.menu = None;

@@ -120,21 +120,28 @@ fn overlay(
         .response
         .rect
         .height();
-    // A small window (an embed in a post) keeps most of its width for the scene.
-    let width = ctx.viewport_rect().width();
-    let right = egui::Panel::right("details")
-        .resizable(true)
-        .default_size(380f32.min(width * 0.32))
-        .min_size(280f32.min(width * 0.25))
-        .max_size(520f32.min(width * 0.5))
-        .show(&mut root, |ui| {
-            // The lag plot reads its history where the model keeps it, uncopied.
-            let lag = model.sim.world().resource::<LagMonitor>();
-            egui::ScrollArea::vertical().show(ui, |ui| details(ui, &shown, events, lag, &palette));
-        })
-        .response
-        .rect
-        .width();
+    // A small window (an embed in a post) opens with the scene alone; D shows the details.
+    let show_details = *pointer
+        .details
+        .get_or_insert(ctx.viewport_rect().width() >= DETAILS_MIN_WINDOW_WIDTH);
+    let right = if show_details {
+        egui::Panel::right("details")
+            .resizable(true)
+            .default_size(380.0)
+            .min_size(280.0)
+            .max_size(520.0)
+            .show(&mut root, |ui| {
+                // The lag plot reads its history where the model keeps it, uncopied.
+                let lag = model.sim.world().resource::<LagMonitor>();
+                egui::ScrollArea::vertical()
+                    .show(ui, |ui| details(ui, &shown, events, lag, &palette));
+            })
+            .response
+            .rect
+            .width()
+    } else {
+        0.0
+    };
 
     // The scene's camera draws into what the panels leave.
     let k = window.scale_factor() * shown.text_scale;
@@ -263,6 +270,10 @@ fn transport(
                 .step_by(0.05)
                 .text("text"),
         );
+        if let Some(details) = &mut pointer.details {
+            ui.checkbox(details, "details")
+                .on_hover_text("The metrics, ISR, lag and event panel (D)");
+        }
         if ui.button("?").on_hover_text("Shortcuts (?)").clicked() {
             pointer.show_help = !pointer.show_help;
         }
@@ -601,6 +612,9 @@ fn details(
         });
 }
 
+/// Narrower windows open without the details panel, so that the scene keeps its width.
+const DETAILS_MIN_WINDOW_WIDTH: f32 = 1000.0;
+
 /// What the thing under the pointer is, and why it is there, with the scenario's own settings.
 fn explanation(s: &Snapshot, config: &ClusterConfig, target: Target) -> (String, String) {
     match target {
@@ -883,6 +897,7 @@ fn help(ctx: &egui::Context, pointer: &mut Pointer) {
                     ("+ / -", "faster / slower (1/100x to 100x)"),
                     ("Home", "back to the start"),
                     ("T", "dark / light theme"),
+                    ("D", "show / hide the details panel"),
                     ("?", "this list"),
                     ("Esc", "close menus"),
                     ("click a broker", "crash, restart, wipe, isolate"),
