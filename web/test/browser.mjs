@@ -118,6 +118,10 @@ async function test(base, native, outDir) {
     });
     check(size[0] === 1600 && size[1] === 900 && size[2] === 800 && size[3] === 450,
       `the canvas fills the iframe at the pixel ratio (${size[0]}x${size[1]} pixels for ${size[2]}x${size[3]} CSS pixels)`);
+    await plain.evaluate(() => { document.querySelector('iframe').style.width = '600px'; });
+    await frame.waitForFunction(() => document.getElementById('kafkascope').width === 1200,
+      null, { timeout: 60_000 });
+    check(true, 'the canvas follows its container when it is resized (1200 pixels for 600)');
     const start = await simMs(frame);
     await frame.waitForFunction((s) => Number(document.getElementById('kafkascope').dataset.simMs) > s,
       start, { timeout: 60_000 });
