@@ -12,24 +12,7 @@ use super::scene::{anchor, member_rect};
 use crate::view::motion::{motion, placement};
 use crate::view::palette::Theme;
 
-/// A thing on screen the pointer can be over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Target {
-    Controller,
-    Broker(u32),
-    Replica {
-        ordinal: u32,
-        broker: u32,
-    },
-    Producer(usize),
-    Group(usize),
-    Member {
-        group: usize,
-        index: usize,
-    },
-    /// A message on the wire, by its index in the snapshot.
-    Message(usize),
-}
+pub use crate::view::explain::Target;
 
 #[derive(Resource, Default, Debug)]
 pub struct Pointer {

@@ -10,14 +10,15 @@ use bevy_egui::egui::{self, Color32, RichText};
 use bevy_egui::{EguiContexts, EguiGlobalSettings, EguiPrimaryContextPass, PrimaryEguiContext};
 use egui_plot::{Legend, Line, Plot};
 
-use super::input::{Pointer, Target};
+use super::input::Pointer;
 use super::playback::{Control, MAX_SPEED, MIN_SPEED, Model, Playback, Shown};
 use crate::scenario::{Action, BUILT_IN, ClusterConfig};
 use crate::sim::EventLog;
 use crate::sim::lag::LagMonitor;
 use crate::view::event_text::{Severity, clock, describe};
+use crate::view::explain::{Target, explain};
 use crate::view::palette::{Palette, ReplicaRole, Theme};
-use crate::view::snapshot::{MessageKind, Snapshot};
+use crate::view::snapshot::Snapshot;
 
 /// The overlay's own state.
 #[derive(Resource, Default)]
@@ -615,201 +616,6 @@ fn details(
 /// Narrower windows open without the details panel, so that the scene keeps its width.
 const DETAILS_MIN_WINDOW_WIDTH: f32 = 1000.0;
 
-/// What the thing under the pointer is, and why it is there, with the scenario's own settings.
-fn explanation(s: &Snapshot, config: &ClusterConfig, target: Target) -> (String, String) {
-    match target {
-        Target::Controller => (
-            "KRaft controller".into(),
-            format!(
-                "The active controller keeps the cluster's metadata. Every broker sends it a \
-                 heartbeat (broker.heartbeat.interval.ms, {}); a broker silent for \
-                 broker.session.timeout.ms ({}) is fenced, and each partition it led gets a new \
-                 leader chosen from its ISR.",
-                clock(config.heartbeat_interval_ms),
-                clock(config.session_timeout_ms)
-            ),
-        ),
-        Target::Broker(b) => {
-            let state = s.broker(b).map_or("", |b| b.state);
-            (
-                format!("Broker {b} ({state})"),
-                "A broker stores one replica of each partition assigned to it. A leader replica \
-                 takes produce requests and serves fetches; a follower fetches from its leader to \
-                 stay in the ISR. Click for crash, restart, wipe and isolate."
-                    .into(),
-            )
-        }
-        Target::Replica { ordinal, broker } => {
-            let Some(p) = s.partitions.get(ordinal as usize) else {
-                return (String::new(), String::new());
-            };
-            let r = p.replicas.iter().find(|r| r.broker == broker);
-            let role = r.map_or(String::new(), |r| match r.role {
-                ReplicaRole::Leader => {
-                    "the leader: producers write here, followers fetch from here".into()
-                }
-                ReplicaRole::InSync => {
-                    "a follower in the ISR: it has every committed record".into()
-                }
-                ReplicaRole::OutOfSync => format!(
-                    "a follower out of the ISR: it was not caught up within \
-                     replica.lag.time.max.ms ({}), so acks=all no longer waits for it",
-                    clock(config.replica_lag_time_max_ms)
-                ),
-                ReplicaRole::Offline => {
-                    "offline: its broker is down or the partition has no leader".into()
-                }
-            });
-            let name = if p.internal {
-                format!("__consumer_offsets-{}", p.index)
-            } else {
-                p.name()
-            };
-            (
-                format!("{name} on broker {broker}"),
-                format!(
-                    "This replica is {role}.\nLog end offset (LEO) {}, high watermark (HW) {}; \
-                     leader epoch {}, ISR {:?}, min.insync.replicas {}.\nEach cell is one offset: \
-                     solid cells are committed (below the HW, readable by consumers), pale ones \
-                     are written here but not yet on every ISR member.{}",
-                    r.map_or(0, |r| r.log_end_offset),
-                    r.map_or(0, |r| r.high_watermark),
-                    p.leader_epoch,
-                    p.isr,
-                    p.min_insync_replicas,
-                    if p.internal {
-                        "\n__consumer_offsets holds the groups' committed offsets."
-                    } else {
-                        ""
-                    }
-                ),
-            )
-        }
-        Target::Producer(i) => {
-            let name = s.producers.get(i).map_or("", |p| p.name.as_str());
-            (
-                format!("Producer {name}"),
-                "The producer picks a partition for each record (murmur2 of the key, or sticky \
-                 without one), gathers records per partition into batches (batch.size, \
-                 linger.ms) and sends each batch to that partition's leader. With acks=all the \
-                 leader answers once every ISR member has the batch; with acks=1 at once."
-                    .into(),
-            )
-        }
-        Target::Group(g) => {
-            let name = s.groups.get(g).map_or("", |g| g.name.as_str());
-            (
-                format!("Consumer group {name}"),
-                "The members share the topic's partitions: each partition is read by one member. \
-                 The group coordinator, the leader of the group's __consumer_offsets partition, \
-                 runs rebalances and stores the offsets the members commit."
-                    .into(),
-            )
-        }
-        Target::Message(i) => {
-            let Some(m) = s.messages.get(i) else {
-                return (String::new(), String::new());
-            };
-            let name = m.detail.unwrap_or(m.kind.name());
-            let why = match m.kind {
-                MessageKind::Produce => {
-                    "A batch of records for one partition, sent to its leader. The leader appends \
-                     it and answers at once (acks=0/1) or when every ISR member has it (acks=all)."
-                }
-                MessageKind::ProduceResponse => {
-                    "The leader's answer: the batch's base offset, or an error such as \
-                     NOT_ENOUGH_REPLICAS or NOT_LEADER_OR_FOLLOWER."
-                }
-                MessageKind::Fetch => &format!(
-                    "A follower asks its leader for records from its log end offset; that offset \
-                     tells the leader how far the follower has got. The leader may hold it up to \
-                     replica.fetch.wait.max.ms ({}) until there is data.",
-                    clock(config.replica_fetch_wait_max_ms)
-                ),
-                MessageKind::FetchResponse => {
-                    "Records for the follower, and the leader's high watermark: followers learn \
-                     the HW one fetch after it moves."
-                }
-                MessageKind::Heartbeat | MessageKind::HeartbeatResponse => {
-                    "A broker tells the controller it is alive; one that misses heartbeats for \
-                     broker.session.timeout.ms is fenced."
-                }
-                MessageKind::Group | MessageKind::GroupResponse => {
-                    "Between a consumer and its group coordinator: joining, syncing the \
-                     assignment, heartbeats and committing offsets to __consumer_offsets."
-                }
-                MessageKind::ConsumerFetch | MessageKind::ConsumerFetchResponse => {
-                    "A consumer fetches records from a partition's leader; it reads only up to \
-                     the high watermark."
-                }
-            };
-            let state = match m.wire.state {
-                crate::sim::WireState::InFlight => String::new(),
-                crate::sim::WireState::Held { until_ms } => {
-                    format!(
-                        "\nHeld at the receiver until {} at the latest.",
-                        clock(until_ms)
-                    )
-                }
-                crate::sim::WireState::Lost { at_ms } => {
-                    format!("\nLost on a cut link at {}.", clock(at_ms))
-                }
-            };
-            (
-                format!(
-                    "{name}: {} to {}",
-                    node_name(s, m.wire.from),
-                    node_name(s, m.wire.to)
-                ),
-                format!(
-                    "{why}\nSent at {}, arrives at {}.{state}",
-                    clock(m.wire.sent_ms),
-                    clock(m.wire.arrive_ms)
-                ),
-            )
-        }
-        Target::Member { group, index } => {
-            let Some(m) = s.groups.get(group).and_then(|g| g.members.get(index)) else {
-                return (String::new(), String::new());
-            };
-            (
-                m.name.clone(),
-                format!(
-                    "A consumer of the group, {}. It reads {} from their leaders, processes the \
-                     records and commits its position (enable.auto.commit, every \
-                     auto.commit.interval.ms).",
-                    if m.alive {
-                        "running"
-                    } else {
-                        "dead: its session will time out"
-                    },
-                    if m.assigned.is_empty() {
-                        "no partition now".to_string()
-                    } else {
-                        m.assigned.join(", ")
-                    }
-                ),
-            )
-        }
-    }
-}
-
-fn node_name(s: &Snapshot, node: crate::sim::Node) -> String {
-    use crate::sim::Node;
-    match node {
-        Node::Broker(b) => format!("broker {b}"),
-        Node::Controller => "the controller".into(),
-        Node::Producer(p) => s.producers.get(p as usize).map_or_else(
-            || format!("producer {p}"),
-            |p| format!("producer {}", p.name),
-        ),
-        Node::Consumer(c) => s
-            .member_of(c)
-            .and_then(|(g, i)| s.groups[g].members.get(i))
-            .map_or_else(|| format!("consumer {c}"), |m| m.name.clone()),
-    }
-}
-
 fn hover_explanation(
     ctx: &egui::Context,
     s: &Snapshot,
@@ -819,10 +625,9 @@ fn hover_explanation(
     let (Some(target), Some(at)) = (hover, ctx.pointer_latest_pos()) else {
         return;
     };
-    let (title, body) = explanation(s, config, target);
-    if title.is_empty() {
+    let Some((title, body)) = explain(s, config, target) else {
         return;
-    }
+    };
     egui::Area::new("explanation".into())
         .fixed_pos(at + egui::vec2(18.0, 18.0))
         .order(egui::Order::Tooltip)

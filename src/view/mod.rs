@@ -3,6 +3,7 @@
 //! check them headless.
 
 pub mod event_text;
+pub mod explain;
 pub mod layout;
 pub mod log_strip;
 pub mod motion;

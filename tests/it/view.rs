@@ -148,3 +148,79 @@ fn a_crashed_leader_is_offline_before_the_controller_knows() {
     assert!(s.broker(1).unwrap().fenced);
     assert_eq!(s.offline(), 1);
 }
+
+#[test]
+fn explanations_use_the_scenarios_settings_and_the_models_numbers() {
+    use kafkascope::view::explain::{Target, explain};
+    let mut scenario = built_in("isr-shrink");
+    scenario.cluster.replica_lag_time_max_ms = 20_000;
+    scenario.cluster.session_timeout_ms = 7_000;
+    let mut sim = Sim::new(&scenario);
+    sim.run_until(50_000);
+    let s = Snapshot::of(sim.world_mut());
+    let config = &scenario.cluster;
+    let text = |target| explain(&s, config, target).expect("an explanation");
+
+    let (title, body) = text(Target::Replica {
+        ordinal: 0,
+        broker: 3,
+    });
+    assert_eq!(title, format!("{} on broker 3", s.partitions[0].name()));
+    assert!(body.contains("out of the ISR"), "{body}");
+    assert!(
+        body.contains("replica.lag.time.max.ms (20.000 s)"),
+        "{body}"
+    );
+    let lagging = s.partitions[0]
+        .replicas
+        .iter()
+        .find(|r| r.broker == 3)
+        .unwrap();
+    assert!(
+        body.contains(&format!(
+            "Log end offset (LEO) {}, high watermark (HW) {}",
+            lagging.log_end_offset, lagging.high_watermark
+        )),
+        "{body}"
+    );
+    assert!(body.contains("ISR [1, 2]"), "{body}");
+
+    let (_, leader) = text(Target::Replica {
+        ordinal: 0,
+        broker: 1,
+    });
+    assert!(leader.contains("the leader"), "{leader}");
+
+    let (_, controller) = text(Target::Controller);
+    assert!(
+        controller.contains("broker.session.timeout.ms (7.000 s)"),
+        "{controller}"
+    );
+
+    // A message on the wire names its ends and its timing.
+    let i = s
+        .messages
+        .iter()
+        .position(|m| m.kind == MessageKind::Fetch)
+        .expect("a follower's fetch in flight");
+    let (title, body) = text(Target::Message(i));
+    assert!(title.contains(" to broker "), "{title}");
+    assert!(
+        body.contains("Sent at") && body.contains("arrives at"),
+        "{body}"
+    );
+
+    // Things the snapshot does not hold have no explanation.
+    assert_eq!(
+        explain(
+            &s,
+            config,
+            Target::Replica {
+                ordinal: 9,
+                broker: 1
+            }
+        ),
+        None
+    );
+    assert_eq!(explain(&s, config, Target::Message(s.messages.len())), None);
+}
