@@ -20,8 +20,10 @@ pub struct Pointer {
     /// The broker whose menu is open.
     pub menu: Option<u32>,
     pub show_help: bool,
-    /// Whether the details panel shows; `None` until the first frame decides by the window's width.
+    /// Whether the user asked to show or hide the details panel; `None` follows the window's width.
     pub details: Option<bool>,
+    /// Whether the details panel shows now.
+    pub details_shown: bool,
 }
 
 pub(super) fn plugin(app: &mut App) {
@@ -77,10 +79,8 @@ fn keyboard(
             Theme::Light => Theme::Dark,
         };
     }
-    if keys.just_pressed(KeyCode::KeyD)
-        && let Some(details) = &mut pointer.details
-    {
-        *details = !*details;
+    if keys.just_pressed(KeyCode::KeyD) {
+        pointer.details = Some(!pointer.details_shown);
     }
     if keys.just_pressed(KeyCode::Escape) {
         pointer.menu = None;

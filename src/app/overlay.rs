@@ -98,6 +98,11 @@ fn overlay(
             .max_rect(ctx.viewport_rect()),
     );
 
+    // A small window (an embed in a post) shows the scene alone until D asks for the details;
+    // it follows the window's width (an embed's page settles its size after the first frames).
+    pointer.details_shown = pointer
+        .details
+        .unwrap_or(ctx.viewport_rect().width() >= DETAILS_MIN_WINDOW_WIDTH);
     let top = egui::Panel::top("transport")
         .show(&mut root, |ui| {
             transport(
@@ -121,11 +126,7 @@ fn overlay(
         .response
         .rect
         .height();
-    // A small window (an embed in a post) opens with the scene alone; D shows the details.
-    let show_details = *pointer
-        .details
-        .get_or_insert(ctx.viewport_rect().width() >= DETAILS_MIN_WINDOW_WIDTH);
-    let right = if show_details {
+    let right = if pointer.details_shown {
         egui::Panel::right("details")
             .resizable(true)
             .default_size(380.0)
@@ -271,9 +272,13 @@ fn transport(
                 .step_by(0.05)
                 .text("text"),
         );
-        if let Some(details) = &mut pointer.details {
-            ui.checkbox(details, "details")
-                .on_hover_text("The metrics, ISR, lag and event panel (D)");
+        let mut details = pointer.details_shown;
+        if ui
+            .checkbox(&mut details, "details")
+            .on_hover_text("The metrics, ISR, lag and event panel (D)")
+            .changed()
+        {
+            pointer.details = Some(details);
         }
         if ui.button("?").on_hover_text("Shortcuts (?)").clicked() {
             pointer.show_help = !pointer.show_help;
@@ -613,7 +618,7 @@ fn details(
         });
 }
 
-/// Narrower windows open without the details panel, so that the scene keeps its width.
+/// Narrower windows show no details panel unless asked, so that the scene keeps its width.
 const DETAILS_MIN_WINDOW_WIDTH: f32 = 1000.0;
 
 fn hover_explanation(

@@ -818,20 +818,22 @@ fn paint_scene(shown: Res<Shown>, mut paint: ResMut<Paint>) {
                 break;
             };
             drawn += 1;
+            // "p0,1" for partitions 0 and 1 of the group's topic.
             let owned = if m.assigned.is_empty() {
                 "no partitions".to_string()
             } else {
-                m.assigned
+                let ordinals: Vec<&str> = m
+                    .assigned
                     .iter()
-                    .map(|a| a.rsplit('-').next().unwrap_or(a).to_string())
-                    .collect::<Vec<_>>()
-                    .join(",")
+                    .map(|a| a.rsplit('-').next().unwrap_or(a))
+                    .collect();
+                format!("p{}", ordinals.join(","))
             };
             paint.text(
                 Vec2::new(mr.min.x + 6.0, mr.center().y),
                 fit(
                     &format!(
-                        "{}{}: p{}",
+                        "{}{}: {}",
                         short_member(&m.name),
                         if m.alive { "" } else { " (dead)" },
                         owned
