@@ -126,6 +126,61 @@ pub fn parse_query(query: &str) -> Result<Page, String> {
     Ok(Page::View(Box::new(options)))
 }
 
+/// What the window shows now, as the page's address can say it: the address bar follows the app,
+/// so copying it links to the same scenario, instant and look.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Link {
+    /// The built-in scenario's name (its file name).
+    pub scenario: String,
+    /// The seed, when it is not the scenario's own.
+    pub seed: Option<u64>,
+    /// The instant, when paused (a playing link starts from the beginning).
+    pub at_ms: Option<u64>,
+    pub theme: crate::view::palette::Theme,
+    pub speed: f64,
+    pub paused: bool,
+    pub text_scale: f32,
+}
+
+impl Link {
+    /// The query (without `?`) that opens this; settings at their defaults are left out.
+    pub fn query(&self) -> String {
+        let mut q = format!("scenario={}", encode(&self.scenario));
+        if let Some(seed) = self.seed {
+            q += &format!("&seed={seed}");
+        }
+        if let Some(at) = self.at_ms.filter(|at| *at > 0) {
+            q += &format!("&at_ms={at}");
+        }
+        if self.theme == crate::view::palette::Theme::Light {
+            q += "&theme=light";
+        }
+        if self.speed != crate::app::Options::DEFAULT_SPEED {
+            q += &format!("&speed={}", self.speed);
+        }
+        if self.paused {
+            q += "&paused=1";
+        }
+        if self.text_scale != 1.0 {
+            q += &format!("&text_scale={}", self.text_scale);
+        }
+        q
+    }
+}
+
+/// Form-encodes a value: letters, digits and `-._~` stay, every other byte is `%XX`.
+fn encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out += &format!("%{b:02X}");
+        }
+    }
+    out
+}
+
 /// The query part of a whole URL: after the first `?`, before any `#`.
 pub fn query_of(url: &str) -> &str {
     let url = url.split_once('#').map_or(url, |(u, _)| u);

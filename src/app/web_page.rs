@@ -1,35 +1,109 @@
-//! The page around the web build's canvas learns what the app shows: the browser tab's title
-//! names the scenario, and the canvas carries the scenario, the instant drawn and a frame count,
-//! which the page (and its tests) read.
+//! The page around the web build's canvas follows what the app shows: the browser tab's title
+//! names the scenario, the address bar holds a link to what is on screen (copy it to share the
+//! scenario, the paused instant and the look), and the canvas carries the scenario, the instant
+//! drawn and a frame count, which the page (and its tests) read.
 
 use bevy::prelude::*;
+use wasm_bindgen::{JsCast, JsValue};
 
-use super::playback::{Model, Shown};
+use super::playback::{Model, Playback, Shown};
+use crate::scenario::{BUILT_IN, Scenario};
+use crate::web::Link;
 
 pub(super) fn plugin(app: &mut App) {
-    app.init_resource::<Frames>().add_systems(Last, tell_page);
+    app.init_resource::<Page>().add_systems(Last, tell_page);
 }
 
-/// Frames drawn so far.
 #[derive(Resource, Default)]
-struct Frames(u64);
+struct Page {
+    /// Frames drawn so far.
+    frames: u64,
+    /// Each built-in scenario's file name, scenario name and seed, read once.
+    built_in: Vec<(&'static str, String, u64)>,
+    /// The query last put in the address bar.
+    query: String,
+}
 
-fn tell_page(model: Option<Res<Model>>, shown: Option<Res<Shown>>, mut frames: ResMut<Frames>) {
-    let (Some(model), Some(shown)) = (model, shown) else {
+fn tell_page(
+    model: Option<Res<Model>>,
+    shown: Option<Res<Shown>>,
+    playback: Option<Res<Playback>>,
+    mut page: ResMut<Page>,
+) {
+    let (Some(model), Some(shown), Some(playback)) = (model, shown, playback) else {
         return;
     };
-    let Some(document) = web_sys::window().and_then(|w| w.document()) else {
+    let Some(window) = web_sys::window() else {
         return;
     };
-    frames.0 += 1;
-    let name = &model.scenario.name;
-    let title = format!("Kafkascope: {name}");
+    let Some(document) = window.document() else {
+        return;
+    };
+    page.frames += 1;
+    if page.built_in.is_empty() {
+        page.built_in = BUILT_IN
+            .iter()
+            .filter_map(|b| {
+                let s = Scenario::built_in(b.name).ok()?;
+                Some((b.name, s.name, s.seed))
+            })
+            .collect();
+    }
+    let scenario = &model.scenario;
+    let built_in = page
+        .built_in
+        .iter()
+        .find(|(_, name, _)| *name == scenario.name)
+        .map(|(key, _, seed)| (*key, *seed));
+
+    let title = format!("Kafkascope: {}", scenario.name);
     if document.title() != title {
         document.set_title(&title);
     }
     if let Some(canvas) = document.get_element_by_id("kafkascope") {
-        let _ = canvas.set_attribute("data-scenario", name);
+        let key = built_in.map_or(scenario.name.as_str(), |(key, _)| key);
+        let _ = canvas.set_attribute("data-scenario", key);
         let _ = canvas.set_attribute("data-sim-ms", &(shown.display_ms as u64).to_string());
-        let _ = canvas.set_attribute("data-frames", &frames.0.to_string());
+        let _ = canvas.set_attribute("data-frames", &page.frames.to_string());
+    }
+
+    // Only a built-in scenario has a name an address can give.
+    let Some((key, own_seed)) = built_in else {
+        return;
+    };
+    let link = Link {
+        scenario: key.to_string(),
+        seed: (scenario.seed != own_seed).then_some(scenario.seed),
+        // The instant a reopened link draws is the one drawn now (a view at T draws T - 1).
+        at_ms: playback
+            .paused
+            .then(|| (shown.display_ms as u64 + 1).min(scenario.duration_ms)),
+        theme: shown.theme,
+        speed: playback.speed,
+        paused: playback.paused,
+        text_scale: shown.text_scale,
+    };
+    let query = link.query();
+    if query != page.query {
+        replace_address(&window, &format!("?{query}"));
+        page.query = query;
+    }
+}
+
+/// `history.replaceState(null, "", url)`: the address bar changes, the history does not grow.
+fn replace_address(window: &web_sys::Window, url: &str) {
+    let Ok(history) = js_sys::Reflect::get(window, &JsValue::from_str("history")) else {
+        return;
+    };
+    let Ok(replace) = js_sys::Reflect::get(&history, &JsValue::from_str("replaceState")) else {
+        return;
+    };
+    if let Ok(replace) = replace.dyn_into::<js_sys::Function>() {
+        let _ = replace.call3(
+            &history,
+            &JsValue::NULL,
+            &JsValue::from_str(""),
+            &JsValue::from_str(url),
+        );
     }
 }

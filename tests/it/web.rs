@@ -98,3 +98,46 @@ fn bad_parameters_say_what_is_wrong() {
         );
     }
 }
+
+#[test]
+fn the_address_bar_link_opens_what_is_shown() {
+    use kafkascope::web::Link;
+    let link = Link {
+        scenario: "isr-shrink".into(),
+        seed: Some(11),
+        at_ms: Some(31_250),
+        theme: Theme::Light,
+        speed: 0.5,
+        paused: true,
+        text_scale: 1.25,
+    };
+    assert_eq!(
+        link.query(),
+        "scenario=isr-shrink&seed=11&at_ms=31250&theme=light&speed=0.5&paused=1&text_scale=1.25"
+    );
+    let options = view(&link.query());
+    assert_eq!(options.scenario.name, crate::built_in("isr-shrink").name);
+    assert_eq!(
+        (
+            options.scenario.seed,
+            options.at_ms,
+            options.theme,
+            options.speed,
+            options.paused
+        ),
+        (11, 31_250, Theme::Light, 0.5, true)
+    );
+    assert_eq!(options.text_scale, 1.25);
+
+    // Defaults are left out: a playing link at the default look names only the scenario.
+    let plain = Link {
+        scenario: "quickstart".into(),
+        seed: None,
+        at_ms: None,
+        theme: Theme::Dark,
+        speed: kafkascope::app::Options::DEFAULT_SPEED,
+        paused: false,
+        text_scale: 1.0,
+    };
+    assert_eq!(plain.query(), "scenario=quickstart");
+}

@@ -89,6 +89,9 @@ async function test(base, native, outDir) {
     check(at >= 19_999 && at <= 20_000, `it opens at the linked instant (${at} ms)`);
     await page.waitForTimeout(1500);
     check(await simMs(page) === at, 'paused=1 holds the playhead');
+    const address = () => page.evaluate(() => location.search);
+    check(await address() === '?scenario=clean-failover&at_ms=20000&theme=light&paused=1',
+      `the address bar links to what is shown (${await address()})`);
     const shot = await page.locator('#kafkascope').screenshot();
     writeFileSync(`${outDir}/web-clean-failover-light.png`, shot);
     const light = await pixels(page, shot);
@@ -99,6 +102,9 @@ async function test(base, native, outDir) {
     await page.waitForFunction((at) => Number(document.getElementById('kafkascope').dataset.simMs) > at,
       at, { timeout: 60_000 });
     check(true, 'space starts playback');
+    await page.waitForFunction(() => location.search === '?scenario=clean-failover&theme=light',
+      null, { timeout: 30_000 });
+    check(true, 'playing, the address bar drops the instant and the pause');
     check(page.errors.length === 0, `no console errors (${page.errors.join('; ')})`);
     await page.context().close();
 
