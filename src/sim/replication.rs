@@ -50,8 +50,7 @@ fn read_log(leader: &Replica, from: u64, max_bytes: u64) -> Vec<Record> {
     out
 }
 
-/// The answer for one partition of a fetch, read now.
-/// The leader's answer for every partition of a follower's fetch.
+/// The leader's answer for every partition of a follower's fetch, read now.
 fn answer_all(
     request: &FetchRequest,
     partitions: &Query<&Partition>,
@@ -69,6 +68,7 @@ fn answer_all(
         .collect()
 }
 
+/// The answer for one partition of a fetch.
 fn answer_partition(
     fetch: &FetchPartition,
     partition: &Partition,
