@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 source scripts/web-serve.sh
 
 dist="${1:-dist}"
-loads="${2:-3}"
+loads="${2:-5}"
 wasm="$dist/kafkascope_bg.wasm"
 [[ -f "$wasm" ]] || { echo "no web build in $dist: run scripts/build-web.sh" >&2; exit 2; }
 
