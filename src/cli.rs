@@ -190,13 +190,19 @@ fn check_display() -> Result<(), String> {
     Ok(())
 }
 
-fn app_options(scenario: Scenario, at_ms: u64, look: &Look) -> Result<crate::app::Options, String> {
+/// Whether a window can open at `at_ms`: not past the scenario's end.
+pub(crate) fn check_at_ms(scenario: &Scenario, at_ms: u64) -> Result<(), String> {
     if at_ms > scenario.duration_ms {
         return Err(format!(
-            "--at-ms {at_ms} is past the end of scenario {:?} ({} ms)",
+            "{at_ms} is past the end of scenario {:?} ({} ms)",
             scenario.name, scenario.duration_ms
         ));
     }
+    Ok(())
+}
+
+fn app_options(scenario: Scenario, at_ms: u64, look: &Look) -> Result<crate::app::Options, String> {
+    check_at_ms(&scenario, at_ms).map_err(|e| format!("--at-ms {e}"))?;
     let mut options = crate::app::Options::new(scenario);
     options.at_ms = at_ms;
     options.size = look.size;

@@ -10,7 +10,7 @@ use crate::sim::cluster::{Broker, Cluster, Partition, Replica};
 use crate::sim::group_coordinator::ConsumerGroup;
 use crate::sim::invariants::Invariants;
 use crate::sim::lag::{LagMonitor, lag_now};
-use crate::sim::ledger::{AckLedger, LostRecord, lost_records};
+use crate::sim::ledger::{LostRecord, lost_in};
 use crate::sim::producer::{Producer, ProducerStats};
 use crate::sim::{Event, EventLog, Metrics, SimClock};
 
@@ -173,20 +173,7 @@ impl Report {
                 metrics.offline_partition_ms += now - since;
             }
         }
-        let names: Vec<String> = producers
-            .iter()
-            .map(|p: &ProducerReport| p.name.clone())
-            .collect();
-        let lost = world
-            .run_system_once(
-                move |ledger: Res<AckLedger>,
-                      cluster: Res<Cluster>,
-                      partitions: Query<&Partition>,
-                      replicas: Query<&Replica>| {
-                    lost_records(&ledger, &cluster, &names, &partitions, &replicas)
-                },
-            )
-            .expect("the report's query runs");
+        let lost = lost_in(world);
         let consumer_groups = world
             .run_system_once(
                 move |cluster: Res<Cluster>,

@@ -17,6 +17,26 @@ pub struct BuiltIn {
     pub source: &'static str,
 }
 
+impl BuiltIn {
+    /// The built-in scenario whose `name` field is `name` (which can differ from the file name:
+    /// `isr-shrink` is named "ISR shrink"), so that a loaded scenario can be linked to and picked
+    /// again by its file name.
+    pub fn named(name: &str) -> Option<&'static BuiltIn> {
+        static NAMES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+        let names = NAMES.get_or_init(|| {
+            BUILT_IN
+                .iter()
+                .map(|b| Scenario::built_in(b.name).map_or_else(|_| String::new(), |s| s.name))
+                .collect()
+        });
+        BUILT_IN
+            .iter()
+            .zip(names)
+            .find(|(_, n)| *n == name)
+            .map(|(b, _)| b)
+    }
+}
+
 /// The scenarios in `scenarios/`, embedded. `quickstart` comes first: it is the default.
 pub const BUILT_IN: &[BuiltIn] = &[
     BuiltIn {

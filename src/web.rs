@@ -101,15 +101,7 @@ pub fn parse_query(query: &str) -> Result<Page, String> {
     }
 
     let at_ms = number("at_ms")?.unwrap_or(0);
-    if at_ms > scenario.duration_ms {
-        return Err(bad(
-            "at_ms",
-            format!(
-                "past the end of scenario {:?} ({} ms)",
-                scenario.name, scenario.duration_ms
-            ),
-        ));
-    }
+    crate::cli::check_at_ms(&scenario, at_ms).map_err(|e| format!("at_ms {e}"))?;
     let mut options = crate::app::Options::new(scenario);
     options.at_ms = at_ms;
     if let Some(theme) = get("theme") {

@@ -8,8 +8,7 @@ use bevy_egui::EguiContexts;
 use super::AppSet;
 use super::painter::to_layout;
 use super::playback::{Control, MAX_SPEED, MIN_SPEED, Playback, Shown};
-use super::scene::{anchor, member_rect};
-use crate::view::motion::{motion, placement};
+use super::scene::{member_rect, message_at};
 use crate::view::palette::Theme;
 
 pub use crate::view::explain::Target;
@@ -97,12 +96,7 @@ pub fn hit(shown: &Shown, at: Vec2) -> Option<Target> {
         .messages
         .iter()
         .enumerate()
-        .filter_map(|(i, m)| {
-            let from = anchor(s, layout, m.wire.from, m.wire.to)?;
-            let to = anchor(s, layout, m.wire.to, m.wire.from)?;
-            let (p, _) = placement(from, to, motion(&m.wire, shown.display_ms))?;
-            Some((i, p.distance(at)))
-        })
+        .filter_map(|(i, m)| Some((i, message_at(shown, m)?.0.distance(at))))
         .filter(|(_, d)| *d <= 10.0)
         .min_by(|a, b| a.1.total_cmp(&b.1));
     if let Some((i, _)) = nearest {
@@ -218,11 +212,7 @@ mod tests {
             .messages
             .iter()
             .enumerate()
-            .find_map(|(i, m)| {
-                let from = anchor(s, &shown.layout, m.wire.from, m.wire.to)?;
-                let to = anchor(s, &shown.layout, m.wire.to, m.wire.from)?;
-                Some((i, placement(from, to, motion(&m.wire, shown.display_ms))?.0))
-            })
+            .find_map(|(i, m)| Some((i, message_at(&shown, m)?.0)))
             .expect("a message is drawn");
         let Some(Target::Message(found)) = hit(&shown, at + Vec2::new(3.0, 0.0)) else {
             panic!("no message found at {at}");

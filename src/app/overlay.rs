@@ -183,12 +183,15 @@ fn transport(
     ui.horizontal_wrapped(|ui| {
         ui.strong("Kafkascope");
         let current = model.scenario.name.clone();
+        let current_built_in = crate::scenario::BuiltIn::named(&current).map(|b| b.name);
         egui::ComboBox::from_id_salt("scenario")
             .selected_text(&current)
             .width(200.0)
             .show_ui(ui, |ui| {
                 for b in BUILT_IN {
-                    if ui.selectable_label(b.name == current, b.name).clicked()
+                    if ui
+                        .selectable_label(current_built_in == Some(b.name), b.name)
+                        .clicked()
                         && let Ok(s) = crate::scenario::Scenario::built_in(b.name)
                     {
                         state.load_error = None;

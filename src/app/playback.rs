@@ -225,7 +225,7 @@ fn read_model(mut model: ResMut<Model>, playback: Res<Playback>, mut shown: ResM
         .events
         .len();
     if shown.lost_at_events != Some(events) {
-        shown.lost = crate::view::snapshot::acked_records_lost(model.sim.world_mut());
+        shown.lost = crate::sim::ledger::lost_in(model.sim.world_mut());
         shown.lost_at_events = Some(events);
     }
 }

@@ -19,7 +19,7 @@ use crate::view::layout::{Layout, SCENE};
 use crate::view::log_strip::{Cell, strip, window};
 use crate::view::motion::{motion, placement};
 use crate::view::palette::{Palette, ReplicaRole};
-use crate::view::snapshot::{MessageKind, PartitionView, Snapshot};
+use crate::view::snapshot::{MessageKind, MessageView, PartitionView, Snapshot};
 
 /// How long a state change takes on screen (wall time).
 const CHANGE: Duration = Duration::from_millis(450);
@@ -469,6 +469,15 @@ pub fn anchor(s: &Snapshot, layout: &Layout, node: Node, peer: Node) -> Option<V
 }
 
 /// A member's row in its group's box.
+/// Where a message on the wire is drawn at the instant shown (layout coordinates), and how
+/// opaque; `None` when it is not on screen.
+pub fn message_at(shown: &Shown, m: &MessageView) -> Option<(Vec2, f32)> {
+    let (s, layout) = (&shown.snapshot, &shown.layout);
+    let from = anchor(s, layout, m.wire.from, m.wire.to)?;
+    let to = anchor(s, layout, m.wire.to, m.wire.from)?;
+    placement(from, to, motion(&m.wire, shown.display_ms))
+}
+
 pub fn member_rect(layout: &Layout, group: usize, index: usize) -> Option<Rect> {
     let g = layout.groups.get(group)?;
     let top = g.min.y + 66.0 + index as f32 * 28.0;
@@ -884,13 +893,7 @@ fn paint_scene(shown: Res<Shown>, mut paint: ResMut<Paint>) {
 
     // Messages on the wire.
     for m in &s.messages {
-        let (Some(from), Some(to)) = (
-            anchor(s, layout, m.wire.from, m.wire.to),
-            anchor(s, layout, m.wire.to, m.wire.from),
-        ) else {
-            continue;
-        };
-        let Some((at, alpha)) = placement(from, to, motion(&m.wire, shown.display_ms)) else {
+        let Some((at, alpha)) = message_at(&shown, m) else {
             continue;
         };
         let lost = matches!(m.wire.state, WireState::Lost { .. });

@@ -7,7 +7,7 @@ use bevy::prelude::*;
 use wasm_bindgen::{JsCast, JsValue};
 
 use super::playback::{Model, Playback, Shown};
-use crate::scenario::{BUILT_IN, Scenario};
+use crate::scenario::{BuiltIn, Scenario};
 use crate::web::Link;
 
 pub(super) fn plugin(app: &mut App) {
@@ -18,8 +18,8 @@ pub(super) fn plugin(app: &mut App) {
 struct Page {
     /// Frames drawn so far.
     frames: u64,
-    /// Each built-in scenario's file name, scenario name and seed, read once.
-    built_in: Vec<(&'static str, String, u64)>,
+    /// The built-in scenario shown and its own seed, read when the scenario changes.
+    built_in: Option<(&'static str, u64)>,
     /// The query last put in the address bar.
     query: String,
 }
@@ -40,21 +40,12 @@ fn tell_page(
         return;
     };
     page.frames += 1;
-    if page.built_in.is_empty() {
-        page.built_in = BUILT_IN
-            .iter()
-            .filter_map(|b| {
-                let s = Scenario::built_in(b.name).ok()?;
-                Some((b.name, s.name, s.seed))
-            })
-            .collect();
-    }
     let scenario = &model.scenario;
-    let built_in = page
-        .built_in
-        .iter()
-        .find(|(_, name, _)| *name == scenario.name)
-        .map(|(key, _, seed)| (*key, *seed));
+    let key = BuiltIn::named(&scenario.name).map(|b| b.name);
+    if page.built_in.map(|(k, _)| k) != key {
+        page.built_in = key.and_then(|k| Some((k, Scenario::built_in(k).ok()?.seed)));
+    }
+    let built_in = page.built_in;
 
     let title = format!("Kafkascope: {}", scenario.name);
     if document.title() != title {

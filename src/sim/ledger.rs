@@ -43,6 +43,36 @@ pub struct LostRecord {
     pub acks: Acks,
 }
 
+/// [`lost_records`] for a whole world, outside the schedule: what the report and the window show.
+/// It reads every acknowledged record, so callers run it once, not every step or frame.
+pub fn lost_in(world: &mut World) -> Vec<LostRecord> {
+    use bevy::ecs::system::RunSystemOnce;
+    let names: Vec<String> = {
+        let cluster = world.resource::<Cluster>();
+        cluster
+            .producers
+            .iter()
+            .map(|e| {
+                world
+                    .get::<super::producer::Producer>(*e)
+                    .expect("producer")
+                    .name
+                    .clone()
+            })
+            .collect()
+    };
+    world
+        .run_system_once(
+            move |ledger: Res<AckLedger>,
+                  cluster: Res<Cluster>,
+                  partitions: Query<&Partition>,
+                  replicas: Query<&Replica>| {
+                lost_records(&ledger, &cluster, &names, &partitions, &replicas)
+            },
+        )
+        .expect("the ledger's query runs")
+}
+
 /// The acknowledged records absent from the log of their partition's current leader, or, for a
 /// partition without a leader, from every replica that could still lead it (its ISR and ELR, and
 /// with unclean election any replica).

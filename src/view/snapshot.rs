@@ -421,31 +421,6 @@ impl Snapshot {
     }
 }
 
-/// The acknowledged records the cluster no longer has (the ledger's verdict, as in the report).
-/// It reads every acknowledged record: call it when something that can lose records happened
-/// (the event log grew), not every frame.
-pub fn acked_records_lost(world: &mut World) -> Vec<crate::sim::ledger::LostRecord> {
-    use bevy::ecs::system::RunSystemOnce;
-    let names: Vec<String> = {
-        let cluster = world.resource::<Cluster>();
-        cluster
-            .producers
-            .iter()
-            .map(|e| world.get::<Producer>(*e).expect("producer").name.clone())
-            .collect()
-    };
-    world
-        .run_system_once(
-            move |ledger: Res<crate::sim::ledger::AckLedger>,
-                  cluster: Res<Cluster>,
-                  partitions: Query<&Partition>,
-                  replicas: Query<&Replica>| {
-                crate::sim::ledger::lost_records(&ledger, &cluster, &names, &partitions, &replicas)
-            },
-        )
-        .expect("the ledger's query runs")
-}
-
 /// The consumer node a message travels to or from, if either end is a consumer.
 pub fn consumer_end(wire: &Wire) -> Option<u32> {
     match (wire.from, wire.to) {

@@ -189,3 +189,23 @@ fn mutated_scenarios_are_refused_or_run_but_never_panic() {
     }
     assert!(ran > 50, "some mutations still run ({ran})");
 }
+
+#[test]
+fn a_loaded_built_in_is_found_by_its_scenario_name() {
+    use kafkascope::scenario::{BUILT_IN, BuiltIn};
+    for b in BUILT_IN {
+        let name = crate::built_in(b.name).name;
+        assert_eq!(
+            BuiltIn::named(&name).map(|f| f.name),
+            Some(b.name),
+            "{name}"
+        );
+    }
+    // isr-shrink, the example, is named "ISR shrink".
+    assert_eq!(
+        BuiltIn::named("ISR shrink").map(|b| b.name),
+        Some("isr-shrink")
+    );
+    assert!(BuiltIn::named("isr-shrink").is_none());
+    assert!(BuiltIn::named("a file of mine").is_none());
+}
