@@ -31,14 +31,36 @@ impl Default for SimClock {
 
 /// The earliest future instant at which some system has something to do: every system with a
 /// deadline (a message arriving, a timeout, a linger, a periodic check) reports it here, each step.
+///
+/// Rules that are idle most of the time (the controller, the periodic ISR check) do not run at
+/// every step: they keep a standing deadline here, which lasts until they run again, and run only
+/// when it is due (or when the timeline changed the cluster).
 #[derive(Resource, Debug, Clone, Copy)]
 pub struct Wake {
     next_ms: u64,
+    standing: [u64; Standing::COUNT],
+}
+
+/// The rules that keep a standing deadline in [`Wake`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Standing {
+    /// Heartbeats, their answers, session expiry and leader balancing.
+    Controller,
+    /// The leader's periodic ISR check.
+    IsrCheck,
+}
+
+impl Standing {
+    const COUNT: usize = 2;
 }
 
 impl Default for Wake {
     fn default() -> Self {
-        Wake { next_ms: u64::MAX }
+        Wake {
+            next_ms: u64::MAX,
+            // Every standing rule runs at the first step and sets its own deadline.
+            standing: [0; Standing::COUNT],
+        }
     }
 }
 
@@ -46,6 +68,23 @@ impl Wake {
     /// Something is due at `at_ms`, an instant after the current one.
     pub fn at(&mut self, at_ms: u64) {
         self.next_ms = self.next_ms.min(at_ms);
+    }
+
+    /// Whether a standing rule has something due at `now_ms`.
+    pub fn due(&self, rule: Standing, now_ms: u64) -> bool {
+        now_ms >= self.standing[rule as usize]
+    }
+
+    /// A standing rule starts collecting its next deadline (it is running now).
+    pub fn clear(&mut self, rule: Standing) {
+        self.standing[rule as usize] = u64::MAX;
+    }
+
+    /// A standing rule's deadline: kept until the rule runs again.
+    pub fn standing_at(&mut self, rule: Standing, at_ms: u64) {
+        let slot = &mut self.standing[rule as usize];
+        *slot = (*slot).min(at_ms);
+        self.at(at_ms);
     }
 }
 
@@ -78,12 +117,22 @@ pub(super) fn plugin(app: &mut App) {
         .add_systems(SimStep, tick.in_set(SimSet::Clock));
 }
 
-pub(super) fn tick(mut clock: ResMut<SimClock>, mut wake: ResMut<Wake>) {
+pub(super) fn tick(
+    mut clock: ResMut<SimClock>,
+    mut wake: ResMut<Wake>,
+    timeline: Res<super::timeline::Timeline>,
+) {
+    if let Some(at) = timeline.next_at() {
+        wake.at(at);
+    }
     let next = clock.now_ms + 1;
     clock.now_ms = if clock.skip_idle {
         wake.next_ms.max(next).min(clock.horizon_ms.max(next))
     } else {
         next
     };
-    *wake = Wake::default();
+    *wake = Wake {
+        next_ms: wake.standing.iter().copied().min().unwrap_or(u64::MAX),
+        standing: wake.standing,
+    };
 }

@@ -14,10 +14,12 @@
 
 use bevy::prelude::*;
 
+use super::clock::Standing;
 use super::cluster::{Broker, BrokerId, BrokerView, Cluster, FollowerState, Partition, Replica};
 use super::events::{EventKind, EventLog, Metrics};
-use super::network::{Network, Node, Wire, arrivals};
+use super::network::{Network, Node, Wire, WireState, arrivals};
 use super::protocol::{Heartbeat, HeartbeatResponse};
+use super::timeline::Timeline;
 use super::{SimClock, SimSet, SimStep, Wake};
 use crate::scenario::ClusterConfig;
 
@@ -46,18 +48,19 @@ impl Controller {
 }
 
 pub(super) fn plugin(app: &mut App) {
-    app.add_systems(
-        SimStep,
-        (
-            brokers_send_heartbeats,
-            brokers_take_heartbeat_responses,
-            controller_handles_heartbeats,
-            controller_checks_sessions,
-            controller_balances_leaders,
-        )
-            .chain()
-            .in_set(SimSet::Controller),
-    );
+    app.configure_sets(SimStep, SimSet::Controller.run_if(controller_due))
+        .add_systems(
+            SimStep,
+            (
+                brokers_send_heartbeats,
+                brokers_take_heartbeat_responses,
+                controller_handles_heartbeats,
+                controller_checks_sessions,
+                controller_balances_leaders,
+            )
+                .chain()
+                .in_set(SimSet::Controller),
+        );
 }
 
 /// What an election needs besides the partition.
@@ -258,6 +261,22 @@ fn change_fencing(
     change(broker, partitions, replicas, &mut ctx);
 }
 
+/// The controller's rules act only at their deadlines (a heartbeat to send, a message arriving, a
+/// session to expire, a balance check) or after a timeline action: at other steps they are
+/// skipped. Each run collects the next deadline afresh.
+fn controller_due(clock: Res<SimClock>, wake: Res<Wake>, timeline: Res<Timeline>) -> bool {
+    wake.due(Standing::Controller, clock.now_ms) || timeline.acted_at(clock.now_ms)
+}
+
+/// A heartbeat or its answer still on its way wakes the controller's rules when it arrives.
+fn wake_at_arrivals<'a>(wires: impl Iterator<Item = &'a Wire>, now: u64, wake: &mut Wake) {
+    for wire in wires {
+        if wire.state == WireState::InFlight && wire.arrive_ms > now {
+            wake.standing_at(Standing::Controller, wire.arrive_ms);
+        }
+    }
+}
+
 fn brokers_send_heartbeats(
     clock: Res<SimClock>,
     cluster: Res<Cluster>,
@@ -267,14 +286,17 @@ fn brokers_send_heartbeats(
     mut commands: Commands,
 ) {
     let now = clock.now_ms;
+    wake.clear(Standing::Controller);
     for &entity in &cluster.brokers {
         let mut broker = brokers.get_mut(entity).expect("broker entity");
         if !broker.alive {
             continue;
         }
         if now >= broker.next_heartbeat_ms {
+            let wire = network.send(now, Node::Broker(broker.id), Node::Controller);
+            wake.standing_at(Standing::Controller, wire.arrive_ms);
             commands.spawn((
-                network.send(now, Node::Broker(broker.id), Node::Controller),
+                wire,
                 Heartbeat {
                     broker: broker.id,
                     incarnation: broker.incarnation,
@@ -282,15 +304,17 @@ fn brokers_send_heartbeats(
             ));
             broker.next_heartbeat_ms = now + cluster.config.heartbeat_interval_ms;
         }
-        wake.at(broker.next_heartbeat_ms);
+        wake.standing_at(Standing::Controller, broker.next_heartbeat_ms);
     }
 }
 
 fn brokers_take_heartbeat_responses(
     clock: Res<SimClock>,
+    mut wake: ResMut<Wake>,
     responses: Query<(Entity, &Wire), With<HeartbeatResponse>>,
     mut commands: Commands,
 ) {
+    wake_at_arrivals(responses.iter().map(|(_, w)| w), clock.now_ms, &mut wake);
     for entity in arrivals(responses.iter(), clock.now_ms) {
         commands.entity(entity).despawn();
     }
@@ -301,6 +325,7 @@ fn controller_handles_heartbeats(
     clock: Res<SimClock>,
     cluster: Res<Cluster>,
     mut network: ResMut<Network>,
+    mut wake: ResMut<Wake>,
     mut events: ResMut<EventLog>,
     mut metrics: ResMut<Metrics>,
     heartbeats: Query<(Entity, &Wire, &Heartbeat)>,
@@ -311,6 +336,7 @@ fn controller_handles_heartbeats(
     mut commands: Commands,
 ) {
     let now = clock.now_ms;
+    wake_at_arrivals(heartbeats.iter().map(|(_, w, _)| w), now, &mut wake);
     let due = arrivals(heartbeats.iter().map(|(e, w, _)| (e, w)), now);
     if due.is_empty() {
         return;
@@ -369,8 +395,10 @@ fn controller_handles_heartbeats(
                 &mut replicas,
             );
         }
+        let response = network.send(now, Node::Controller, wire.from);
+        wake.standing_at(Standing::Controller, response.arrive_ms);
         commands.spawn((
-            network.send(now, Node::Controller, wire.from),
+            response,
             HeartbeatResponse {
                 broker: b,
                 fenced: brokers.get(broker_entity).expect("broker").fenced,
@@ -404,7 +432,7 @@ fn controller_checks_sessions(
         let b = broker.id;
         let deadline = controller.last_heartbeat_ms[b as usize] + session;
         if now <= deadline {
-            wake.at(deadline + 1);
+            wake.standing_at(Standing::Controller, deadline + 1);
             continue;
         }
         brokers.get_mut(entity).expect("broker").fenced = true;
@@ -446,7 +474,7 @@ fn controller_balances_leaders(
         controller.next_balance_check_ms = now + cluster.config.leader_imbalance_check_interval_ms;
     }
     if periodic {
-        wake.at(controller.next_balance_check_ms);
+        wake.standing_at(Standing::Controller, controller.next_balance_check_ms);
     }
     if !(due_check || controller.preferred_election_requested) {
         return;

@@ -11,6 +11,7 @@
 
 use bevy::prelude::*;
 
+use super::clock::Standing;
 use super::cluster::{Broker, BrokerView, Cluster, Partition, Replica, broker_views};
 use super::events::{EventKind, EventLog, Metrics};
 use super::{SimClock, SimSet, SimStep, Wake};
@@ -18,7 +19,11 @@ use super::{SimClock, SimSet, SimStep, Wake};
 pub(super) fn plugin(app: &mut App) {
     app.add_systems(
         SimStep,
-        (expand_isr, shrink_isr, advance_high_watermarks)
+        (
+            expand_isr,
+            shrink_isr.run_if(isr_check_due),
+            advance_high_watermarks,
+        )
             .chain()
             .in_set(SimSet::Isr),
     );
@@ -93,6 +98,11 @@ fn expand_isr(
     }
 }
 
+/// The ISR check is periodic: the steps between checks skip it.
+fn isr_check_due(clock: Res<SimClock>, wake: Res<Wake>) -> bool {
+    wake.due(Standing::IsrCheck, clock.now_ms)
+}
+
 #[allow(clippy::too_many_arguments)]
 fn shrink_isr(
     clock: Res<SimClock>,
@@ -107,7 +117,8 @@ fn shrink_isr(
     let lag_max = cluster.config.replica_lag_time_max_ms;
     let period = lag_max / 2;
     let now = clock.now_ms;
-    wake.at((now / period + 1) * period);
+    wake.clear(Standing::IsrCheck);
+    wake.standing_at(Standing::IsrCheck, (now / period + 1) * period);
     if now == 0 || now % period != 0 {
         return;
     }

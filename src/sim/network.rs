@@ -174,18 +174,24 @@ pub fn held<'a>(messages: impl Iterator<Item = (Entity, &'a Wire)>) -> Vec<Entit
 }
 
 pub(super) fn plugin(app: &mut App) {
-    app.add_systems(
-        SimStep,
-        (drop_on_cut_links, refuse_at_dead_brokers)
-            .chain()
-            .in_set(SimSet::Network),
-    )
-    .add_systems(
-        SimStep,
-        despawn_lost
-            .in_set(SimSet::Clock)
-            .before(super::clock::tick),
-    );
+    app.configure_sets(SimStep, SimSet::Network.run_if(any_fault))
+        .add_systems(
+            SimStep,
+            (drop_on_cut_links, refuse_at_dead_brokers)
+                .chain()
+                .in_set(SimSet::Network),
+        )
+        .add_systems(
+            SimStep,
+            despawn_lost
+                .in_set(SimSet::Clock)
+                .before(super::clock::tick),
+        );
+}
+
+/// Only a cut link or a dead broker loses messages: a healthy cluster skips the phase.
+fn any_fault(network: Res<Network>, brokers: Query<&Broker>) -> bool {
+    network.any_cut() || brokers.iter().any(|b| !b.alive)
 }
 
 /// A message whose link is cut while it travels never arrives (a network partition drops

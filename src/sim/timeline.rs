@@ -10,7 +10,7 @@ use super::group_coordinator::ConsumerGroup;
 use super::ledger::AckLedger;
 use super::network::Network;
 use super::producer::Producer;
-use super::{SimClock, SimSet, SimStep, Wake};
+use super::{SimClock, SimSet, SimStep};
 use crate::scenario::{Action, Scenario};
 
 /// Actions still to come, in time order (stable for equal times: file order).
@@ -18,6 +18,9 @@ use crate::scenario::{Action, Scenario};
 pub struct Timeline {
     pending: Vec<(u64, Action)>,
     next: usize,
+    /// The instant of the latest step that applied an action: the rules that run only when due
+    /// also run then, since an action may change what is due.
+    acted_ms: Option<u64>,
 }
 
 impl Timeline {
@@ -28,7 +31,21 @@ impl Timeline {
             .map(|e| (e.at_ms, e.action.clone()))
             .collect();
         pending.sort_by_key(|(at, _)| *at);
-        Timeline { pending, next: 0 }
+        Timeline {
+            pending,
+            next: 0,
+            acted_ms: None,
+        }
+    }
+
+    /// The instant of the next action to apply.
+    pub fn next_at(&self) -> Option<u64> {
+        self.pending.get(self.next).map(|(at, _)| *at)
+    }
+
+    /// Whether an action was applied at this instant.
+    pub fn acted_at(&self, now_ms: u64) -> bool {
+        self.acted_ms == Some(now_ms)
     }
 
     /// Adds an action to apply at `at_ms` (no earlier than the next step).
@@ -42,8 +59,16 @@ impl Timeline {
 }
 
 pub(super) fn plugin(app: &mut App) {
-    app.init_resource::<Timeline>()
-        .add_systems(SimStep, apply_actions.in_set(SimSet::Timeline));
+    app.init_resource::<Timeline>().add_systems(
+        SimStep,
+        apply_actions.in_set(SimSet::Timeline).run_if(actions_due),
+    );
+}
+
+/// Most steps have no action to apply: they skip the system, and the clock reads the next
+/// action's instant from the timeline itself.
+fn actions_due(clock: Res<SimClock>, timeline: Res<Timeline>) -> bool {
+    timeline.next_at().is_some_and(|at| at <= clock.now_ms)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -53,7 +78,6 @@ fn apply_actions(
     mut timeline: ResMut<Timeline>,
     mut network: ResMut<Network>,
     mut events: ResMut<EventLog>,
-    mut wake: ResMut<Wake>,
     mut ledger: ResMut<AckLedger>,
     mut producers: Query<&mut Producer>,
     mut brokers: Query<&mut Broker>,
@@ -64,19 +88,12 @@ fn apply_actions(
     mut commands: Commands,
 ) {
     let now = clock.now_ms;
-    if let Some((at, _)) = timeline
-        .pending
-        .iter()
-        .skip(timeline.next)
-        .find(|(at, _)| *at > now)
-    {
-        wake.at(*at);
-    }
     while let Some((at, action)) = timeline.pending.get(timeline.next).cloned() {
         if at > now {
             break;
         }
         timeline.next += 1;
+        timeline.acted_ms = Some(now);
         let producer = |name: &str| {
             cluster
                 .producers
