@@ -17,6 +17,9 @@ pub struct SimClock {
     pub horizon_ms: u64,
     /// Jump over idle instants (on by default; off steps every millisecond).
     pub skip_idle: bool,
+    /// Skip the rules that keep a standing deadline at steps when it is not due (on by default;
+    /// off runs every rule at every step, as a reference for tests).
+    pub skip_idle_rules: bool,
 }
 
 impl Default for SimClock {
@@ -25,6 +28,7 @@ impl Default for SimClock {
             now_ms: 0,
             horizon_ms: u64::MAX,
             skip_idle: true,
+            skip_idle_rules: true,
         }
     }
 }
@@ -70,9 +74,10 @@ impl Wake {
         self.next_ms = self.next_ms.min(at_ms);
     }
 
-    /// Whether a standing rule has something due at `now_ms`.
-    pub fn due(&self, rule: Standing, now_ms: u64) -> bool {
-        now_ms >= self.standing[rule as usize]
+    /// Whether a standing rule runs at this step: its deadline is due, or the clock runs every
+    /// rule at every step.
+    pub fn due(&self, rule: Standing, clock: &SimClock) -> bool {
+        !clock.skip_idle_rules || clock.now_ms >= self.standing[rule as usize]
     }
 
     /// A standing rule starts collecting its next deadline (it is running now).

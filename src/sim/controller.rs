@@ -265,7 +265,7 @@ fn change_fencing(
 /// session to expire, a balance check) or after a timeline action: at other steps they are
 /// skipped. Each run collects the next deadline afresh.
 fn controller_due(clock: Res<SimClock>, wake: Res<Wake>, timeline: Res<Timeline>) -> bool {
-    wake.due(Standing::Controller, clock.now_ms) || timeline.acted_at(clock.now_ms)
+    wake.due(Standing::Controller, &clock) || timeline.acted_at(clock.now_ms)
 }
 
 /// A heartbeat or its answer still on its way wakes the controller's rules when it arrives.

@@ -100,7 +100,7 @@ fn expand_isr(
 
 /// The ISR check is periodic: the steps between checks skip it.
 fn isr_check_due(clock: Res<SimClock>, wake: Res<Wake>) -> bool {
-    wake.due(Standing::IsrCheck, clock.now_ms)
+    wake.due(Standing::IsrCheck, &clock)
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -127,7 +127,7 @@ pub fn plugin(app: &mut App) {
     ));
 }
 
-fn has_consumer_groups(cluster: Option<Res<Cluster>>) -> bool {
+pub(crate) fn has_consumer_groups(cluster: Option<Res<Cluster>>) -> bool {
     cluster.is_some_and(|c| !c.groups.is_empty())
 }
 
@@ -199,6 +199,12 @@ impl Sim {
     /// Steps every millisecond instead of jumping over idle ones (the reports are the same).
     pub fn set_skip_idle(&mut self, skip: bool) {
         self.world_mut().resource_mut::<SimClock>().skip_idle = skip;
+    }
+
+    /// Runs every rule at every step instead of skipping those with nothing due (the reports are
+    /// the same).
+    pub fn set_skip_idle_rules(&mut self, skip: bool) {
+        self.world_mut().resource_mut::<SimClock>().skip_idle_rules = skip;
     }
 
     /// Runs every step before `until_ms`; afterwards the clock reads `until_ms`. Returns how many

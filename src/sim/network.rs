@@ -190,8 +190,8 @@ pub(super) fn plugin(app: &mut App) {
 }
 
 /// Only a cut link or a dead broker loses messages: a healthy cluster skips the phase.
-fn any_fault(network: Res<Network>, brokers: Query<&Broker>) -> bool {
-    network.any_cut() || brokers.iter().any(|b| !b.alive)
+fn any_fault(clock: Res<SimClock>, network: Res<Network>, brokers: Query<&Broker>) -> bool {
+    !clock.skip_idle_rules || network.any_cut() || brokers.iter().any(|b| !b.alive)
 }
 
 /// A message whose link is cut while it travels never arrives (a network partition drops

@@ -449,10 +449,19 @@ fn expire(
         let mut producer = producers.get_mut(entity).expect("producer entity");
         let producer = &mut *producer;
         let timeout = producer.config.request_timeout_ms;
-        let (timed_out, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut producer.in_flight)
-            .into_iter()
-            .partition(|f| now >= f.sent_ms + timeout);
-        producer.in_flight = waiting;
+        let timed_out: Vec<_> = if producer
+            .in_flight
+            .iter()
+            .any(|f| now >= f.sent_ms + timeout)
+        {
+            let (timed_out, waiting) = std::mem::take(&mut producer.in_flight)
+                .into_iter()
+                .partition(|f| now >= f.sent_ms + timeout);
+            producer.in_flight = waiting;
+            timed_out
+        } else {
+            Vec::new()
+        };
         for request in timed_out {
             for batch in request.batches {
                 producer.complete(

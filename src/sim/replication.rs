@@ -13,6 +13,7 @@ use super::protocol::{
     Diverging, FetchPartition, FetchRequest, FetchResponse, FetchedPartition, KafkaError,
 };
 use super::{SimClock, SimSet, SimStep, Wake};
+use crate::scenario::ClusterConfig;
 
 pub(super) fn plugin(app: &mut App) {
     app.add_systems(
@@ -20,9 +21,7 @@ pub(super) fn plugin(app: &mut App) {
         (
             leaders_answer_fetches,
             followers_take_responses,
-            followers_time_out_fetches,
             followers_send_fetches,
-            wake_followers,
         )
             .chain()
             .in_set(SimSet::Replication),
@@ -328,30 +327,38 @@ fn followers_take_responses(
 
 /// A fetch with no answer within the broker's `request.timeout.ms` is given up; the fetcher backs
 /// off `replica.fetch.backoff.ms` and tries again.
-fn followers_time_out_fetches(
-    clock: Res<SimClock>,
-    cluster: Res<Cluster>,
-    mut brokers: Query<&mut Broker>,
-) {
-    let now = clock.now_ms;
-    for mut broker in &mut brokers {
-        for (_, fetcher) in &mut broker.fetchers {
-            if fetcher.in_flight.is_some()
-                && now >= fetcher.sent_ms + cluster.config.request_timeout_ms
-            {
-                fetcher.in_flight = None;
-                fetcher.backoff_until_ms = now + cluster.config.replica_fetch_backoff_ms;
-            }
+fn time_out_fetches(broker: &mut Broker, now: u64, config: &ClusterConfig) {
+    for (_, fetcher) in &mut broker.fetchers {
+        if fetcher.in_flight.is_some() && now >= fetcher.sent_ms + config.request_timeout_ms {
+            fetcher.in_flight = None;
+            fetcher.backoff_until_ms = now + config.replica_fetch_backoff_ms;
         }
     }
 }
 
-/// Each running broker's fetcher for each leader it follows partitions from, when idle, asks for
-/// what follows each of those replicas' log end offsets, in one request.
+/// A fetcher's next deadline: its fetch's timeout, or the end of its back-off.
+fn wake_fetchers(broker: &Broker, now: u64, config: &ClusterConfig, wake: &mut Wake) {
+    for (_, f) in &broker.fetchers {
+        let at = if f.in_flight.is_some() {
+            f.sent_ms + config.request_timeout_ms
+        } else {
+            f.backoff_until_ms
+        };
+        if at > now {
+            wake.at(at);
+        }
+    }
+}
+
+/// Each running broker's fetcher for each leader it follows partitions from, when idle (its last
+/// fetch answered or timed out, its back-off over), asks for what follows each of those
+/// replicas' log end offsets, in one request.
+#[allow(clippy::too_many_arguments)]
 fn followers_send_fetches(
     clock: Res<SimClock>,
     cluster: Res<Cluster>,
     mut network: ResMut<Network>,
+    mut wake: ResMut<Wake>,
     mut brokers: Query<&mut Broker>,
     partitions: Query<&Partition>,
     replicas: Query<&Replica>,
@@ -360,7 +367,9 @@ fn followers_send_fetches(
     let now = clock.now_ms;
     for &broker_entity in &cluster.brokers {
         let mut broker = brokers.get_mut(broker_entity).expect("broker entity");
+        time_out_fetches(&mut broker, now, &cluster.config);
         if !broker.alive {
+            wake_fetchers(&broker, now, &cluster.config, &mut wake);
             continue;
         }
         let follower = broker.id;
@@ -399,27 +408,6 @@ fn followers_send_fetches(
             fetcher.sent_ms = now;
             commands.spawn((wire, FetchRequest { partitions: list }));
         }
-    }
-}
-
-/// A fetcher's next deadline: its fetch's timeout, or the end of its back-off.
-fn wake_followers(
-    clock: Res<SimClock>,
-    cluster: Res<Cluster>,
-    mut wake: ResMut<Wake>,
-    brokers: Query<&Broker>,
-) {
-    let now = clock.now_ms;
-    for broker in &brokers {
-        for (_, f) in &broker.fetchers {
-            let at = if f.in_flight.is_some() {
-                f.sent_ms + cluster.config.request_timeout_ms
-            } else {
-                f.backoff_until_ms
-            };
-            if at > now {
-                wake.at(at);
-            }
-        }
+        wake_fetchers(&broker, now, &cluster.config, &mut wake);
     }
 }

@@ -68,7 +68,7 @@ pub(super) fn plugin(app: &mut App) {
 /// Most steps have no action to apply: they skip the system, and the clock reads the next
 /// action's instant from the timeline itself.
 fn actions_due(clock: Res<SimClock>, timeline: Res<Timeline>) -> bool {
-    timeline.next_at().is_some_and(|at| at <= clock.now_ms)
+    !clock.skip_idle_rules || timeline.next_at().is_some_and(|at| at <= clock.now_ms)
 }
 
 #[allow(clippy::too_many_arguments)]

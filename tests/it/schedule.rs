@@ -57,22 +57,26 @@ fn the_seed_drives_randomness() {
 }
 
 #[test]
-fn skipping_idle_instants_changes_nothing() {
-    // The clock jumps over instants at which no rule can act; stepping every millisecond must
-    // give the same run, byte for byte.
+fn skipping_idle_instants_and_rules_changes_nothing() {
+    // The clock jumps over instants at which no rule can act, and rules with a standing deadline
+    // (the timeline, the controller, the ISR check, fault handling) skip steps at which it is not
+    // due. Stepping every millisecond, and then also running every rule at every step, must give
+    // the same run, byte for byte.
     for built_in in kafkascope::scenario::BUILT_IN {
         let mut scenario = crate::built_in(built_in.name);
         scenario.duration_ms = scenario.duration_ms.min(80_000);
         let skipping = crate::run(&scenario).to_json();
-        let mut sim = kafkascope::sim::Sim::new(&scenario);
-        sim.set_skip_idle(false);
-        sim.run_until(scenario.duration_ms);
-        let every_ms = sim.report().to_json();
-        assert!(
-            skipping == every_ms,
-            "{}: the reports differ",
-            built_in.name
-        );
+        for every_rule in [false, true] {
+            let mut sim = kafkascope::sim::Sim::new(&scenario);
+            sim.set_skip_idle(false);
+            sim.set_skip_idle_rules(!every_rule);
+            sim.run_until(scenario.duration_ms);
+            assert!(
+                skipping == sim.report().to_json(),
+                "{}: the reports differ (every rule at every step: {every_rule})",
+                built_in.name
+            );
+        }
     }
 }
 
