@@ -29,7 +29,7 @@ const BACKOFF_JITTER_PERMILLE: u64 = 200;
 pub(super) fn plugin(app: &mut App) {
     app.add_systems(
         SimStep,
-        (handle_responses, expire, accumulate, send, wake_producers)
+        (handle_responses, expire, accumulate, send)
             .chain()
             .in_set(SimSet::Producer),
     );
@@ -540,11 +540,13 @@ fn accumulate(
 /// first batch of each of that leader's partitions (`RecordAccumulator.drain`) into one request,
 /// up to `max.request.size`, while fewer than `max.in.flight.requests.per.connection` requests
 /// to that broker wait an answer.
+#[allow(clippy::too_many_arguments)]
 fn send(
     clock: Res<SimClock>,
     cluster: Res<Cluster>,
     mut network: ResMut<Network>,
     mut ledger: ResMut<AckLedger>,
+    mut wake: ResMut<Wake>,
     partitions: Query<&Partition>,
     mut producers: Query<&mut Producer>,
     mut commands: Commands,
@@ -554,156 +556,174 @@ fn send(
     for &entity in &cluster.producers {
         let mut producer = producers.get_mut(entity).expect("producer entity");
         let producer = &mut *producer;
-        if producer.queues.iter().all(VecDeque::is_empty) {
+        if producer.queues.iter().any(|q| !q.is_empty()) {
+            send_requests(
+                producer,
+                now,
+                &partitions,
+                &mut network,
+                &mut ledger,
+                &mut commands,
+            );
+        }
+        producer.wake(now, &mut wake);
+    }
+}
+
+/// A producer's requests to send now: to each leader with a batch ready, the ready batches.
+fn send_requests(
+    producer: &mut Producer,
+    now: u64,
+    partitions: &Query<&Partition>,
+    network: &mut Network,
+    ledger: &mut AckLedger,
+    commands: &mut Commands,
+) {
+    // Partitions by leader, from the producer's metadata (read straight from the model).
+    let mut by_leader: BTreeMap<BrokerId, Vec<u32>> = BTreeMap::new();
+    for (p, entity) in producer.partitions.iter().enumerate() {
+        if producer.queues[p].is_empty() {
             continue;
         }
-        // Partitions by leader, from the producer's metadata (read straight from the model).
-        let mut by_leader: BTreeMap<BrokerId, Vec<u32>> = BTreeMap::new();
-        for (p, entity) in producer.partitions.iter().enumerate() {
-            if producer.queues[p].is_empty() {
-                continue;
-            }
-            if let Some(leader) = partitions.get(*entity).ok().and_then(|p| p.leader) {
-                by_leader.entry(leader).or_default().push(p as u32);
-            }
+        if let Some(leader) = partitions.get(*entity).ok().and_then(|p| p.leader) {
+            by_leader.entry(leader).or_default().push(p as u32);
         }
-        for (broker, led) in by_leader {
-            let in_flight = producer
-                .in_flight
-                .iter()
-                .filter(|f| f.broker == broker)
-                .count();
-            if in_flight >= producer.config.max_in_flight_requests_per_connection as usize {
+    }
+    for (broker, led) in by_leader {
+        let in_flight = producer
+            .in_flight
+            .iter()
+            .filter(|f| f.broker == broker)
+            .count();
+        if in_flight >= producer.config.max_in_flight_requests_per_connection as usize {
+            continue;
+        }
+        let ready = led.iter().any(|p| {
+            let queue = &producer.queues[*p as usize];
+            let head = &queue[0];
+            if head.attempts > 0 {
+                return now >= head.retry_at_ms;
+            }
+            let full = queue.len() > 1
+                || head.bytes + producer.config.record_bytes > producer.config.batch_size;
+            full || now >= head.created_ms + producer.config.linger_ms
+        });
+        if !ready {
+            continue;
+        }
+        let start = producer.drain_start.get(&broker).copied().unwrap_or(0) % led.len();
+        producer.drain_start.insert(broker, start + 1);
+        let mut batches = Vec::new();
+        let mut size = 0u32;
+        for k in 0..led.len() {
+            let p = led[(start + k) % led.len()];
+            let queue = &producer.queues[p as usize];
+            let Some(head) = queue.front() else { continue };
+            if head.attempts > 0 && now < head.retry_at_ms {
                 continue;
             }
-            let ready = led.iter().any(|p| {
-                let queue = &producer.queues[*p as usize];
-                let head = &queue[0];
-                if head.attempts > 0 {
-                    return now >= head.retry_at_ms;
-                }
-                let full = queue.len() > 1
-                    || head.bytes + producer.config.record_bytes > producer.config.batch_size;
-                full || now >= head.created_ms + producer.config.linger_ms
-            });
-            if !ready {
-                continue;
-            }
-            let start = producer.drain_start.get(&broker).copied().unwrap_or(0) % led.len();
-            producer.drain_start.insert(broker, start + 1);
-            let mut batches = Vec::new();
-            let mut size = 0u32;
-            for k in 0..led.len() {
-                let p = led[(start + k) % led.len()];
-                let queue = &producer.queues[p as usize];
-                let Some(head) = queue.front() else { continue };
-                if head.attempts > 0 && now < head.retry_at_ms {
+            // An idempotent producer resends a batch only when no earlier batch of its
+            // partition is still in flight, so sequences reach the leader in order.
+            if let Some(seq) = head.base_sequence {
+                let earlier_in_flight = producer
+                    .in_flight
+                    .iter()
+                    .flat_map(|f| &f.batches)
+                    .any(|b| b.partition == p && b.base_sequence.is_some_and(|s| s < seq));
+                if earlier_in_flight {
                     continue;
                 }
-                // An idempotent producer resends a batch only when no earlier batch of its
-                // partition is still in flight, so sequences reach the leader in order.
-                if let Some(seq) = head.base_sequence {
-                    let earlier_in_flight = producer
-                        .in_flight
-                        .iter()
-                        .flat_map(|f| &f.batches)
-                        .any(|b| b.partition == p && b.base_sequence.is_some_and(|s| s < seq));
-                    if earlier_in_flight {
-                        continue;
-                    }
-                }
-                if !batches.is_empty() && size + head.bytes > MAX_REQUEST_SIZE {
-                    break;
-                }
-                let mut batch = producer.queues[p as usize]
-                    .pop_front()
-                    .expect("head exists");
-                if producer.idempotent && batch.base_sequence.is_none() {
-                    batch.producer_epoch = producer.producer_epoch;
-                    batch.base_sequence = Some(producer.next_sequence[p as usize]);
-                    producer.next_sequence[p as usize] += batch.records.len() as i32;
-                }
-                size += batch.bytes;
-                batches.push(batch);
             }
-            if batches.is_empty() {
-                continue;
+            if !batches.is_empty() && size + head.bytes > MAX_REQUEST_SIZE {
+                break;
             }
-            let wire = network.send(now, Node::Producer(producer.index), Node::Broker(broker));
-            let wire_id = wire.id;
-            commands.spawn((
-                wire,
-                ProduceRequest {
-                    producer: producer.index,
-                    acks: producer.acks,
-                    timeout_ms: producer.config.request_timeout_ms,
-                    batches: batches
-                        .iter()
-                        .map(|b| WireBatch {
-                            id: b.id,
-                            partition: producer.partitions[b.partition as usize],
-                            producer: producer.index,
-                            base_sequence: if producer.idempotent {
-                                b.base_sequence
-                            } else {
-                                None
-                            },
-                            producer_epoch: b.producer_epoch,
-                            records: b.records.clone(),
-                        })
-                        .collect(),
-                    outcomes: Vec::new(),
-                },
-            ));
-            if producer.acks == Acks::Zero {
-                // acks=0: done once written to the socket; no answer will come.
-                for batch in &batches {
-                    producer.stats.acked += batch.records.len() as u64;
-                    producer.record_acked(batch, None, &mut ledger);
-                }
-            } else {
-                producer.in_flight.push(InFlight {
-                    wire_id,
-                    broker,
-                    sent_ms: now,
-                    batches,
-                });
+            let mut batch = producer.queues[p as usize]
+                .pop_front()
+                .expect("head exists");
+            if producer.idempotent && batch.base_sequence.is_none() {
+                batch.producer_epoch = producer.producer_epoch;
+                batch.base_sequence = Some(producer.next_sequence[p as usize]);
+                producer.next_sequence[p as usize] += batch.records.len() as i32;
             }
+            size += batch.bytes;
+            batches.push(batch);
+        }
+        if batches.is_empty() {
+            continue;
+        }
+        let wire = network.send(now, Node::Producer(producer.index), Node::Broker(broker));
+        let wire_id = wire.id;
+        commands.spawn((
+            wire,
+            ProduceRequest {
+                producer: producer.index,
+                acks: producer.acks,
+                timeout_ms: producer.config.request_timeout_ms,
+                batches: batches
+                    .iter()
+                    .map(|b| WireBatch {
+                        id: b.id,
+                        partition: producer.partitions[b.partition as usize],
+                        producer: producer.index,
+                        base_sequence: if producer.idempotent {
+                            b.base_sequence
+                        } else {
+                            None
+                        },
+                        producer_epoch: b.producer_epoch,
+                        records: b.records.clone(),
+                    })
+                    .collect(),
+                outcomes: Vec::new(),
+            },
+        ));
+        if producer.acks == Acks::Zero {
+            // acks=0: done once written to the socket; no answer will come.
+            for batch in &batches {
+                producer.stats.acked += batch.records.len() as u64;
+                producer.record_acked(batch, None, ledger);
+            }
+        } else {
+            producer.in_flight.push(InFlight {
+                wire_id,
+                broker,
+                sent_ms: now,
+                batches,
+            });
         }
     }
 }
 
-/// The next instants a producer has something to do: its next record, a batch's linger or retry
-/// back-off, a request's or a batch's timeout.
-fn wake_producers(clock: Res<SimClock>, mut wake: ResMut<Wake>, producers: Query<&Producer>) {
-    let now = clock.now_ms;
-    let mut at = |t: u64| {
-        if t > now {
-            wake.at(t);
-        }
-    };
-    for producer in &producers {
-        let rate = u64::from(producer.records_per_sec);
+impl Producer {
+    /// Reports the producer's next deadline: its next record, a linger or retry back-off ending,
+    /// a request or a batch timing out.
+    fn wake(&self, now: u64, wake: &mut Wake) {
+        let mut at = |t: u64| {
+            if t > now {
+                wake.at(t);
+            }
+        };
+        let rate = u64::from(self.records_per_sec);
         if rate > 0 {
             // The first instant t with (t - since + 1) * rate / 1000 > made so far.
-            let needed = (producer.made_since + 1) * 1000;
-            at(producer.rate_since_ms + needed.div_ceil(rate) - 1);
+            let needed = (self.made_since + 1) * 1000;
+            at(self.rate_since_ms + needed.div_ceil(rate) - 1);
         }
-        let delivery = producer.config.delivery_timeout_ms;
-        for queue in &producer.queues {
+        let delivery = self.config.delivery_timeout_ms;
+        for queue in &self.queues {
             if let Some(head) = queue.front() {
                 at(if head.attempts > 0 {
                     head.retry_at_ms
                 } else {
-                    head.created_ms + producer.config.linger_ms
+                    head.created_ms + self.config.linger_ms
                 });
             }
             for batch in queue {
                 at(batch.created_ms + delivery);
             }
         }
-        for request in &producer.in_flight {
-            at(request.sent_ms + producer.config.request_timeout_ms);
+        for request in &self.in_flight {
+            at(request.sent_ms + self.config.request_timeout_ms);
             for batch in &request.batches {
                 at(batch.created_ms + delivery);
             }
