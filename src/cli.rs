@@ -356,16 +356,19 @@ fn run(cli: Cli) -> Result<(), String> {
                 let start = at_ms.min(scenario.duration_ms.saturating_sub(10_000));
                 let options = app_options(scenario.clone(), start, &look)?;
                 let bench = crate::app::bench_frames(options, frames as usize);
-                let (model, model95) = crate::app::summary(&bench.model_us);
-                let (view, view95) = crate::app::summary(&bench.view_us);
-                let (overlay, overlay95) = crate::app::summary(&bench.overlay_us);
-                let total = model + view + overlay;
+                let frames = bench.overlay_us.len();
                 outln!(
-                    "{}: {} frames at 1x ({:.2} sim ms each): model {model:.2} ms (p95 {model95:.2}), scene {view:.2} ms (p95 {view95:.2}), overlay {overlay:.2} ms (p95 {overlay95:.2}); {total:.2} ms per frame of the 16.7 ms a 60 fps frame has",
-                    scenario.name,
-                    bench.overlay_us.len(),
-                    (bench.sim_end_ms - bench.sim_start_ms) as f64
-                        / bench.overlay_us.len().max(1) as f64,
+                    "{}",
+                    frame_line(
+                        &scenario.name,
+                        frames,
+                        (bench.sim_end_ms - bench.sim_start_ms) as f64 / frames.max(1) as f64,
+                        [
+                            crate::app::summary(&bench.model_us),
+                            crate::app::summary(&bench.view_us),
+                            crate::app::summary(&bench.overlay_us),
+                        ],
+                    )
                 );
                 return Ok(());
             }
@@ -384,12 +387,9 @@ fn run(cli: Cli) -> Result<(), String> {
                     return Err(format!("the benchmark of {name} failed: {text}"));
                 }
                 out!("{text}");
-                let total = text
-                    .split("; ")
-                    .last()
-                    .and_then(|t| t.split(' ').next())
-                    .and_then(|t| t.parse::<f64>().ok())
-                    .unwrap_or(0.0);
+                let total = frame_total(&text).ok_or_else(|| {
+                    format!("the benchmark of {name} printed no total per frame: {text}")
+                })?;
                 results.push((name.clone(), total));
             }
             if let [(first, a), .., (last, b)] = results.as_slice() {
@@ -706,4 +706,43 @@ pub fn summary(scenario: &Scenario, report: &Report) -> String {
         }
     }
     s
+}
+
+/// How `bench-frames` ends the line of one scenario, after its total per frame.
+const PER_FRAME: &str = " ms per frame of the 16.7 ms a 60 fps frame has";
+
+/// The line `bench-frames` prints for one scenario: the mean and 95th percentile of the model's,
+/// the scene's and the overlay's CPU time per frame (ms), then their total.
+fn frame_line(name: &str, frames: usize, sim_ms_each: f64, parts: [(f64, f64); 3]) -> String {
+    let [(model, model95), (view, view95), (overlay, overlay95)] = parts;
+    let total = model + view + overlay;
+    format!(
+        "{name}: {frames} frames at 1x ({sim_ms_each:.2} sim ms each): model {model:.2} ms (p95 {model95:.2}), scene {view:.2} ms (p95 {view95:.2}), overlay {overlay:.2} ms (p95 {overlay95:.2}); {total:.2}{PER_FRAME}"
+    )
+}
+
+/// The total per frame in a scenario's `bench-frames` output (each scenario runs in a child
+/// process of its own).
+fn frame_total(output: &str) -> Option<f64> {
+    output.lines().find_map(|line| {
+        let (_, last) = line.strip_suffix(PER_FRAME)?.rsplit_once("; ")?;
+        last.parse().ok()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_child_benchmarks_total_per_frame_is_read_back() {
+        let line = frame_line(
+            "quickstart",
+            600,
+            16.67,
+            [(1.5, 2.0), (3.25, 4.0), (2.0, 2.5)],
+        );
+        assert_eq!(frame_total(&format!("{line}\n")), Some(6.75));
+        assert_eq!(frame_total("quickstart: the window could not open\n"), None);
+    }
 }
