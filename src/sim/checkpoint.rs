@@ -269,8 +269,11 @@ impl Checkpoint {
         }
     }
 
-    /// Replaces every simulation entity and resource of the world with the checkpoint's.
+    /// Replaces every simulation entity and resource of the world with the checkpoint's. How the
+    /// clock steps (skipping idle instants and rules) is a setting of the run, not model state,
+    /// and stays as it is.
     pub fn restore(&self, world: &mut World) {
+        let settings = world.get_resource::<SimClock>().copied();
         for entity in model_entities(world) {
             world.despawn(entity);
         }
@@ -283,5 +286,10 @@ impl Checkpoint {
             spawn_parts(world, map[old], parts, &map);
         }
         insert_resources(world, &self.resources, &map);
+        if let Some(settings) = settings {
+            let mut clock = world.resource_mut::<SimClock>();
+            clock.skip_idle = settings.skip_idle;
+            clock.skip_idle_rules = settings.skip_idle_rules;
+        }
     }
 }

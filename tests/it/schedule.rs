@@ -81,6 +81,20 @@ fn skipping_idle_instants_and_rules_changes_nothing() {
 }
 
 #[test]
+fn seeking_keeps_how_the_clock_steps() {
+    // Restoring a checkpoint restores the model, not the run's settings.
+    let scenario = crate::built_in("clean-failover");
+    let mut sim = kafkascope::sim::Sim::new(&scenario);
+    sim.set_skip_idle(false);
+    sim.set_skip_idle_rules(false);
+    sim.run_until(12_000);
+    sim.seek(3_000);
+    let clock = *sim.world().resource::<kafkascope::sim::SimClock>();
+    assert!(!clock.skip_idle && !clock.skip_idle_rules);
+    assert_eq!(clock.now_ms, 3_000);
+}
+
+#[test]
 fn seeking_back_and_forth_gives_the_exact_state() {
     // A run straight to an instant, and runs that got there by restoring checkpoints, report the
     // same bytes.
