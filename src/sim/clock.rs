@@ -17,8 +17,9 @@ pub struct SimClock {
     pub horizon_ms: u64,
     /// Jump over idle instants (on by default; off steps every millisecond).
     pub skip_idle: bool,
-    /// Skip the rules that keep a standing deadline at steps when it is not due (on by default;
-    /// off runs every rule at every step, as a reference for tests).
+    /// Skip the rules gated by the clock's idle checks at steps when nothing is due for them: the
+    /// timeline, cut links and dead brokers, the controller and the periodic ISR check (on by
+    /// default; off runs them at every step, as a reference for tests).
     pub skip_idle_rules: bool,
 }
 
@@ -33,12 +34,13 @@ impl Default for SimClock {
     }
 }
 
-/// The earliest future instant at which some system has something to do: every system with a
-/// deadline (a message arriving, a timeout, a linger, a periodic check) reports it here, each step.
+/// The earliest future instant at which some system has something to do: each system that runs
+/// reports its deadlines here (a message arriving, a timeout, a linger, a periodic check), and the
+/// clock's tick adds the timeline's next action.
 ///
 /// Rules that are idle most of the time (the controller, the periodic ISR check) do not run at
 /// every step: they keep a standing deadline here, which lasts until they run again, and run only
-/// when it is due (or when the timeline changed the cluster).
+/// when it is due (the controller also after a timeline action).
 #[derive(Resource, Debug, Clone, Copy)]
 pub struct Wake {
     next_ms: u64,
@@ -55,7 +57,8 @@ pub enum Standing {
 }
 
 impl Standing {
-    const COUNT: usize = 2;
+    /// How many there are: the last one's index plus one (keep it the last).
+    const COUNT: usize = Standing::IsrCheck as usize + 1;
 }
 
 impl Default for Wake {

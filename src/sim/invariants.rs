@@ -193,15 +193,15 @@ fn check(
     }
 }
 
-/// With acks=all, `min.insync.replicas` >= 2, unclean election off and no disk lost, Kafka loses
-/// no acknowledged record. Checked whenever a leader changed or a log was truncated.
-#[allow(clippy::too_many_arguments)]
 /// Only an election or a truncation can lose an acknowledged record: the loss check skips the
 /// steps without one.
 fn elections_or_truncations(metrics: Res<Metrics>, invariants: Res<Invariants>) -> bool {
     (metrics.leader_elections, metrics.records_truncated) != invariants.last_changes
 }
 
+/// With acks=all, `min.insync.replicas` >= 2, unclean election off and no disk lost, Kafka loses
+/// no acknowledged record. Checked whenever a leader changed or a log was truncated.
+#[allow(clippy::too_many_arguments)]
 fn check_no_safe_loss(
     clock: Res<SimClock>,
     cluster: Res<Cluster>,

@@ -201,8 +201,8 @@ impl Sim {
         self.world_mut().resource_mut::<SimClock>().skip_idle = skip;
     }
 
-    /// Runs every rule at every step instead of skipping those with nothing due (the reports are
-    /// the same).
+    /// Runs the timeline, fault handling, the controller and the ISR check at every step instead
+    /// of only when something is due for them (the reports are the same).
     pub fn set_skip_idle_rules(&mut self, skip: bool) {
         self.world_mut().resource_mut::<SimClock>().skip_idle_rules = skip;
     }
