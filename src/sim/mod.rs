@@ -127,7 +127,7 @@ pub fn plugin(app: &mut App) {
     ));
 }
 
-pub(crate) fn has_consumer_groups(cluster: Option<Res<Cluster>>) -> bool {
+fn has_consumer_groups(cluster: Option<Res<Cluster>>) -> bool {
     cluster.is_some_and(|c| !c.groups.is_empty())
 }
 
