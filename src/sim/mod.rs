@@ -131,6 +131,11 @@ fn has_consumer_groups(cluster: Option<Res<Cluster>>) -> bool {
     cluster.is_some_and(|c| !c.groups.is_empty())
 }
 
+/// Every despawn leaves Bevy a note per component for `RemovedComponents` readers (the model has
+/// none); the notes are kept until the world's trackers are cleared twice, so a run clears them
+/// this often (in steps), or its memory would grow with every message ever handled.
+const CLEAR_TRACKERS_EVERY: u64 = 1024;
+
 /// How far apart the checkpoints that seeking starts from are, for a light load.
 pub const CHECKPOINT_EVERY_MS: u64 = 5_000;
 
@@ -194,6 +199,7 @@ impl Sim {
     /// which anything happens.
     pub fn step(&mut self) {
         self.world.run_schedule(SimStep);
+        self.world.clear_trackers();
     }
 
     /// Steps every millisecond instead of jumping over idle ones (the reports are the same).
@@ -230,9 +236,18 @@ impl Sim {
         world.resource_mut::<SimClock>().horizon_ms = until_ms;
         let mut steps = 0;
         while world.resource::<SimClock>().now_ms < until_ms {
+            // The schedule is not in `Schedules` now, where the world's periodic check of change
+            // ticks would find its systems: hand them the check here.
+            if let Some(check) = world.check_change_ticks() {
+                schedule.check_change_ticks(check);
+            }
             schedule.run(world);
             steps += 1;
+            if steps % CLEAR_TRACKERS_EVERY == 0 {
+                world.clear_trackers();
+            }
         }
+        world.clear_trackers();
         world.resource_mut::<Schedules>().insert(schedule);
         steps
     }
