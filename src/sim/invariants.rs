@@ -217,12 +217,7 @@ fn check_no_safe_loss(
         return;
     }
     invariants.last_changes = changes;
-    let names: Vec<String> = cluster
-        .producers
-        .iter()
-        .map(|e| producers.get(*e).expect("producer").name.clone())
-        .collect();
-    let lost = lost_records(&ledger, &cluster, &names, &partitions, &replicas);
+    let lost = lost_records(&ledger, &cluster, &producers, &partitions, &replicas);
     for record in lost.iter().filter(|r| r.acks == Acks::All) {
         let entity = cluster
             .topics

@@ -8,6 +8,7 @@ use bevy::prelude::*;
 use serde::Serialize;
 
 use super::cluster::{Cluster, Partition, Replica};
+use super::producer::Producer;
 use crate::scenario::Acks;
 
 /// One record a producer was told is written.
@@ -47,27 +48,14 @@ pub struct LostRecord {
 /// It reads every acknowledged record, so callers run it once, not every step or frame.
 pub fn lost_in(world: &mut World) -> Vec<LostRecord> {
     use bevy::ecs::system::RunSystemOnce;
-    let names: Vec<String> = {
-        let cluster = world.resource::<Cluster>();
-        cluster
-            .producers
-            .iter()
-            .map(|e| {
-                world
-                    .get::<super::producer::Producer>(*e)
-                    .expect("producer")
-                    .name
-                    .clone()
-            })
-            .collect()
-    };
     world
         .run_system_once(
-            move |ledger: Res<AckLedger>,
-                  cluster: Res<Cluster>,
-                  partitions: Query<&Partition>,
-                  replicas: Query<&Replica>| {
-                lost_records(&ledger, &cluster, &names, &partitions, &replicas)
+            |ledger: Res<AckLedger>,
+             cluster: Res<Cluster>,
+             producers: Query<&Producer>,
+             partitions: Query<&Partition>,
+             replicas: Query<&Replica>| {
+                lost_records(&ledger, &cluster, &producers, &partitions, &replicas)
             },
         )
         .expect("the ledger's query runs")
@@ -79,7 +67,7 @@ pub fn lost_in(world: &mut World) -> Vec<LostRecord> {
 pub fn lost_records(
     ledger: &AckLedger,
     cluster: &Cluster,
-    producer_names: &[String],
+    producers: &Query<&Producer>,
     partitions: &Query<&Partition>,
     replicas: &Query<&Replica>,
 ) -> Vec<LostRecord> {
@@ -147,9 +135,11 @@ pub fn lost_records(
                 partition: partition.index,
                 offset: record.offset,
                 key: record.key.as_deref().map(str::to_string),
-                producer: producer_names
+                producer: cluster
+                    .producers
                     .get(record.producer as usize)
-                    .cloned()
+                    .and_then(|e| producers.get(*e).ok())
+                    .map(|p| p.name.clone())
                     .unwrap_or_default(),
                 why: why.clone(),
                 acks: record.acks,
