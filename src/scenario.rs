@@ -899,11 +899,13 @@ impl Scenario {
             ] {
                 too_long(at(field), value)?;
             }
-            if p.request_timeout_ms == 0 || p.retry_backoff_ms == 0 {
-                return Err(bad(
-                    at("request_timeout_ms"),
-                    "timeouts and back-offs are at least 1 ms".into(),
-                ));
+            for (field, value) in [
+                ("request_timeout_ms", p.request_timeout_ms),
+                ("retry_backoff_ms", p.retry_backoff_ms),
+            ] {
+                if value == 0 {
+                    return Err(bad(at(field), "must be at least 1 ms".into()));
+                }
             }
             if p.retry_backoff_max_ms < p.retry_backoff_ms {
                 return Err(bad(
@@ -996,11 +998,13 @@ impl Scenario {
                     ),
                 ));
             }
-            if g.auto_commit_interval_ms == 0 || g.max_poll_records == 0 {
-                return Err(bad(
-                    at("auto_commit_interval_ms"),
-                    "intervals and max_poll_records are at least 1".into(),
-                ));
+            for (field, value) in [
+                ("auto_commit_interval_ms", g.auto_commit_interval_ms),
+                ("max_poll_records", u64::from(g.max_poll_records)),
+            ] {
+                if value == 0 {
+                    return Err(bad(at(field), "must be at least 1".into()));
+                }
             }
             if g.records_per_sec > limits::RECORDS_PER_SEC {
                 return Err(bad(

@@ -129,6 +129,16 @@ fn impossible_scenarios_name_the_field() {
             "topics[0].assignment",
             "lists 1 partitions",
         ),
+        (
+            r#"(name: "x", topics: [(name: "t")], producers: [(name: "p", topic: "t", retry_backoff_ms: 0)])"#,
+            "producers[0].retry_backoff_ms",
+            "at least 1 ms",
+        ),
+        (
+            r#"(name: "x", topics: [(name: "t")], consumer_groups: [(name: "g", topics: ["t"], max_poll_records: 0)])"#,
+            "consumer_groups[0].max_poll_records",
+            "at least 1",
+        ),
     ];
     for (source, field, why) in cases {
         let (f, message) = invalid_field(source);
