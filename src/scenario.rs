@@ -981,6 +981,17 @@ impl Scenario {
             if let Some(t) = g.topics.iter().find(|t| self.topic_index(t).is_none()) {
                 return Err(bad(at("topics"), format!("no topic named {t:?}")));
             }
+            if let Some((j, t)) = g
+                .topics
+                .iter()
+                .enumerate()
+                .find(|(j, t)| g.topics[..*j].contains(t))
+            {
+                return Err(bad(
+                    at(&format!("topics[{j}]")),
+                    format!("{t:?} is listed twice: a group subscribes to a topic once"),
+                ));
+            }
             for (field, value) in [
                 ("auto_commit_interval_ms", g.auto_commit_interval_ms),
                 ("session_timeout_ms", g.session_timeout_ms),

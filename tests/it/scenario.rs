@@ -139,6 +139,11 @@ fn impossible_scenarios_name_the_field() {
             "consumer_groups[0].max_poll_records",
             "at least 1",
         ),
+        (
+            r#"(name: "x", topics: [(name: "t")], consumer_groups: [(name: "g", topics: ["t", "t"])])"#,
+            "consumer_groups[0].topics[1]",
+            "listed twice",
+        ),
     ];
     for (source, field, why) in cases {
         let (f, message) = invalid_field(source);
