@@ -558,6 +558,19 @@ pub mod limits {
     pub const STORED_RECORDS: u64 = 20_000_000;
     pub const DURATION_MS: u64 = 7 * 24 * 3_600_000;
     pub const LATENCY_MS: u64 = 60_000;
+    /// A record key's bytes (a key, or a `Sequence` prefix): every record keeps its own.
+    pub const KEY_BYTES: usize = 4_096;
+}
+
+/// Why a key is refused: longer than [`limits::KEY_BYTES`].
+fn key_too_long(key: &str) -> Option<String> {
+    (key.len() > limits::KEY_BYTES).then(|| {
+        format!(
+            "a key of {} bytes: at most {}",
+            key.len(),
+            limits::KEY_BYTES
+        )
+    })
 }
 
 impl Scenario {
@@ -835,6 +848,9 @@ impl Scenario {
         let mut stored_records: u64 = 0;
         for (i, p) in self.producers.iter().enumerate() {
             let at = |f: &str| format!("producers[{i}].{f}");
+            if p.name.is_empty() {
+                return Err(bad(at("name"), "a producer needs a name".into()));
+            }
             if self.producers[..i].iter().any(|o| o.name == p.name) {
                 return Err(bad(
                     at("name"),
@@ -865,6 +881,11 @@ impl Scenario {
                     at("batch_size"),
                     format!("{}: must be 1 to {}", p.batch_size, limits::BATCH_SIZE),
                 ));
+            }
+            if let Keys::Sequence(key) | Keys::Fixed(key) = &p.keys {
+                if let Some(why) = key_too_long(key) {
+                    return Err(bad(at("keys"), why));
+                }
             }
             if let Keys::Random(0) = p.keys {
                 return Err(bad(at("keys"), "Random(0): needs at least one key".into()));
@@ -1117,8 +1138,13 @@ impl Scenario {
                         consumers += 1;
                     }
                 }
-                Action::Produce(name, _, count) => {
+                Action::Produce(name, key, count) => {
                     let p = producer(name)?;
+                    if let Some(key) = key {
+                        if let Some(why) = key_too_long(key) {
+                            return Err(bad(field, why));
+                        }
+                    }
                     let rf = self
                         .topic_index(&self.producers[p].topic)
                         .map_or(1, |t| u64::from(self.topics[t].replication_factor));

@@ -144,11 +144,36 @@ fn impossible_scenarios_name_the_field() {
             "consumer_groups[0].topics[1]",
             "listed twice",
         ),
+        (
+            r#"(name: "x", topics: [(name: "t")], producers: [(name: "", topic: "t")])"#,
+            "producers[0].name",
+            "needs a name",
+        ),
     ];
     for (source, field, why) in cases {
         let (f, message) = invalid_field(source);
         assert_eq!(f, field, "{source}");
         assert!(message.contains(why), "{source}: {message}");
+    }
+    let long = "k".repeat(kafkascope::scenario::limits::KEY_BYTES + 1);
+    let cases = [
+        (
+            format!(
+                r#"(name: "x", topics: [(name: "t")], producers: [(name: "p", topic: "t", keys: Fixed("{long}"))])"#
+            ),
+            "producers[0].keys",
+        ),
+        (
+            format!(
+                r#"(name: "x", topics: [(name: "t")], producers: [(name: "p", topic: "t")], timeline: [(at_ms: 1, action: Produce("p", Some("{long}"), 1))])"#
+            ),
+            "timeline[0].action",
+        ),
+    ];
+    for (source, field) in cases {
+        let (f, message) = invalid_field(&source);
+        assert_eq!(f, field);
+        assert!(message.contains("at most 4096"), "{message}");
     }
 }
 
