@@ -706,6 +706,23 @@ impl Scenario {
         ] {
             too_long(format!("cluster.{field}"), value)?;
         }
+        // KafkaConfig's own checks: a fetch held at the leader must neither time out at the
+        // follower (which would fetch again while the first is still held) nor outlast the lag
+        // allowed to an in-sync follower.
+        for (field, value) in [
+            ("request_timeout_ms", c.request_timeout_ms),
+            ("replica_lag_time_max_ms", c.replica_lag_time_max_ms),
+        ] {
+            if c.replica_fetch_wait_max_ms > value {
+                return Err(bad(
+                    "cluster.replica_fetch_wait_max_ms".into(),
+                    format!(
+                        "{} ms: at most {field} ({value} ms), as Kafka requires",
+                        c.replica_fetch_wait_max_ms
+                    ),
+                ));
+            }
+        }
         if c.session_timeout_ms <= c.heartbeat_interval_ms {
             return Err(bad(
                 "cluster.session_timeout_ms".into(),

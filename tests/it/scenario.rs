@@ -145,6 +145,16 @@ fn impossible_scenarios_name_the_field() {
             "listed twice",
         ),
         (
+            r#"(name: "x", cluster: (request_timeout_ms: 2, replica_fetch_wait_max_ms: 600))"#,
+            "cluster.replica_fetch_wait_max_ms",
+            "at most request_timeout_ms (2 ms)",
+        ),
+        (
+            r#"(name: "x", cluster: (replica_lag_time_max_ms: 400))"#,
+            "cluster.replica_fetch_wait_max_ms",
+            "at most replica_lag_time_max_ms (400 ms)",
+        ),
+        (
             r#"(name: "x", topics: [(name: "t")], producers: [(name: "", topic: "t")])"#,
             "producers[0].name",
             "needs a name",
