@@ -141,8 +141,9 @@ pub struct ClusterConfig {
     /// `replica.fetch.max.bytes`: the most record bytes one fetch response carries per partition.
     #[serde(default = "defaults::replica_fetch_max_bytes")]
     pub replica_fetch_max_bytes: u64,
-    /// The broker's `request.timeout.ms`: when a follower's fetcher gives up on a fetch that got
-    /// no answer (`BrokerBlockingSender`'s network client).
+    /// When a follower's fetcher gives up on a fetch that got no answer: Kafka's
+    /// `replica.socket.timeout.ms` (30000), the request timeout of `BrokerBlockingSender`'s
+    /// network client.
     #[serde(default = "defaults::request_timeout_ms")]
     pub request_timeout_ms: u64,
     /// `replica.fetch.backoff.ms`: the pause after a failed fetch.
@@ -706,9 +707,9 @@ impl Scenario {
         ] {
             too_long(format!("cluster.{field}"), value)?;
         }
-        // KafkaConfig's own checks: a fetch held at the leader must neither time out at the
-        // follower (which would fetch again while the first is still held) nor outlast the lag
-        // allowed to an in-sync follower.
+        // KafkaConfig.validateValues: replica.fetch.wait.max.ms is at most replica.socket.timeout.ms
+        // (here request_timeout_ms), so a held fetch does not time out at the follower, which
+        // would fetch again while the first is still held; and at most replica.lag.time.max.ms.
         for (field, value) in [
             ("request_timeout_ms", c.request_timeout_ms),
             ("replica_lag_time_max_ms", c.replica_lag_time_max_ms),
