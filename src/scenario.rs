@@ -923,10 +923,15 @@ impl Scenario {
                     "0: a producer needs at least one request in flight".into(),
                 ));
             }
-            if p.enable_idempotence == Some(true) && p.max_in_flight_requests_per_connection > 5 {
+            // Kafka 4.0 refuses this even when idempotence is only on by default, with any acks
+            // (`ProducerConfig.postProcessAndValidateIdempotenceConfigs`).
+            let in_flight = p.max_in_flight_requests_per_connection;
+            if p.enable_idempotence != Some(false) && in_flight > 5 {
                 return Err(bad(
                     at("max_in_flight_requests_per_connection"),
-                    "idempotence allows at most 5 requests in flight".into(),
+                    format!(
+                        "{in_flight}: the idempotent producer allows at most 5 requests in flight; set enable_idempotence: Some(false) for more (Kafka refuses the config)"
+                    ),
                 ));
             }
             for (field, value) in [

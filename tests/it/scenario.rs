@@ -120,6 +120,11 @@ fn impossible_scenarios_name_the_field() {
             "fit in memory",
         ),
         (
+            r#"(name: "x", topics: [(name: "t")], producers: [(name: "p", topic: "t", acks: One, max_in_flight_requests_per_connection: 6)])"#,
+            "producers[0].max_in_flight_requests_per_connection",
+            "6: the idempotent producer allows at most 5",
+        ),
+        (
             r#"(name: "x", topics: [(name: "t")], producers: [(name: "p", topic: "t", acks: One, enable_idempotence: Some(true))])"#,
             "producers[0].enable_idempotence",
             "needs acks=all",
