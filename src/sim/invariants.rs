@@ -5,11 +5,11 @@ use std::collections::BTreeSet;
 
 use bevy::prelude::*;
 
-use super::cluster::{Broker, Cluster, Partition, Replica, broker_views};
+use super::cluster::{Broker, Cluster, Partition, Record, Replica, broker_views};
 use super::events::Metrics;
 use super::group_coordinator::ConsumerGroup;
 use super::ledger::{AckLedger, lost_records};
-use super::producer::Producer;
+use super::producer::{Producer, send_number};
 use super::{SimClock, SimSet, SimStep};
 use crate::scenario::Acks;
 
@@ -26,6 +26,37 @@ struct Seen {
     electable: Vec<u32>,
 }
 
+/// How far back the send-order check looks in a new leader's log for each producer's last record.
+const ORDER_LOOKBACK: u64 = 4096;
+
+/// What the send-order check knows of one partition's leader log.
+#[derive(Debug, Clone, Default)]
+struct Order {
+    /// The leader replica whose log was checked, and up to which offset.
+    replica: Option<Entity>,
+    checked: u64,
+    /// Each idempotent producer's last record there: (producer, producer epoch, record id).
+    last: Vec<(u32, u16, u64)>,
+}
+
+impl Order {
+    /// Notes a record; returns the id of the producer's later record it follows, if it does.
+    fn see(&mut self, record: &Record) -> Option<u64> {
+        if record.sequence < 0 {
+            return None;
+        }
+        let Some(last) = self.last.iter_mut().find(|l| l.0 == record.producer) else {
+            self.last
+                .push((record.producer, record.producer_epoch, record.id));
+            return None;
+        };
+        let out_of_order =
+            (last.1 == record.producer_epoch && record.id <= last.2).then_some(last.2);
+        *last = (record.producer, record.producer_epoch, record.id);
+        out_of_order
+    }
+}
+
 #[derive(Clone, Resource, Debug, Default)]
 pub struct Invariants {
     pub violations: Vec<String>,
@@ -33,6 +64,7 @@ pub struct Invariants {
     pub count: u64,
     reported: BTreeSet<(&'static str, usize, u32)>,
     partitions: Vec<Seen>,
+    order: Vec<Order>,
     /// Elections and truncations seen at the last loss check.
     last_changes: (u64, u64),
     /// Each group's committed offsets at the last check.
@@ -43,6 +75,7 @@ impl Invariants {
     pub fn new(partitions: usize) -> Self {
         Invariants {
             partitions: vec![Seen::default(); partitions],
+            order: vec![Order::default(); partitions],
             ..default()
         }
     }
@@ -69,6 +102,7 @@ pub(super) fn plugin(app: &mut App) {
     );
 }
 
+#[allow(clippy::too_many_arguments)]
 fn check(
     clock: Res<SimClock>,
     cluster: Res<Cluster>,
@@ -78,6 +112,7 @@ fn check(
     brokers: Query<&Broker>,
     partitions: Query<&Partition>,
     replicas: Query<&Replica>,
+    producers: Query<&Producer>,
 ) {
     let now = clock.now_ms;
     let views = broker_views(brokers.iter());
@@ -190,6 +225,78 @@ fn check(
             leader_hw,
             electable: p.isr.iter().chain(&p.elr).copied().collect(),
         };
+        if let Some(leader) = p.leader_replica() {
+            let replica = replicas.get(leader).expect("replica entity");
+            check_send_order(
+                &mut invariants,
+                now,
+                &name(p),
+                &producers,
+                i,
+                leader,
+                replica,
+            );
+        }
+    }
+}
+
+/// An idempotent producer's records of one epoch are in its leader's log in the order it sent
+/// them, once each: Kafka's ordering guarantee with up to 5 requests in flight. Checked on what
+/// each leader appends; a new leader's log is read back a little to find where each producer was.
+fn check_send_order(
+    invariants: &mut Invariants,
+    now: u64,
+    partition: &str,
+    producers: &Query<&Producer>,
+    i: usize,
+    leader: Entity,
+    replica: &Replica,
+) {
+    let leo = replica.log_end_offset();
+    let order = &mut invariants.order[i];
+    if order.replica != Some(leader) || leo < order.checked {
+        *order = Order {
+            replica: Some(leader),
+            checked: leo,
+            last: Vec::new(),
+        };
+        let from = leo.saturating_sub(ORDER_LOOKBACK);
+        let mut seen: Vec<(u32, u16, u64)> = Vec::new();
+        for offset in (from..leo).rev() {
+            let record = replica
+                .log
+                .get(offset as usize)
+                .expect("offset below the log end");
+            if record.sequence >= 0 && !seen.iter().any(|s| s.0 == record.producer) {
+                seen.push((record.producer, record.producer_epoch, record.id));
+            }
+        }
+        order.last = seen;
+        return;
+    }
+    let mut found = Vec::new();
+    for record in replica.log.iter_from(order.checked as usize) {
+        if let Some(later) = order.see(record) {
+            found.push((record.producer, record.offset, record.id, later));
+        }
+    }
+    order.checked = leo;
+    for (producer, offset, id, later) in found {
+        let name = producers
+            .iter()
+            .find(|p| p.index == producer)
+            .map_or_else(|| producer.to_string(), |p| p.name.clone());
+        invariants.report(
+            "send-order",
+            i,
+            replica.broker,
+            format!(
+                "{now} ms: {partition} on broker {}: producer {name}'s record #{} is at offset {offset}, after its record #{} sent later (idempotence keeps send order)",
+                replica.broker,
+                send_number(id),
+                send_number(later)
+            ),
+        );
     }
 }
 
@@ -271,5 +378,47 @@ fn check_committed_offsets(
             }
         }
         invariants.committed[g] = group.committed.clone();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(producer: u32, producer_epoch: u16, id: u64, sequence: i32) -> Record {
+        Record {
+            id,
+            offset: 0,
+            leader_epoch: 0,
+            key: None,
+            producer,
+            sequence,
+            batch_first_sequence: sequence,
+            producer_epoch,
+            commit: None,
+            bytes: 100,
+        }
+    }
+
+    #[test]
+    fn the_send_order_check_finds_a_record_behind_a_later_one_of_its_epoch() {
+        let mut order = Order::default();
+        assert_eq!(order.see(&record(0, 0, 10, 0)), None);
+        assert_eq!(
+            order.see(&record(1, 0, 5, 0)),
+            None,
+            "other producers keep their own order"
+        );
+        assert_eq!(order.see(&record(0, 0, 11, 1)), None);
+        assert_eq!(
+            order.see(&record(0, 0, 9, 2)),
+            Some(11),
+            "sent before its predecessor"
+        );
+        assert_eq!(order.see(&record(0, 0, 9, 3)), Some(9), "written twice");
+        // A new epoch may repeat what the old one wrote (its answer was lost before the bump).
+        assert_eq!(order.see(&record(0, 1, 8, 0)), None);
+        // Records without a sequence (no idempotence) have no order to keep.
+        assert_eq!(order.see(&record(0, 1, 1, -1)), None);
     }
 }

@@ -6,8 +6,9 @@
 //! - Shrink (`Partition.maybeShrinkIsr`, run every `replica.lag.time.max.ms / 2` by
 //!   `ReplicaManager`'s `isr-expiration` task): a follower that is not at the leader's log end and
 //!   has not been caught up for `replica.lag.time.max.ms` leaves.
-//! - High watermark (`Partition.maybeIncrementLeaderHW`), recomputed after appends, fetches and
-//!   ISR changes of the step.
+//! - High watermark (`Partition.maybeIncrementLeaderHW`): recomputed at every step, after its
+//!   appends, fetches and ISR changes (Kafka does it on each of those events; the result is the
+//!   same).
 
 use bevy::prelude::*;
 

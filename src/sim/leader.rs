@@ -50,9 +50,10 @@ fn append_batch(
     let mut leader = replicas.get_mut(leader_entity).expect("replica entity");
     let count = batch.records.len() as u64;
 
-    // Idempotence (`ProducerStateManager`, `ProducerAppendInfo`): a batch seen before is answered
-    // with its first offset and not appended again; a gap in the sequence is refused; a new
-    // producer epoch must start again at sequence 0.
+    // Idempotence (`ProducerStateManager`, `ProducerAppendInfo.checkProducerEpoch` and
+    // `checkSequence`): a batch seen before is answered with its first offset and not appended
+    // again; an older producer epoch is refused; a new epoch must start again at sequence 0; in
+    // the same epoch a gap is refused. A producer the leader has no state for may start anywhere.
     if let Some(seq) = batch.base_sequence {
         let last_seq = seq + count as i32 - 1;
         let state = leader.producer_state(batch.producer);
@@ -71,12 +72,12 @@ fn append_batch(
                 }
             }
             Some(last) if batch.producer_epoch < last.producer_epoch => {
+                return BatchOutcome::Done(Err(KafkaError::InvalidProducerEpoch));
+            }
+            Some(_) if seq != 0 => {
                 return BatchOutcome::Done(Err(KafkaError::OutOfOrderSequenceNumber));
             }
-            _ if seq != 0 => {
-                return BatchOutcome::Done(Err(KafkaError::OutOfOrderSequenceNumber));
-            }
-            _ => {}
+            Some(_) | None => {}
         }
     }
 

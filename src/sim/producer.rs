@@ -19,6 +19,14 @@ use super::{SimClock, SimSet, SimStep, Wake};
 use crate::partitioner::partition_for_key;
 use crate::scenario::{Acks, Keys, ProducerConfig};
 
+/// A record's id holds its producer's index above this many bits and its send number below.
+const SEND_NUMBER_BITS: u32 = 40;
+
+/// The record's place in its producer's `send()` calls, from 0.
+pub fn send_number(record_id: u64) -> u64 {
+    record_id & ((1 << SEND_NUMBER_BITS) - 1)
+}
+
 /// `max.request.size`: the most bytes of batches one ProduceRequest carries.
 pub const MAX_REQUEST_SIZE: u32 = 1_048_576;
 /// Kafka's retry back-off grows by this factor per attempt (`RETRY_BACKOFF_EXP_BASE`)...
@@ -51,6 +59,84 @@ pub struct Batch {
     pub base_sequence: Option<i32>,
     /// The producer epoch its sequence numbers belong to.
     pub producer_epoch: u16,
+    /// Renumbered by an epoch bump since it was last sent (`ProducerBatch.sequenceHasBeenReset`).
+    pub sequence_reset: bool,
+    /// The partition's leader epoch when the producer last looked at the batch, and the attempt
+    /// at which it saw that epoch first (`currentLeaderEpoch`, `attemptsWhenLeaderLastChanged`).
+    leader_epoch: Option<u32>,
+    attempts_at_leader_change: u32,
+}
+
+impl Batch {
+    fn new(id: u64, partition: u32, created_ms: u64) -> Self {
+        Batch {
+            id,
+            partition,
+            records: Vec::new(),
+            bytes: 0,
+            created_ms,
+            attempts: 0,
+            retry_at_ms: 0,
+            base_sequence: None,
+            producer_epoch: 0,
+            sequence_reset: false,
+            leader_epoch: None,
+            attempts_at_leader_change: 0,
+        }
+    }
+
+    /// `ProducerBatch.isFull`: it holds `batch.size` bytes. One that cannot take the next record
+    /// is closed when that record comes, which starts a batch behind it.
+    fn is_full(&self, batch_size: u32) -> bool {
+        self.bytes >= batch_size
+    }
+
+    fn last_sequence(&self) -> Option<i32> {
+        self.base_sequence
+            .map(|s| s + self.records.len() as i32 - 1)
+    }
+
+    /// `ProducerBatch.maybeUpdateLeaderEpoch`: notes a newer leader epoch of its partition.
+    fn see_leader_epoch(&mut self, epoch: u32) {
+        if self.leader_epoch.is_none_or(|e| e < epoch) {
+            self.leader_epoch = Some(epoch);
+            self.attempts_at_leader_change = self.attempts;
+        }
+    }
+
+    /// Whether a retried batch may go now: its back-off passed, or its partition has a new
+    /// leader since it failed (KIP-951, `RecordAccumulator.shouldBackoff`).
+    fn retry_due(&self, now: u64) -> bool {
+        let leader_changed = self.attempts >= 1 && self.attempts == self.attempts_at_leader_change;
+        leader_changed || now >= self.retry_at_ms
+    }
+}
+
+/// An idempotent producer's numbering of one partition's batches (`TxnPartitionEntry`).
+#[derive(Debug, Clone, Copy, Default)]
+struct Sequences {
+    /// The producer epoch the numbers belong to.
+    epoch: u16,
+    /// The base sequence of the next new batch.
+    next: i32,
+    /// The last sequence the leader acknowledged in this epoch (`lastAckedSequence`).
+    last_acked: Option<i32>,
+    /// A batch sent at least once was given up without an answer, so whether the leader wrote it
+    /// is unknown (`partitionsWithUnresolvedSequences`): no new batch goes until that is settled.
+    unresolved: bool,
+    /// An epoch bump waits for the sender's next turn (`partitionsToRewriteSequences`).
+    bump_requested: bool,
+}
+
+impl Sequences {
+    fn starting(epoch: u16) -> Self {
+        Sequences { epoch, ..default() }
+    }
+
+    /// `TransactionManager.isNextSequence`: `sequence` follows the last acknowledged one.
+    fn is_next(&self, sequence: i32) -> bool {
+        sequence == self.last_acked.map_or(0, |s| s + 1)
+    }
 }
 
 /// A ProduceRequest the producer waits an answer for.
@@ -98,8 +184,9 @@ pub struct Producer {
     /// The accumulator: a queue of batches per partition.
     pub queues: Vec<VecDeque<Batch>>,
     pub in_flight: Vec<InFlight>,
-    next_sequence: Vec<i32>,
-    /// Bumped when the leader's view of the sequence numbers can no longer be trusted.
+    /// Sequence numbering, per partition.
+    sequences: Vec<Sequences>,
+    /// Bumped when a leader's view of the sequence numbers can no longer be trusted.
     pub producer_epoch: u16,
     next_batch_id: u64,
     records_made: u64,
@@ -135,7 +222,7 @@ impl Producer {
             sticky: None,
             queues: vec![VecDeque::new(); n],
             in_flight: Vec::new(),
-            next_sequence: vec![0; n],
+            sequences: vec![Sequences::default(); n],
             producer_epoch: 0,
             next_batch_id: 0,
             records_made: 0,
@@ -186,19 +273,39 @@ impl Producer {
     }
 
     /// The partitioner (`BuiltInPartitioner`): murmur2 of the key over all partitions; without a
-    /// key, the sticky partition, changed once `batch.size` bytes went to it. The next one is
-    /// drawn among partitions that have a leader, weighted toward shorter queues (adaptive
-    /// partitioning, KIP-794).
+    /// key, the sticky partition.
     fn choose_partition(&mut self, key: Option<&str>, available: &[bool], rng: &mut SimRng) -> u32 {
-        let n = self.partitions.len() as u32;
         if let Some(key) = key {
-            return partition_for_key(key.as_bytes(), n);
+            return partition_for_key(key.as_bytes(), self.partitions.len() as u32);
         }
-        if let Some((p, bytes)) = self.sticky {
-            if bytes < u64::from(self.config.batch_size) {
-                return p;
-            }
+        match self.sticky {
+            Some((p, _)) => p,
+            None => self.next_sticky(available, rng),
         }
+    }
+
+    /// After a record without a key went to the sticky partition: it changes once `batch.size`
+    /// bytes went to it and its last batch is full, or at twice `batch.size` whatever the batch
+    /// (`BuiltInPartitioner.updatePartitionInfo`, `RecordAccumulator.allBatchesFull`).
+    fn after_keyless_record(&mut self, available: &[bool], rng: &mut SimRng) {
+        let batch_size = self.config.batch_size;
+        let Some((p, sent)) = &mut self.sticky else {
+            return;
+        };
+        *sent += u64::from(self.config.record_bytes);
+        let full = self.queues[*p as usize]
+            .back()
+            .is_none_or(|b| b.is_full(batch_size));
+        let batch_size = u64::from(batch_size);
+        if (*sent >= batch_size && full) || *sent >= 2 * batch_size {
+            self.next_sticky(available, rng);
+        }
+    }
+
+    /// `BuiltInPartitioner.nextPartition`: drawn among partitions that have a leader, weighted
+    /// toward shorter queues (adaptive partitioning, KIP-794).
+    fn next_sticky(&mut self, available: &[bool], rng: &mut SimRng) -> u32 {
+        let n = self.partitions.len() as u32;
         let candidates: Vec<u32> = (0..n).filter(|p| available[*p as usize]).collect();
         let candidates = if candidates.is_empty() {
             (0..n).collect()
@@ -238,31 +345,16 @@ impl Producer {
         });
         if !fits {
             self.next_batch_id += 1;
-            queue.push_back(Batch {
-                id,
-                partition,
-                records: Vec::new(),
-                bytes: 0,
-                created_ms: now,
-                attempts: 0,
-                retry_at_ms: 0,
-                base_sequence: None,
-                producer_epoch: 0,
-            });
+            queue.push_back(Batch::new(id, partition, now));
         }
         let batch = queue.back_mut().expect("just ensured");
         batch.records.push(PendingRecord {
-            id: (u64::from(self.index) << 40) | self.records_made,
+            id: (u64::from(self.index) << SEND_NUMBER_BITS) | self.records_made,
             key: key.map(Arc::from),
             bytes,
         });
         self.records_made += 1;
         batch.bytes += bytes;
-        if let Some((p, sent)) = &mut self.sticky {
-            if *p == partition {
-                *sent += u64::from(bytes);
-            }
-        }
         self.stats.sent += 1;
     }
 
@@ -294,8 +386,9 @@ impl Producer {
         now >= batch.created_ms + self.config.delivery_timeout_ms
     }
 
-    /// Puts a failed batch back at the head of its queue, in sequence order (`reenqueue`,
-    /// `insertInSequenceOrder`), or gives it up.
+    /// Settles a batch the leader answered: acknowledged, put back at the head of its queue in
+    /// sequence order for a retry (`reenqueue`, `insertInSequenceOrder`), or given up
+    /// (`Sender.completeBatch`).
     fn complete(
         &mut self,
         mut batch: Batch,
@@ -304,27 +397,28 @@ impl Producer {
         rng: &mut SimRng,
         ledger: &mut AckLedger,
     ) {
+        let p = batch.partition as usize;
         match result {
             Ok(base) => {
+                let sequences = &mut self.sequences[p];
+                if let Some(last) = batch.last_sequence()
+                    && batch.producer_epoch == sequences.epoch
+                {
+                    sequences.last_acked = Some(sequences.last_acked.map_or(last, |l| l.max(last)));
+                }
                 self.stats.acked += batch.records.len() as u64;
                 self.record_acked(&batch, Some(base), ledger);
             }
             Err(error) => {
-                if error == KafkaError::OutOfOrderSequenceNumber {
-                    self.maybe_bump_epoch(&batch);
-                }
-                if batch.producer_epoch != self.producer_epoch {
-                    batch.base_sequence = None;
-                }
                 *self
                     .stats
                     .errors
                     .entry(error.name().to_string())
                     .or_default() += 1;
-                if error.retriable() && !self.delivery_expired(&batch, now) {
+                if !self.delivery_expired(&batch, now) && self.can_retry(&batch, error) {
                     batch.attempts += 1;
                     batch.retry_at_ms = now + self.retry_backoff(batch.attempts, rng);
-                    let queue = &mut self.queues[batch.partition as usize];
+                    let queue = &mut self.queues[p];
                     let at = match batch.base_sequence {
                         Some(seq) => queue
                             .iter()
@@ -335,31 +429,108 @@ impl Producer {
                     queue.insert(at, batch);
                 } else {
                     self.stats.failed += batch.records.len() as u64;
+                    // A numbered batch given up leaves a gap the leader would refuse: numbering
+                    // starts again (`TransactionManager.handleFailedBatch`).
+                    if batch.base_sequence.is_some() {
+                        self.sequences[p].bump_requested = true;
+                    }
                 }
             }
         }
     }
 
-    /// An out-of-order sequence that no earlier failed batch explains means the leader lost the
-    /// producer's earlier records (an unclean election, a lost disk): the idempotent producer
-    /// bumps its epoch and numbers every partition from 0 again
-    /// (`TransactionManager.bumpIdempotentEpochAndResetIdIfNeeded`, KIP-360).
-    fn maybe_bump_epoch(&mut self, batch: &Batch) {
-        if batch.producer_epoch != self.producer_epoch {
-            return;
+    /// `TransactionManager.canRetry`. An idempotent producer retries OUT_OF_ORDER_SEQUENCE_NUMBER
+    /// always; only when the refused batch is the very next one after the last acknowledged (so
+    /// the leader lost the producer's earlier records: an unclean election, a lost disk, a batch
+    /// given up) does it also ask for an epoch bump, which numbers the partition's outstanding
+    /// batches from 0 again (KIP-360). A batch behind another failed one just waits its turn.
+    fn can_retry(&mut self, batch: &Batch, error: KafkaError) -> bool {
+        let (true, Some(sequence)) = (self.idempotent, batch.base_sequence) else {
+            return error.retriable();
+        };
+        if error != KafkaError::OutOfOrderSequenceNumber {
+            return error.retriable();
         }
-        let earlier_in_flight = self.in_flight.iter().flat_map(|f| &f.batches).any(|b| {
-            b.partition == batch.partition
-                && b.producer_epoch == batch.producer_epoch
-                && b.base_sequence < batch.base_sequence
-        });
-        if earlier_in_flight {
+        let sequences = &mut self.sequences[batch.partition as usize];
+        if sequences.is_next(sequence) && (sequences.unresolved || !batch.sequence_reset) {
+            sequences.bump_requested = true;
+        }
+        true
+    }
+
+    /// The sender's turn starts by settling the numbering: a partition whose unanswered batches
+    /// are all gone is resolved if the leader acknowledged up to the next sequence, or else gets
+    /// an epoch bump (`maybeResolveSequences`); then the epoch is bumped once for every partition
+    /// that asked, and each of those numbers its outstanding batches from 0 in their order
+    /// (`bumpIdempotentProducerEpoch`, `startSequencesAtBeginning`).
+    fn settle_sequences(&mut self) {
+        for p in 0..self.sequences.len() {
+            let sequences = self.sequences[p];
+            if sequences.unresolved && self.outstanding(p as u32).next().is_none() {
+                self.sequences[p].unresolved = false;
+                if !sequences.is_next(sequences.next) {
+                    self.sequences[p].bump_requested = true;
+                }
+            }
+        }
+        if !self.sequences.iter().any(|s| s.bump_requested) {
             return;
         }
         self.producer_epoch += 1;
-        self.next_sequence.fill(0);
-        for queued in self.queues.iter_mut().flatten() {
-            queued.base_sequence = None;
+        let epoch = self.producer_epoch;
+        for p in 0..self.sequences.len() {
+            if !self.sequences[p].bump_requested {
+                continue;
+            }
+            let mut batches: Vec<&mut Batch> = self.outstanding_mut(p as u32).collect();
+            batches.sort_by_key(|b| b.base_sequence);
+            let mut next = 0;
+            for batch in batches {
+                batch.base_sequence = Some(next);
+                batch.producer_epoch = epoch;
+                batch.sequence_reset = true;
+                next += batch.records.len() as i32;
+            }
+            self.sequences[p] = Sequences {
+                next,
+                ..Sequences::starting(epoch)
+            };
+        }
+    }
+
+    /// A partition's numbered batches not yet settled: in flight or queued for a retry
+    /// (`TxnPartitionEntry.inflightBatchesBySequence`).
+    fn outstanding(&self, partition: u32) -> impl Iterator<Item = &Batch> {
+        let flying = self.in_flight.iter().flat_map(|f| &f.batches);
+        flying
+            .chain(&self.queues[partition as usize])
+            .filter(move |b| b.partition == partition && b.base_sequence.is_some())
+    }
+
+    fn outstanding_mut(&mut self, partition: u32) -> impl Iterator<Item = &mut Batch> {
+        let flying = self.in_flight.iter_mut().flat_map(|f| &mut f.batches);
+        flying
+            .chain(&mut self.queues[partition as usize])
+            .filter(move |b| b.partition == partition && b.base_sequence.is_some())
+    }
+
+    /// `RecordAccumulator.shouldStopDrainBatchesForPartition`: whether a partition's first batch
+    /// must wait so that sequences reach the leader in order. A retry goes only as its
+    /// partition's first outstanding batch; a new batch waits while the partition's numbering is
+    /// unresolved, or still in an older epoch with batches of it outstanding.
+    fn holds_back(&self, head: &Batch) -> bool {
+        let p = head.partition;
+        match head.base_sequence {
+            Some(seq) => self
+                .outstanding(p)
+                .any(|b| b.base_sequence.is_some_and(|s| s < seq)),
+            None if self.idempotent => {
+                let sequences = &self.sequences[p as usize];
+                sequences.unresolved
+                    || (sequences.epoch != self.producer_epoch
+                        && self.outstanding(p).next().is_some())
+            }
+            None => false,
         }
     }
 
@@ -467,25 +638,30 @@ fn expire(
         }
         let delivery = producer.config.delivery_timeout_ms;
         let mut given_up = 0u64;
-        for queue in &mut producer.queues {
-            queue.retain(|b| {
-                let expired = now >= b.created_ms + delivery;
-                if expired {
-                    given_up += b.records.len() as u64;
+        let mut unresolved = Vec::new();
+        let mut give_up = |b: &Batch| {
+            let expired = now >= b.created_ms + delivery;
+            if expired {
+                given_up += b.records.len() as u64;
+                // A numbered batch sent before may or may not be in the log: its partition's
+                // numbering is unknown until the batches after it settle (`Sender.sendProducerData`
+                // marks it unresolved when the batch was in retry).
+                if b.base_sequence.is_some() && b.attempts > 0 {
+                    unresolved.push(b.partition);
                 }
-                !expired
-            });
+            }
+            !expired
+        };
+        for queue in &mut producer.queues {
+            queue.retain(&mut give_up);
         }
         for request in &mut producer.in_flight {
-            request.batches.retain(|b| {
-                let expired = now >= b.created_ms + delivery;
-                if expired {
-                    given_up += b.records.len() as u64;
-                }
-                !expired
-            });
+            request.batches.retain(&mut give_up);
         }
         producer.stats.failed += given_up;
+        for p in unresolved {
+            producer.sequences[p as usize].unresolved = true;
+        }
     }
 }
 
@@ -521,8 +697,12 @@ fn accumulate(
             .map(|p| partitions.get(*p).is_ok_and(|p| p.leader.is_some()))
             .collect();
         for key in batch {
+            let keyless = key.is_none();
             let partition = producer.choose_partition(key.as_deref(), &available, &mut rng);
             producer.append(now, partition, key);
+            if keyless {
+                producer.after_keyless_record(&available, &mut rng);
+            }
         }
     }
 }
@@ -571,13 +751,16 @@ fn send_requests(
     ledger: &mut AckLedger,
     commands: &mut Commands,
 ) {
+    producer.settle_sequences();
     // Partitions by leader, from the producer's metadata (read straight from the model).
     let mut by_leader: BTreeMap<BrokerId, Vec<u32>> = BTreeMap::new();
-    for (p, entity) in producer.partitions.iter().enumerate() {
-        if producer.queues[p].is_empty() {
+    for p in 0..producer.partitions.len() {
+        let Some(head) = producer.queues[p].front_mut() else {
             continue;
-        }
-        if let Some(leader) = partitions.get(*entity).ok().and_then(|p| p.leader) {
+        };
+        let partition = partitions.get(producer.partitions[p]).ok();
+        if let Some((leader, epoch)) = partition.and_then(|p| Some((p.leader?, p.leader_epoch))) {
+            head.see_leader_epoch(epoch);
             by_leader.entry(leader).or_default().push(p as u32);
         }
     }
@@ -594,10 +777,9 @@ fn send_requests(
             let queue = &producer.queues[*p as usize];
             let head = &queue[0];
             if head.attempts > 0 {
-                return now >= head.retry_at_ms;
+                return head.retry_due(now);
             }
-            let full = queue.len() > 1
-                || head.bytes + producer.config.record_bytes > producer.config.batch_size;
+            let full = queue.len() > 1 || head.is_full(producer.config.batch_size);
             full || now >= head.created_ms + producer.config.linger_ms
         });
         if !ready {
@@ -611,20 +793,11 @@ fn send_requests(
             let p = led[(start + k) % led.len()];
             let queue = &producer.queues[p as usize];
             let Some(head) = queue.front() else { continue };
-            if head.attempts > 0 && now < head.retry_at_ms {
+            if head.attempts > 0 && !head.retry_due(now) {
                 continue;
             }
-            // An idempotent producer resends a batch only when no earlier batch of its
-            // partition is still in flight, so sequences reach the leader in order.
-            if let Some(seq) = head.base_sequence {
-                let earlier_in_flight = producer
-                    .in_flight
-                    .iter()
-                    .flat_map(|f| &f.batches)
-                    .any(|b| b.partition == p && b.base_sequence.is_some_and(|s| s < seq));
-                if earlier_in_flight {
-                    continue;
-                }
+            if producer.holds_back(head) {
+                continue;
             }
             if !batches.is_empty() && size + head.bytes > MAX_REQUEST_SIZE {
                 break;
@@ -633,10 +806,18 @@ fn send_requests(
                 .pop_front()
                 .expect("head exists");
             if producer.idempotent && batch.base_sequence.is_none() {
-                batch.producer_epoch = producer.producer_epoch;
-                batch.base_sequence = Some(producer.next_sequence[p as usize]);
-                producer.next_sequence[p as usize] += batch.records.len() as i32;
+                let epoch = producer.producer_epoch;
+                let sequences = &mut producer.sequences[p as usize];
+                // A partition still numbered in an older epoch starts the current one at 0 once
+                // nothing of the old is outstanding (`maybeUpdateProducerIdAndEpoch`).
+                if sequences.epoch != epoch {
+                    *sequences = Sequences::starting(epoch);
+                }
+                batch.producer_epoch = epoch;
+                batch.base_sequence = Some(sequences.next);
+                sequences.next += batch.records.len() as i32;
             }
+            batch.sequence_reset = false;
             size += batch.bytes;
             batches.push(batch);
         }

@@ -16,6 +16,8 @@ pub enum KafkaError {
     RequestTimedOut,
     NotLeaderOrFollower,
     OutOfOrderSequenceNumber,
+    /// A batch of an idempotent producer's older epoch, after the leader saw a newer one.
+    InvalidProducerEpoch,
     /// The connection broke (the broker's process is gone): not a response code but what the
     /// client reports (`Errors.NETWORK_EXCEPTION`).
     NetworkException,
@@ -32,16 +34,20 @@ impl KafkaError {
             KafkaError::RequestTimedOut => "REQUEST_TIMED_OUT",
             KafkaError::NotLeaderOrFollower => "NOT_LEADER_OR_FOLLOWER",
             KafkaError::OutOfOrderSequenceNumber => "OUT_OF_ORDER_SEQUENCE_NUMBER",
+            KafkaError::InvalidProducerEpoch => "INVALID_PRODUCER_EPOCH",
             KafkaError::NetworkException => "NETWORK_EXCEPTION",
             KafkaError::OffsetOutOfRange => "OFFSET_OUT_OF_RANGE",
         }
     }
 
-    /// Whether the producer retries a batch that got this error. All of these are retriable in
-    /// Kafka (`RetriableException` subclasses; an out-of-order sequence behind a failed batch is
-    /// retried by the idempotent producer, `TransactionManager.canRetry`).
+    /// Whether the producer retries a batch that got this error: Kafka's `RetriableException`
+    /// subclasses. OUT_OF_ORDER_SEQUENCE_NUMBER is not one, but the idempotent producer (the only
+    /// one that gets it) retries it anyway (`TransactionManager.canRetry`).
     pub fn retriable(self) -> bool {
-        true
+        !matches!(
+            self,
+            KafkaError::InvalidProducerEpoch | KafkaError::OutOfOrderSequenceNumber
+        )
     }
 }
 

@@ -320,3 +320,152 @@ fn every_built_in_scenario_keeps_the_invariants() {
         );
     }
 }
+
+/// A clean leader move under load: the producer's batches already on their way to the old
+/// leader come back NOT_LEADER_OR_FOLLOWER, while batches it sent the new leader meanwhile get
+/// OUT_OF_ORDER_SEQUENCE_NUMBER for the gap.
+const PREFERRED_ELECTION_UNDER_LOAD: &str = r#"(
+    name: "preferred election under load", seed: 3, duration_ms: 46000,
+    cluster: (brokers: 3, network_latency_ms: 10),
+    topics: [(name: "t", partitions: 1, replication_factor: 3, min_insync_replicas: 2,
+              assignment: Some([[1, 2, 3]]))],
+    producers: [(name: "p", topic: "t", acks: All, records_per_sec: 2000, keys: Sequence("k-"),
+                 batch_size: 2000)],
+    timeline: [
+        (at_ms: 5000, action: CrashBroker(1)),
+        (at_ms: 20000, action: RestartBroker(1)),
+        (at_ms: 40000, action: PreferredElection),
+    ],
+)"#;
+
+fn leader_log(sim: &mut Sim) -> Vec<kafkascope::sim::Record> {
+    let world = sim.world_mut();
+    let partition = world
+        .query::<&kafkascope::sim::Partition>()
+        .single(world)
+        .expect("one partition")
+        .clone();
+    let leader = partition.leader_replica().expect("a leader");
+    let replica = world.get::<Replica>(leader).expect("replica");
+    replica.log.iter().cloned().collect()
+}
+
+fn producer_epoch(sim: &mut Sim) -> u16 {
+    let world = sim.world_mut();
+    world
+        .query::<&kafkascope::sim::producer::Producer>()
+        .single(world)
+        .expect("one producer")
+        .producer_epoch
+}
+
+#[test]
+fn an_idempotent_producer_keeps_send_order_through_a_leader_move() {
+    let scenario = crate::scenario(PREFERRED_ELECTION_UNDER_LOAD);
+    let mut sim = Sim::new(&scenario);
+    sim.run_until(scenario.duration_ms);
+    let report = sim.report();
+    let errors = &report.producers[0].stats.errors;
+    assert!(
+        errors.get("NOT_LEADER_OR_FOLLOWER").is_some_and(|n| *n > 0),
+        "{errors:?}"
+    );
+    assert!(
+        errors
+            .get("OUT_OF_ORDER_SEQUENCE_NUMBER")
+            .is_some_and(|n| *n > 0),
+        "{errors:?}"
+    );
+    assert!(
+        report.invariant_violations.is_empty(),
+        "{:?}",
+        report.invariant_violations
+    );
+    // The refused batches only waited behind the retried ones: no sequence was lost, so the
+    // producer kept its epoch (`TransactionManager.canRetry`).
+    assert_eq!(producer_epoch(&mut sim), 0);
+    let ids: Vec<u64> = leader_log(&mut sim).iter().map(|r| r.id).collect();
+    assert!(ids.len() > 50_000);
+    let out_of_order = ids.windows(2).filter(|w| w[1] <= w[0]).count();
+    assert_eq!(out_of_order, 0, "records out of send order or repeated");
+}
+
+#[test]
+fn a_retry_to_a_new_leader_does_not_wait_its_back_off() {
+    // KIP-951: a batch whose partition got a new leader since it failed is retried at once.
+    let source = PREFERRED_ELECTION_UNDER_LOAD.replace(
+        "batch_size: 2000",
+        "batch_size: 2000, retry_backoff_ms: 20000, retry_backoff_max_ms: 20000",
+    );
+    let scenario = crate::scenario(&source);
+    let mut sim = Sim::new(&scenario);
+    sim.run_until(40_000);
+    let before = sim.report().producers[0].stats.acked;
+    sim.run_until(41_000);
+    let report = sim.report();
+    let stats = &report.producers[0].stats;
+    let not_leader = stats
+        .errors
+        .get("NOT_LEADER_OR_FOLLOWER")
+        .copied()
+        .unwrap_or(0);
+    assert!(not_leader > 0);
+    // Each batch holds 20 records (2000 bytes of 100-byte records). With the 20 s back-off the
+    // batches the old leader refused would wait until 60 s, and the partition's batches behind
+    // them with them.
+    assert!(
+        stats.acked >= before + 20 * not_leader,
+        "acked {before} at 40 s, {} at 41 s, {not_leader} batches refused",
+        stats.acked
+    );
+}
+
+#[test]
+fn a_leader_without_the_producers_state_takes_its_next_sequence() {
+    // Broker 2 never gets a record (its link to leader 1 is cut from the start) and is elected
+    // uncleanly when 1 dies. It has no state for the producer, so it takes the producer's next
+    // batch whatever its sequence (`ProducerAppendInfo.checkSequence`): no error, no epoch bump.
+    let scenario = crate::scenario(
+        r#"(name: "x", duration_ms: 90000, cluster: (brokers: 2),
+            topics: [(name: "t", partitions: 1, replication_factor: 2, min_insync_replicas: 1,
+                      assignment: Some([[1, 2]]), unclean_leader_election: true)],
+            producers: [(name: "p", topic: "t", acks: All, records_per_sec: 100, keys: Sequence("k"))],
+            timeline: [(at_ms: 0, action: CutLink(1, 2)), (at_ms: 60000, action: CrashBroker(1))])"#,
+    );
+    let mut sim = Sim::new(&scenario);
+    sim.run_until(scenario.duration_ms);
+    let report = sim.report();
+    assert_eq!(report.partitions[0].leader, Some(2));
+    let errors = &report.producers[0].stats.errors;
+    assert!(
+        !errors.contains_key("OUT_OF_ORDER_SEQUENCE_NUMBER"),
+        "{errors:?}"
+    );
+    assert_eq!(producer_epoch(&mut sim), 0);
+    let log = leader_log(&mut sim);
+    assert!(log[0].sequence > 3000, "first sequence {}", log[0].sequence);
+    assert!(log.windows(2).all(|w| w[1].sequence == w[0].sequence + 1));
+}
+
+#[test]
+fn a_gap_at_a_new_leader_bumps_the_producer_epoch() {
+    // The unclean leader lacks the producer's last acknowledged records: its next batch is the
+    // one after the last acknowledged and is refused, so the producer bumps its epoch and
+    // numbers from 0 again (KIP-360).
+    let mut sim = Sim::new(&crate::built_in("unclean-election"));
+    sim.run_until(100_000);
+    let report = sim.report();
+    assert!(
+        report.producers[0]
+            .stats
+            .errors
+            .contains_key("OUT_OF_ORDER_SEQUENCE_NUMBER")
+    );
+    assert_eq!(producer_epoch(&mut sim), 1);
+    let log = leader_log(&mut sim);
+    let first_of_epoch_1 = log
+        .iter()
+        .find(|r| r.producer_epoch == 1)
+        .expect("epoch 1 records");
+    assert_eq!(first_of_epoch_1.sequence, 0);
+}
