@@ -234,7 +234,12 @@ impl Report {
             metrics,
             acked_records_lost: lost.len() as u64,
             lost_records: lost,
-            events: world.resource::<EventLog>().events.clone(),
+            events: world
+                .resource::<EventLog>()
+                .events
+                .iter()
+                .cloned()
+                .collect(),
             invariant_violations: world.resource::<Invariants>().violations.clone(),
         }
     }

@@ -555,12 +555,49 @@ pub mod limits {
     pub const RECORDS_PER_SEC: u32 = 1_000_000;
     pub const RECORD_BYTES: u32 = 1_048_576;
     pub const BATCH_SIZE: u32 = 16 * 1_048_576;
-    /// Records kept in all logs together over a run (each costs a few dozen bytes per replica).
-    pub const STORED_RECORDS: u64 = 20_000_000;
+    /// Memory for the records a run keeps: every replica's copy in its log, and each record's
+    /// entry in the ledger of acknowledged writes, its key, and its copies on the way.
+    pub const RECORD_MEMORY_BYTES: u64 = 2 * 1024 * 1024 * 1024;
+    /// What one replica's copy of a record costs (`Record`).
+    pub const LOG_RECORD_BYTES: u64 = size_of::<crate::sim::Record>() as u64;
+    /// What a produced record costs besides its log copies: its ledger entry (56 bytes), its
+    /// queue and wire copies while in flight, and the allocator's share (measured with
+    /// `/usr/bin/time` on 19 million records).
+    pub const PRODUCED_RECORD_BYTES: u64 = 96;
+    /// What a record's own key costs on top of its bytes (`Arc<str>` counts and allocation).
+    pub const KEY_OVERHEAD_BYTES: u64 = 32;
     pub const DURATION_MS: u64 = 7 * 24 * 3_600_000;
     pub const LATENCY_MS: u64 = 60_000;
     /// A record key's bytes (a key, or a `Sequence` prefix): every record keeps its own.
     pub const KEY_BYTES: usize = 4_096;
+}
+
+/// An estimate of the memory the records of a run take, against [`limits::RECORD_MEMORY_BYTES`].
+#[derive(Default)]
+struct RecordMemory {
+    records: u64,
+    bytes: u64,
+}
+
+impl RecordMemory {
+    /// `records` produced to a topic of replication factor `rf`, each with a key of `key_bytes`
+    /// (`None` without a key).
+    fn add(&mut self, records: u64, rf: u64, key_bytes: Option<u64>) {
+        let key = key_bytes.map_or(0, |k| limits::KEY_OVERHEAD_BYTES + k);
+        let each = limits::LOG_RECORD_BYTES * rf + limits::PRODUCED_RECORD_BYTES + key;
+        self.records = self.records.saturating_add(records);
+        self.bytes = self.bytes.saturating_add(records.saturating_mul(each));
+    }
+}
+
+/// The bytes of the keys a producer makes (a `Sequence` counter taken at 10 digits).
+fn key_bytes(keys: &Keys) -> Option<u64> {
+    match keys {
+        Keys::None => None,
+        Keys::Fixed(k) => Some(k.len() as u64),
+        Keys::Sequence(prefix) => Some(prefix.len() as u64 + 10),
+        Keys::Random(_) => Some("key-".len() as u64 + 10),
+    }
 }
 
 /// Why a key is refused: longer than [`limits::KEY_BYTES`].
@@ -863,7 +900,7 @@ impl Scenario {
                 ),
             ));
         }
-        let mut stored_records: u64 = 0;
+        let mut memory = RecordMemory::default();
         for (i, p) in self.producers.iter().enumerate() {
             let at = |f: &str| format!("producers[{i}].{f}");
             if p.name.is_empty() {
@@ -968,11 +1005,10 @@ impl Scenario {
                     ),
                 ));
             }
-            let rf = u64::from(self.topics[topic].replication_factor);
-            stored_records = stored_records.saturating_add(
-                u64::from(p.records_per_sec)
-                    .saturating_mul(until_ms / 1000 + 1)
-                    .saturating_mul(rf),
+            memory.add(
+                u64::from(p.records_per_sec).saturating_mul(until_ms / 1000 + 1),
+                u64::from(self.topics[topic].replication_factor),
+                key_bytes(&p.keys),
             );
         }
 
@@ -1136,10 +1172,11 @@ impl Scenario {
                     let rf = self
                         .topic_index(&self.producers[p].topic)
                         .map_or(1, |t| u64::from(self.topics[t].replication_factor));
-                    stored_records = stored_records.saturating_add(
+                    memory.add(
                         u64::from(*rate)
-                            .saturating_mul(until_ms.saturating_sub(entry.at_ms) / 1000 + 1)
-                            .saturating_mul(rf),
+                            .saturating_mul(until_ms.saturating_sub(entry.at_ms) / 1000 + 1),
+                        rf,
+                        key_bytes(&self.producers[p].keys),
                     );
                 }
                 Action::CrashBroker(b)
@@ -1171,7 +1208,7 @@ impl Scenario {
                     let rf = self
                         .topic_index(&self.producers[p].topic)
                         .map_or(1, |t| u64::from(self.topics[t].replication_factor));
-                    stored_records = stored_records.saturating_add(count.saturating_mul(rf));
+                    memory.add(*count, rf, key.as_ref().map(|k| k.len() as u64));
                 }
             }
         }
@@ -1184,12 +1221,15 @@ impl Scenario {
                 ),
             ));
         }
-        if stored_records > limits::STORED_RECORDS {
+        if memory.bytes > limits::RECORD_MEMORY_BYTES {
+            const MIB: u64 = 1024 * 1024;
             return Err(bad(
                 "producers".into(),
                 format!(
-                    "the producers would store about {stored_records} records in all replicas' logs by {until_ms} ms; at most {} fit in memory (lower records_per_sec or duration_ms)",
-                    limits::STORED_RECORDS
+                    "the producers would make about {} records by {until_ms} ms, which with their copies in every replica take about {} MiB; at most {} MiB fit in memory (lower records_per_sec or duration_ms)",
+                    memory.records,
+                    memory.bytes / MIB,
+                    limits::RECORD_MEMORY_BYTES / MIB
                 ),
             ));
         }

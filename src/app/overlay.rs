@@ -14,6 +14,7 @@ use super::input::Pointer;
 use super::playback::{Control, MAX_SPEED, MIN_SPEED, Model, Playback, Shown};
 use crate::scenario::{Action, BUILT_IN, ClusterConfig};
 use crate::sim::EventLog;
+use crate::sim::chunked::Chunked;
 use crate::sim::lag::LagMonitor;
 use crate::view::event_text::{Severity, clock, describe};
 use crate::view::explain::{Target, explain};
@@ -299,7 +300,7 @@ fn timeline(
     ui: &mut egui::Ui,
     shown: &Shown,
     model: &Model,
-    events: &[crate::sim::Event],
+    events: &Chunked<crate::sim::Event>,
     palette: &Palette,
     controls: &mut MessageWriter<Control>,
 ) {
@@ -370,7 +371,7 @@ fn timeline(
 fn details(
     ui: &mut egui::Ui,
     shown: &Shown,
-    events: &[crate::sim::Event],
+    events: &Chunked<crate::sim::Event>,
     lag: &LagMonitor,
     palette: &Palette,
 ) {

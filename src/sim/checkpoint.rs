@@ -21,7 +21,7 @@ use super::network::{Network, Wire};
 use super::producer::Producer;
 use super::protocol::{
     ConsumerFetch, ConsumerFetchResponse, FetchRequest, FetchResponse, GroupRequest, GroupResponse,
-    Heartbeat, HeartbeatResponse, ProduceRequest, ProduceResponse,
+    Heartbeat, HeartbeatResponse, PendingRecord, ProduceRequest, ProduceResponse,
 };
 use super::timeline::Timeline;
 
@@ -150,10 +150,11 @@ impl Remap for Cluster {
 /// Declares the components and resources a checkpoint holds, once.
 macro_rules! model_state {
     (components { $($c:ident: $ct:ty),* $(,)? } resources { $($r:ident: $rt:ty),* $(,)? }) => {
-        /// One entity's components.
+        /// One entity's components, boxed: an entity has one or two of them, and unboxed every
+        /// entry would take the room of all of them.
         #[derive(Clone, Default)]
         struct Parts {
-            $($c: Option<$ct>,)*
+            $($c: Option<Box<$ct>>,)*
         }
 
         #[derive(Clone)]
@@ -161,12 +162,19 @@ macro_rules! model_state {
             $($r: $rt,)*
         }
 
+        impl Parts {
+            /// The bytes of the components it holds.
+            fn boxed_bytes(&self) -> usize {
+                0 $(+ self.$c.as_ref().map_or(0, |_| size_of::<$ct>()))*
+            }
+        }
+
         fn capture_entities(world: &mut World) -> BTreeMap<Entity, Parts> {
             let mut entities: BTreeMap<Entity, Parts> = BTreeMap::new();
             $(
                 let mut query = world.query::<(Entity, &$ct)>();
                 for (entity, component) in query.iter(world) {
-                    entities.entry(entity).or_default().$c = Some(component.clone());
+                    entities.entry(entity).or_default().$c = Some(Box::new(component.clone()));
                 }
             )*
             entities
@@ -193,7 +201,7 @@ macro_rules! model_state {
             let mut target = world.entity_mut(entity);
             $(
                 if let Some(component) = &parts.$c {
-                    let mut component = component.clone();
+                    let mut component = (**component).clone();
                     component.remap(map);
                     target.insert(component);
                 }
@@ -252,20 +260,46 @@ model_state! {
     }
 }
 
+/// An estimate of a checkpoint's memory: each entity's entry and components, and what grows
+/// with the load (the newest records of logs and the ledger, the producers' waiting records, the
+/// newest events). Other vectors inside components are small and left out.
+fn approx_bytes(entities: &BTreeMap<Entity, Parts>, resources: &Resources) -> usize {
+    const MAP_ENTRY: usize = size_of::<Entity>() + size_of::<Parts>() + 16;
+    let mut bytes = size_of::<Resources>()
+        + resources.ledger.records.unshared_bytes()
+        + resources.events.events.unshared_bytes();
+    for parts in entities.values() {
+        bytes += MAP_ENTRY + parts.boxed_bytes();
+        if let Some(replica) = &parts.replica {
+            bytes += replica.log.unshared_bytes();
+        }
+        if let Some(producer) = &parts.producer {
+            bytes += producer.pending() as usize * size_of::<PendingRecord>();
+        }
+    }
+    bytes
+}
+
 /// The model at one instant.
 #[derive(Clone)]
 pub struct Checkpoint {
     pub at_ms: u64,
     entities: BTreeMap<Entity, Parts>,
     resources: Resources,
+    /// Roughly what it costs in memory.
+    pub bytes: usize,
 }
 
 impl Checkpoint {
     pub fn capture(world: &mut World) -> Checkpoint {
+        let entities = capture_entities(world);
+        let resources = capture_resources(world);
+        let bytes = approx_bytes(&entities, &resources);
         Checkpoint {
             at_ms: world.resource::<SimClock>().now_ms,
-            entities: capture_entities(world),
-            resources: capture_resources(world),
+            entities,
+            resources,
+            bytes,
         }
     }
 

@@ -39,6 +39,11 @@ impl<T: Clone> Chunked<T> {
         }
     }
 
+    /// Roughly the bytes a clone costs of its own: the newest items and a pointer per chunk.
+    pub fn unshared_bytes(&self) -> usize {
+        self.tail.len() * size_of::<T>() + self.sealed.len() * size_of::<Arc<[T]>>()
+    }
+
     pub fn last(&self) -> Option<&T> {
         self.len().checked_sub(1).and_then(|i| self.get(i))
     }
@@ -83,8 +88,13 @@ impl<T: Clone> Chunked<T> {
             .skip(skip)
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = &T> {
-        self.iter_from(0)
+    /// All items, from either end.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &T> {
+        self.sealed
+            .iter()
+            .map(|c| &c[..])
+            .chain(std::iter::once(&self.tail[..]))
+            .flatten()
     }
 }
 
@@ -119,6 +129,7 @@ mod tests {
         }
         assert_eq!(c.len(), v.len());
         assert!(c.iter().eq(v.iter()));
+        assert!(c.iter().rev().eq(v.iter().rev()));
         for from in [
             0,
             1,

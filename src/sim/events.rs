@@ -139,7 +139,8 @@ pub enum EventKind {
 
 #[derive(Clone, Resource, Debug, Default)]
 pub struct EventLog {
-    pub events: Vec<Event>,
+    /// In chunks shared with checkpoints, which would otherwise each copy the whole log.
+    pub events: super::chunked::Chunked<Event>,
 }
 
 impl EventLog {

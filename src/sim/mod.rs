@@ -136,6 +136,13 @@ fn has_consumer_groups(cluster: Option<Res<Cluster>>) -> bool {
 /// this often (in steps), or its memory would grow with every message ever handled.
 const CLEAR_TRACKERS_EVERY: u64 = 1024;
 
+/// A run keeps at most this many checkpoints...
+pub const MAX_CHECKPOINTS: usize = 1024;
+/// ...taking together about this many bytes at most. Beyond either, every other checkpoint is
+/// dropped and the spacing doubles, so a long or large run's memory stays bounded and a seek
+/// re-runs at most one (longer) interval.
+pub const CHECKPOINT_BYTES: usize = 256 * 1024 * 1024;
+
 /// How far apart the checkpoints that seeking starts from are, for a light load.
 pub const CHECKPOINT_EVERY_MS: u64 = 5_000;
 
@@ -252,14 +259,39 @@ impl Sim {
         steps
     }
 
-    /// Takes a checkpoint when the clock sits on a checkpoint instant not yet saved.
+    /// Takes a checkpoint when the clock sits on a checkpoint instant not yet saved, then thins
+    /// the checkpoints while they are too many or too big.
     fn checkpoint_if_due(&mut self) {
         let now = self.now_ms();
         let next = self.checkpoints.len() as u64 * self.every_ms;
-        if now == next {
-            let checkpoint = checkpoint::Checkpoint::capture(&mut self.world);
-            self.checkpoints.push(checkpoint);
+        if now != next {
+            return;
         }
+        let checkpoint = checkpoint::Checkpoint::capture(&mut self.world);
+        self.checkpoints.push(checkpoint);
+        while self.checkpoints.len() > 1
+            && (self.checkpoints.len() > MAX_CHECKPOINTS
+                || self.checkpoint_bytes() > CHECKPOINT_BYTES)
+        {
+            // Checkpoint i is at i x every_ms: keeping the even ones keeps that true at twice
+            // the spacing.
+            let kept = std::mem::take(&mut self.checkpoints)
+                .into_iter()
+                .step_by(2)
+                .collect();
+            self.checkpoints = kept;
+            self.every_ms *= 2;
+        }
+    }
+
+    /// About what the checkpoints take in memory.
+    pub fn checkpoint_bytes(&self) -> usize {
+        self.checkpoints.iter().map(|c| c.bytes).sum()
+    }
+
+    /// How many checkpoints there are, and how far apart (ms).
+    pub fn checkpoint_spacing(&self) -> (usize, u64) {
+        (self.checkpoints.len(), self.every_ms)
     }
 
     /// Puts the model in its exact state at `at_ms`, forward or back: from the latest checkpoint

@@ -153,3 +153,27 @@ fn a_long_run_forgets_the_messages_it_despawned() {
     let after_steps = notes(&sim);
     assert!(after_steps < 100, "{after_steps} removal notes kept");
 }
+
+#[test]
+fn a_long_run_keeps_few_checkpoints_and_still_seeks_exactly() {
+    // A day at 5 s apart would be 17,280 checkpoints; they are thinned to at most
+    // MAX_CHECKPOINTS, further apart, and seeking back still gives the exact state.
+    let scenario = crate::scenario(
+        r#"(name: "x", duration_ms: 86400000, topics: [(name: "t", partitions: 3)],
+            producers: [(name: "p", topic: "t", records_per_sec: 1, keys: Sequence("k"))])"#,
+    );
+    let mut sim = kafkascope::sim::Sim::new(&scenario);
+    sim.run_until(scenario.duration_ms);
+    let (count, every) = sim.checkpoint_spacing();
+    assert!(count <= sim::MAX_CHECKPOINTS, "{count} checkpoints");
+    assert!(count > sim::MAX_CHECKPOINTS / 4, "{count} checkpoints");
+    assert_eq!(every % sim::CHECKPOINT_EVERY_MS, 0);
+    assert_eq!(count as u64, scenario.duration_ms / every + 1);
+    assert!(sim.checkpoint_bytes() < sim::CHECKPOINT_BYTES);
+
+    let at = 43_210_987;
+    sim.seek(at);
+    let mut straight = kafkascope::sim::Sim::new(&scenario);
+    straight.run_until(at);
+    assert!(sim.report().to_json() == straight.report().to_json());
+}
