@@ -1,7 +1,7 @@
 //! The command line: run a scenario headless, ask the partitioner, list scenarios, benchmark.
 
 use std::fmt::Write as _;
-use std::io::{BufRead, Write};
+use std::io::{BufRead, Read, Write};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -424,9 +424,29 @@ fn run(cli: Cli) -> Result<(), String> {
                 Ok(())
             };
             if keys.is_empty() {
-                for line in std::io::stdin().lock().lines() {
-                    let line = line.map_err(|e| format!("reading keys from stdin: {e}"))?;
-                    emit(line.strip_suffix('\r').unwrap_or(&line))?;
+                let mut stdin = std::io::stdin().lock();
+                let mut line = Vec::new();
+                for number in 1.. {
+                    line.clear();
+                    // Read at most one byte past the limit, so an endless line is refused, not
+                    // held in memory.
+                    (&mut stdin)
+                        .take(MAX_KEY_LINE_BYTES + 1)
+                        .read_until(b'\n', &mut line)
+                        .map_err(|e| format!("reading keys from stdin: {e}"))?;
+                    if line.is_empty() {
+                        break;
+                    }
+                    if line.last() == Some(&b'\n') {
+                        line.pop();
+                    } else if line.len() as u64 > MAX_KEY_LINE_BYTES {
+                        return Err(format!(
+                            "stdin line {number}: a key longer than {MAX_KEY_LINE_BYTES} bytes (Kafka's records are at most 1 MiB by default)"
+                        ));
+                    }
+                    let key = std::str::from_utf8(&line)
+                        .map_err(|e| format!("stdin line {number}: the key is not UTF-8 ({e})"))?;
+                    emit(key.strip_suffix('\r').unwrap_or(key))?;
                 }
             } else {
                 for key in &keys {
@@ -709,6 +729,9 @@ pub fn summary(scenario: &Scenario, report: &Report) -> String {
 }
 
 /// How `bench-frames` ends the line of one scenario, after its total per frame.
+/// The longest key `partition` reads from stdin (Kafka's `max.request.size` is 1 MiB).
+const MAX_KEY_LINE_BYTES: u64 = 16 * 1024 * 1024;
+
 const PER_FRAME: &str = " ms per frame of the 16.7 ms a 60 fps frame has";
 
 /// The line `bench-frames` prints for one scenario: the mean and 95th percentile of the model's,

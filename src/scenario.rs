@@ -1092,6 +1092,8 @@ impl Scenario {
             for (field, value) in [
                 ("auto_commit_interval_ms", g.auto_commit_interval_ms),
                 ("max_poll_records", u64::from(g.max_poll_records)),
+                // `ConsumerConfig`: max.poll.interval.ms is at least 1.
+                ("max_poll_interval_ms", g.max_poll_interval_ms),
             ] {
                 if value == 0 {
                     return Err(bad(at(field), "must be at least 1".into()));
@@ -1191,6 +1193,14 @@ impl Scenario {
                 | Action::RemoveConsumer(group)
                 | Action::CrashConsumer(group)
                 | Action::SetConsumerRate(group, _) => {
+                    if let Action::SetConsumerRate(_, rate) = &entry.action
+                        && *rate > limits::RECORDS_PER_SEC
+                    {
+                        return Err(bad(
+                            field,
+                            format!("{rate} records/s: at most {}", limits::RECORDS_PER_SEC),
+                        ));
+                    }
                     if !self.consumer_groups.iter().any(|g| g.name == *group) {
                         return Err(bad(field, format!("no consumer group named {group:?}")));
                     }

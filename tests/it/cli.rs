@@ -186,6 +186,51 @@ fn partition_agrees_with_the_library_for_any_utf8_key() {
     assert_eq!(stdout(&out), "6\n11\n");
 }
 
+/// Runs `kafkascope partition --partitions 3` with `input` on stdin.
+fn partition_stdin(input: &[u8]) -> std::process::Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kafkascope"))
+        .args(["partition", "--partitions", "3"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // The command may stop reading early: a broken pipe here is expected.
+    let _ = stdin.write_all(input);
+    drop(stdin);
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn partition_refuses_an_endless_or_broken_key_line() {
+    let out = partition_stdin(&vec![b'0'; 17 * 1024 * 1024]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("stdin line 1: a key longer than"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = partition_stdin(b"ok\n\xff\n");
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stdout(&out).lines().count(),
+        1,
+        "the good line is answered first"
+    );
+    assert!(
+        stderr(&out).contains("stdin line 2: the key is not UTF-8"),
+        "{}",
+        stderr(&out)
+    );
+
+    // A last line without a newline is a key like any other.
+    let out = partition_stdin(b"foobar\nfoobar");
+    assert!(out.status.success());
+    assert_eq!(stdout(&out).lines().count(), 2);
+}
+
 #[test]
 fn bad_input_exits_2_with_a_clear_message() {
     let dir = std::env::temp_dir().join(format!("kafkascope-cli-{}", std::process::id()));

@@ -120,6 +120,16 @@ fn impossible_scenarios_name_the_field() {
             "fit in memory",
         ),
         (
+            r#"(name: "x", topics: [(name: "t")], consumer_groups: [(name: "g", topics: ["t"], max_poll_interval_ms: 0)])"#,
+            "consumer_groups[0].max_poll_interval_ms",
+            "must be at least 1",
+        ),
+        (
+            r#"(name: "x", topics: [(name: "t")], consumer_groups: [(name: "g", topics: ["t"])], timeline: [(at_ms: 5, action: SetConsumerRate("g", 4294967295))])"#,
+            "timeline[0].action",
+            "4294967295 records/s: at most 1000000",
+        ),
+        (
             r#"(name: "x", topics: [(name: "t")], producers: [(name: "p", topic: "t", acks: One, max_in_flight_requests_per_connection: 6)])"#,
             "producers[0].max_in_flight_requests_per_connection",
             "6: the idempotent producer allows at most 5",
