@@ -545,18 +545,42 @@ fn run(cli: Cli) -> Result<(), String> {
     }
 }
 
+/// The largest scenario file read (the built-in ones are a few kilobytes).
+const MAX_SCENARIO_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
 /// A scenario from a file path, or a built-in one by name.
 pub fn load(scenario: &str) -> Result<Scenario, ScenarioError> {
     let path = std::path::Path::new(scenario);
-    if path.is_file() {
-        let source = std::fs::read_to_string(path).map_err(|e| ScenarioError::Invalid {
-            origin: scenario.to_string(),
-            field: "file".into(),
-            message: format!("cannot be read: {e}"),
-        })?;
-        return Scenario::parse(&source, scenario);
+    let unreadable = |message: String| ScenarioError::Invalid {
+        origin: scenario.to_string(),
+        field: "file".into(),
+        message,
+    };
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_file() => {
+            if meta.len() > MAX_SCENARIO_FILE_BYTES {
+                return Err(unreadable(format!(
+                    "{} bytes: a scenario file is at most {MAX_SCENARIO_FILE_BYTES}",
+                    meta.len()
+                )));
+            }
+            let source = std::fs::read_to_string(path)
+                .map_err(|e| unreadable(format!("cannot be read: {e}")))?;
+            Scenario::parse(&source, scenario)
+        }
+        // A built-in's name wins over a folder or device of that name.
+        Ok(meta) if Scenario::built_in(scenario).is_err() => {
+            let what = if meta.is_dir() {
+                "a folder"
+            } else {
+                "not a regular file"
+            };
+            Err(unreadable(format!(
+                "is {what}: give a scenario's .ron file or a built-in's name"
+            )))
+        }
+        _ => Scenario::built_in(scenario),
     }
-    Scenario::built_in(scenario)
 }
 
 /// Runs a scenario headless to `until_ms` (its duration when `None`) and reports what it did;

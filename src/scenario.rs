@@ -572,6 +572,47 @@ pub mod limits {
     pub const KEY_BYTES: usize = 4_096;
 }
 
+/// What the text holds where a syntax error was found (line and column from 1), to add to ron's
+/// message, with a hint for the usual slips: a fraction where a whole number goes, parentheses
+/// after an action that takes no values.
+fn found_at(source: &str, line: usize, column: usize) -> String {
+    let Some(text) = source.lines().nth(line.saturating_sub(1)) else {
+        return String::new();
+    };
+    let before: String = text.chars().take(column.saturating_sub(1)).collect();
+    let mut rest = text
+        .chars()
+        .skip(column.saturating_sub(1))
+        .skip_while(|c| c.is_whitespace());
+    let Some(first) = rest.next() else {
+        return String::new();
+    };
+    let mut token: String = std::iter::once(first)
+        .chain(rest.take_while(|c| !c.is_whitespace() && !",()[]".contains(*c)))
+        .take(24)
+        .collect();
+    // ron points past a minus sign.
+    if before.ends_with('-') {
+        token.insert(0, '-');
+    }
+    let hint = if token.starts_with('.') && before.ends_with(|c: char| c.is_ascii_digit()) {
+        " (a whole number goes here)".to_string()
+    } else if token.starts_with('(') && before.ends_with(|c: char| c.is_alphanumeric()) {
+        let name: String = before
+            .chars()
+            .rev()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        format!(" (`{name}` is written without parentheses)")
+    } else {
+        String::new()
+    };
+    format!(", found `{token}`{hint}")
+}
+
 /// An estimate of the memory the records of a run take, against [`limits::RECORD_MEMORY_BYTES`].
 #[derive(Default)]
 struct RecordMemory {
@@ -614,11 +655,34 @@ fn key_too_long(key: &str) -> Option<String> {
 impl Scenario {
     /// Reads and checks a scenario. `origin` names it in messages (a path, or a built-in's name).
     pub fn parse(source: &str, origin: &str) -> Result<Scenario, ScenarioError> {
-        let scenario: Scenario = ron::from_str(source).map_err(|e| ScenarioError::Syntax {
-            origin: origin.to_string(),
-            line: e.span.start.line,
-            column: e.span.start.col,
-            message: e.code.to_string(),
+        // A byte order mark (some editors write one) becomes a space: columns stay the same.
+        let source = match source.strip_prefix('\u{feff}') {
+            Some(rest) => std::borrow::Cow::Owned(format!(" {rest}")),
+            None => std::borrow::Cow::Borrowed(source),
+        };
+        let scenario: Scenario = ron::from_str(&source).map_err(|e| {
+            let (line, column) = (e.span.start.line, e.span.start.col);
+            let mut message = e.code.to_string();
+            // Messages that quote nothing get what was found there.
+            if !message.contains('`') {
+                let (end_line, end_column) = (e.span.end.line, e.span.end.col);
+                let at_end = end_line >= source.lines().count().max(1)
+                    && source
+                        .lines()
+                        .last()
+                        .is_none_or(|l| end_column > l.chars().count());
+                if at_end {
+                    message.push_str(", found the end of the file");
+                } else {
+                    message.push_str(&found_at(&source, line, column));
+                }
+            }
+            ScenarioError::Syntax {
+                origin: origin.to_string(),
+                line,
+                column,
+                message,
+            }
         })?;
         scenario.validate(origin, scenario.duration_ms)?;
         Ok(scenario)

@@ -260,6 +260,11 @@ fn bad_input_exits_2_with_a_clear_message() {
         stderr(&out)
     );
 
+    // A path that exists but is no scenario file says so.
+    let out = kafkascope(&["run", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("is a folder"), "{}", stderr(&out));
+
     for args in [
         &["run", "no-such-scenario"][..],
         &["run", "quickstart", "--until-ms", "soon"],

@@ -73,6 +73,45 @@ fn a_syntax_error_names_line_and_column() {
 }
 
 #[test]
+fn a_syntax_error_says_what_it_found_there() {
+    let cases = [
+        (
+            r#"(name: "x", duration_ms: 1.5)"#,
+            "bad.ron:1:27: Expected comma, found `.5` (a whole number goes here)",
+        ),
+        (
+            r#"(name: "x", timeline: [(at_ms: 5, action: PreferredElection())])"#,
+            "found `(` (`PreferredElection` is written without parentheses)",
+        ),
+        (
+            r#"(name: "x", duration_ms: -5)"#,
+            "Integer is out of bounds, found `-5`",
+        ),
+        (
+            r#"(name: "x", duration_ms: "5")"#,
+            "Expected integer, found `\"5\"`",
+        ),
+        (
+            "(name: \"x\",\n  duration_ms: 5000\n  seed: 3)",
+            "bad.ron:3:3: Expected comma, found `seed:`",
+        ),
+        (r#"(name: "x""#, "found the end of the file"),
+    ];
+    for (source, expected) in cases {
+        let e = refused(source).to_string();
+        assert!(e.contains(expected), "{source}: {e}");
+    }
+}
+
+#[test]
+fn a_byte_order_mark_is_read_as_a_space() {
+    let s = crate::scenario("\u{feff}(name: \"x\", seed: 4)");
+    assert_eq!(s.seed, 4);
+    let e = refused("\u{feff}(name: \"x\", seed: oops)").to_string();
+    assert!(e.starts_with("bad.ron:1:19:"), "{e}");
+}
+
+#[test]
 fn an_unknown_field_is_an_error() {
     let e = refused(r#"(name: "x", brokers: 3)"#);
     assert!(matches!(e, ScenarioError::Syntax { .. }));
