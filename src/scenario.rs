@@ -550,6 +550,9 @@ impl std::error::Error for ScenarioError {}
 pub mod limits {
     pub const BROKERS: u32 = 64;
     pub const PARTITIONS: u32 = 4_096;
+    /// Replicas of all topics together (partitions x replication factor): each follower fetches
+    /// and each leader tracks its followers, so the step's work grows with them.
+    pub const REPLICAS: u64 = 16_384;
     pub const PRODUCERS: usize = 256;
     pub const CONSUMERS: u32 = 1_024;
     pub const RECORDS_PER_SEC: u32 = 1_000_000;
@@ -855,6 +858,7 @@ impl Scenario {
         }
 
         let mut total_partitions: u64 = 0;
+        let mut total_replicas: u64 = 0;
         for (i, t) in self.topics.iter().enumerate() {
             let at = |f: &str| format!("topics[{i}].{f}");
             if t.name.is_empty() {
@@ -895,6 +899,16 @@ impl Scenario {
                     format!(
                         "{} is above the broker count ({}): each replica needs its own broker",
                         t.replication_factor, c.brokers
+                    ),
+                ));
+            }
+            total_replicas += u64::from(t.partitions) * u64::from(t.replication_factor);
+            if total_replicas > limits::REPLICAS {
+                return Err(bad(
+                    at("replication_factor"),
+                    format!(
+                        "{total_replicas} replicas in all (partitions x replication factor): at most {} fit",
+                        limits::REPLICAS
                     ),
                 ));
             }

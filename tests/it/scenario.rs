@@ -159,6 +159,11 @@ fn impossible_scenarios_name_the_field() {
             "fit in memory",
         ),
         (
+            r#"(name: "x", cluster: (brokers: 64), topics: [(name: "t", partitions: 4096, replication_factor: 5)])"#,
+            "topics[0].replication_factor",
+            "20480 replicas in all (partitions x replication factor): at most 16384",
+        ),
+        (
             r#"(name: "x", topics: [(name: "t")], consumer_groups: [(name: "g", topics: ["t"], max_poll_interval_ms: 0)])"#,
             "consumer_groups[0].max_poll_interval_ms",
             "must be at least 1",
