@@ -141,11 +141,18 @@ pub struct ClusterConfig {
     /// `replica.fetch.max.bytes`: the most record bytes one fetch response carries per partition.
     #[serde(default = "defaults::replica_fetch_max_bytes")]
     pub replica_fetch_max_bytes: u64,
-    /// When a follower's fetcher gives up on a fetch that got no answer: Kafka's
-    /// `replica.socket.timeout.ms` (30000), the request timeout of `BrokerBlockingSender`'s
-    /// network client.
-    #[serde(default = "defaults::request_timeout_ms")]
-    pub request_timeout_ms: u64,
+    /// `replica.socket.timeout.ms`: when a follower's fetcher gives up on a fetch that got no
+    /// answer (the request timeout of `BrokerBlockingSender`'s network client).
+    #[serde(default = "defaults::replica_socket_timeout_ms")]
+    pub replica_socket_timeout_ms: u64,
+    /// The earlier name of `replica_socket_timeout_ms`, refused with a message that says so.
+    #[serde(
+        default,
+        rename = "request_timeout_ms",
+        skip_serializing,
+        deserialize_with = "present"
+    )]
+    pub old_request_timeout_ms: Option<u64>,
     /// `replica.fetch.backoff.ms`: the pause after a failed fetch.
     #[serde(default = "defaults::replica_fetch_backoff_ms")]
     pub replica_fetch_backoff_ms: u64,
@@ -182,6 +189,11 @@ pub struct ClusterConfig {
     pub rack_aware_replica_selector: bool,
 }
 
+/// A number given in the file (which makes the field `Some`).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    u64::deserialize(d).map(Some)
+}
+
 impl Default for ClusterConfig {
     fn default() -> Self {
         Self {
@@ -190,7 +202,8 @@ impl Default for ClusterConfig {
             network_latency_ms: defaults::network_latency_ms(),
             replica_fetch_wait_max_ms: defaults::replica_fetch_wait_max_ms(),
             replica_fetch_max_bytes: defaults::replica_fetch_max_bytes(),
-            request_timeout_ms: defaults::request_timeout_ms(),
+            replica_socket_timeout_ms: defaults::replica_socket_timeout_ms(),
+            old_request_timeout_ms: None,
             replica_fetch_backoff_ms: defaults::replica_fetch_backoff_ms(),
             heartbeat_interval_ms: defaults::heartbeat_interval_ms(),
             session_timeout_ms: defaults::session_timeout_ms(),
@@ -484,6 +497,9 @@ mod defaults {
     pub fn request_timeout_ms() -> u64 {
         30_000
     }
+    pub fn replica_socket_timeout_ms() -> u64 {
+        30_000
+    }
     pub fn delivery_timeout_ms() -> u64 {
         120_000
     }
@@ -755,6 +771,12 @@ impl Scenario {
                 ),
             ));
         }
+        if c.old_request_timeout_ms.is_some() {
+            return Err(bad(
+                "cluster.request_timeout_ms".into(),
+                "is now replica_socket_timeout_ms: it is Kafka's replica.socket.timeout.ms, the followers' fetch timeout".into(),
+            ));
+        }
         if c.network_latency_ms == 0 || c.network_latency_ms > limits::LATENCY_MS {
             return Err(bad(
                 "cluster.network_latency_ms".into(),
@@ -767,7 +789,7 @@ impl Scenario {
         }
         for (field, value) in [
             ("replica_lag_time_max_ms", c.replica_lag_time_max_ms),
-            ("request_timeout_ms", c.request_timeout_ms),
+            ("replica_socket_timeout_ms", c.replica_socket_timeout_ms),
             ("heartbeat_interval_ms", c.heartbeat_interval_ms),
             ("session_timeout_ms", c.session_timeout_ms),
             (
@@ -796,7 +818,7 @@ impl Scenario {
         for (field, value) in [
             ("replica_lag_time_max_ms", c.replica_lag_time_max_ms),
             ("replica_fetch_wait_max_ms", c.replica_fetch_wait_max_ms),
-            ("request_timeout_ms", c.request_timeout_ms),
+            ("replica_socket_timeout_ms", c.replica_socket_timeout_ms),
             ("replica_fetch_backoff_ms", c.replica_fetch_backoff_ms),
             ("heartbeat_interval_ms", c.heartbeat_interval_ms),
             ("session_timeout_ms", c.session_timeout_ms),
@@ -812,10 +834,10 @@ impl Scenario {
             too_long(format!("cluster.{field}"), value)?;
         }
         // KafkaConfig.validateValues: replica.fetch.wait.max.ms is at most replica.socket.timeout.ms
-        // (here request_timeout_ms), so a held fetch does not time out at the follower, which
+        // (replica_socket_timeout_ms), so a held fetch does not time out at the follower, which
         // would fetch again while the first is still held; and at most replica.lag.time.max.ms.
         for (field, value) in [
-            ("request_timeout_ms", c.request_timeout_ms),
+            ("replica_socket_timeout_ms", c.replica_socket_timeout_ms),
             ("replica_lag_time_max_ms", c.replica_lag_time_max_ms),
         ] {
             if c.replica_fetch_wait_max_ms > value {

@@ -329,7 +329,8 @@ fn followers_take_responses(
 /// off `replica.fetch.backoff.ms` and tries again.
 fn time_out_fetches(broker: &mut Broker, now: u64, config: &ClusterConfig) {
     for (_, fetcher) in &mut broker.fetchers {
-        if fetcher.in_flight.is_some() && now >= fetcher.sent_ms + config.request_timeout_ms {
+        if fetcher.in_flight.is_some() && now >= fetcher.sent_ms + config.replica_socket_timeout_ms
+        {
             fetcher.in_flight = None;
             fetcher.backoff_until_ms = now + config.replica_fetch_backoff_ms;
         }
@@ -340,7 +341,7 @@ fn time_out_fetches(broker: &mut Broker, now: u64, config: &ClusterConfig) {
 fn wake_fetchers(broker: &Broker, now: u64, config: &ClusterConfig, wake: &mut Wake) {
     for (_, f) in &broker.fetchers {
         let at = if f.in_flight.is_some() {
-            f.sent_ms + config.request_timeout_ms
+            f.sent_ms + config.replica_socket_timeout_ms
         } else {
             f.backoff_until_ms
         };

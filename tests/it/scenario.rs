@@ -21,7 +21,7 @@ fn left_out_fields_take_kafkas_defaults() {
     assert_eq!(s.cluster.brokers, 3);
     assert_eq!(s.cluster.replica_lag_time_max_ms, 30_000);
     assert_eq!(s.cluster.replica_fetch_wait_max_ms, 500);
-    assert_eq!(s.cluster.request_timeout_ms, 30_000);
+    assert_eq!(s.cluster.replica_socket_timeout_ms, 30_000);
     let t = &s.topics[0];
     assert_eq!(
         (t.partitions, t.replication_factor, t.min_insync_replicas),
@@ -204,9 +204,14 @@ fn impossible_scenarios_name_the_field() {
             "listed twice",
         ),
         (
-            r#"(name: "x", cluster: (request_timeout_ms: 2, replica_fetch_wait_max_ms: 600))"#,
+            r#"(name: "x", cluster: (replica_socket_timeout_ms: 2, replica_fetch_wait_max_ms: 600))"#,
             "cluster.replica_fetch_wait_max_ms",
-            "at most request_timeout_ms (2 ms)",
+            "at most replica_socket_timeout_ms (2 ms)",
+        ),
+        (
+            r#"(name: "x", cluster: (request_timeout_ms: 5000))"#,
+            "cluster.request_timeout_ms",
+            "now replica_socket_timeout_ms",
         ),
         (
             r#"(name: "x", cluster: (replica_lag_time_max_ms: 400))"#,
