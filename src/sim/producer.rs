@@ -186,6 +186,8 @@ pub struct Producer {
     pub in_flight: Vec<InFlight>,
     /// Sequence numbering, per partition.
     sequences: Vec<Sequences>,
+    /// Some partition's numbering waits to be resolved or bumped.
+    unsettled: bool,
     /// Bumped when a leader's view of the sequence numbers can no longer be trusted.
     pub producer_epoch: u16,
     next_batch_id: u64,
@@ -223,6 +225,7 @@ impl Producer {
             queues: vec![VecDeque::new(); n],
             in_flight: Vec::new(),
             sequences: vec![Sequences::default(); n],
+            unsettled: false,
             producer_epoch: 0,
             next_batch_id: 0,
             records_made: 0,
@@ -433,6 +436,7 @@ impl Producer {
                     // starts again (`TransactionManager.handleFailedBatch`).
                     if batch.base_sequence.is_some() {
                         self.sequences[p].bump_requested = true;
+                        self.unsettled = true;
                     }
                 }
             }
@@ -454,6 +458,7 @@ impl Producer {
         let sequences = &mut self.sequences[batch.partition as usize];
         if sequences.is_next(sequence) && (sequences.unresolved || !batch.sequence_reset) {
             sequences.bump_requested = true;
+            self.unsettled = true;
         }
         true
     }
@@ -464,6 +469,9 @@ impl Producer {
     /// that asked, and each of those numbers its outstanding batches from 0 in their order
     /// (`bumpIdempotentProducerEpoch`, `startSequencesAtBeginning`).
     fn settle_sequences(&mut self) {
+        if !self.unsettled {
+            return;
+        }
         for p in 0..self.sequences.len() {
             let sequences = self.sequences[p];
             if sequences.unresolved && self.outstanding(p as u32).next().is_none() {
@@ -473,6 +481,7 @@ impl Producer {
                 }
             }
         }
+        self.unsettled = self.sequences.iter().any(|s| s.unresolved);
         if !self.sequences.iter().any(|s| s.bump_requested) {
             return;
         }
@@ -661,6 +670,7 @@ fn expire(
         producer.stats.failed += given_up;
         for p in unresolved {
             producer.sequences[p as usize].unresolved = true;
+            producer.unsettled = true;
         }
     }
 }
@@ -728,6 +738,7 @@ fn send(
     for &entity in &cluster.producers {
         let mut producer = producers.get_mut(entity).expect("producer entity");
         let producer = &mut *producer;
+        producer.settle_sequences();
         if producer.queues.iter().any(|q| !q.is_empty()) {
             send_requests(
                 producer,
@@ -751,7 +762,6 @@ fn send_requests(
     ledger: &mut AckLedger,
     commands: &mut Commands,
 ) {
-    producer.settle_sequences();
     // Partitions by leader, from the producer's metadata (read straight from the model).
     let mut by_leader: BTreeMap<BrokerId, Vec<u32>> = BTreeMap::new();
     for p in 0..producer.partitions.len() {
