@@ -227,15 +227,7 @@ fn check(
         };
         if let Some(leader) = p.leader_replica() {
             let replica = replicas.get(leader).expect("replica entity");
-            check_send_order(
-                &mut invariants,
-                now,
-                &name(p),
-                &producers,
-                i,
-                leader,
-                replica,
-            );
+            check_send_order(&mut invariants, now, &name, p, &producers, leader, replica);
         }
     }
 }
@@ -246,12 +238,13 @@ fn check(
 fn check_send_order(
     invariants: &mut Invariants,
     now: u64,
-    partition: &str,
+    name: &dyn Fn(&Partition) -> String,
+    partition: &Partition,
     producers: &Query<&Producer>,
-    i: usize,
     leader: Entity,
     replica: &Replica,
 ) {
+    let i = partition.ordinal as usize;
     let leo = replica.log_end_offset();
     let order = &mut invariants.order[i];
     if order.replica != Some(leader) || leo < order.checked {
@@ -274,6 +267,9 @@ fn check_send_order(
         order.last = seen;
         return;
     }
+    if leo == order.checked {
+        return;
+    }
     let mut found = Vec::new();
     for record in replica.log.iter_from(order.checked as usize) {
         if let Some(later) = order.see(record) {
@@ -281,6 +277,10 @@ fn check_send_order(
         }
     }
     order.checked = leo;
+    if found.is_empty() {
+        return;
+    }
+    let partition = name(partition);
     for (producer, offset, id, later) in found {
         let name = producers
             .iter()
