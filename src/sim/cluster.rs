@@ -87,15 +87,30 @@ pub struct BrokerView {
     pub eligible: bool,
 }
 
-/// The brokers' views, indexed by id.
-pub fn broker_views<'a>(brokers: impl Iterator<Item = &'a Broker>) -> Vec<BrokerView> {
-    let mut views = Vec::new();
+/// The brokers' views, indexed by id (index 0 unused). On the stack: several rules build it at
+/// every step.
+pub struct BrokerViews {
+    views: [BrokerView; crate::scenario::limits::BROKERS as usize + 1],
+    len: usize,
+}
+
+impl std::ops::Deref for BrokerViews {
+    type Target = [BrokerView];
+
+    fn deref(&self) -> &[BrokerView] {
+        &self.views[..self.len]
+    }
+}
+
+pub fn broker_views<'a>(brokers: impl Iterator<Item = &'a Broker>) -> BrokerViews {
+    let mut views = BrokerViews {
+        views: [BrokerView::default(); crate::scenario::limits::BROKERS as usize + 1],
+        len: 0,
+    };
     for b in brokers {
         let i = b.id as usize;
-        if views.len() <= i {
-            views.resize(i + 1, BrokerView::default());
-        }
-        views[i] = BrokerView {
+        views.len = views.len.max(i + 1);
+        views.views[i] = BrokerView {
             alive: b.alive,
             eligible: b.eligible(),
         };

@@ -338,7 +338,7 @@ fn controller_handles_heartbeats(
     let now = clock.now_ms;
     wake_at_arrivals(heartbeats.iter().map(|(_, w, _)| w), now, &mut wake);
     let due = arrivals(heartbeats.iter().map(|(e, w, _)| (e, w)), now);
-    if due.is_empty() {
+    if due.len() == 0 {
         return;
     }
     let mut controller = controllers.get_mut(cluster.controller).expect("controller");

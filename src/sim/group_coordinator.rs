@@ -599,7 +599,7 @@ fn complete_joins(
                 owned: m.owned.clone(),
             })
             .collect();
-        let mut waiting = held(requests.iter().map(|(e, w, _)| (e, w)));
+        let mut waiting: Vec<Entity> = held(requests.iter().map(|(e, w, _)| (e, w))).collect();
         waiting.retain(|e| {
             let (_, _, r) = requests.get(*e).unwrap();
             r.group == group.index && matches!(r.body, GroupRequestBody::JoinGroup { .. })

@@ -154,23 +154,24 @@ impl Network {
 }
 
 /// The messages of one kind that arrive now, in send order.
-pub fn arrivals<'a>(messages: impl Iterator<Item = (Entity, &'a Wire)>, now: u64) -> Vec<Entity> {
-    let mut due: Vec<(u64, Entity)> = messages
-        .filter(|(_, w)| w.arrives_now(now))
-        .map(|(e, w)| (w.id, e))
-        .collect();
-    due.sort_unstable();
-    due.into_iter().map(|(_, e)| e).collect()
+pub fn arrivals<'a>(messages: impl Iterator<Item = (Entity, &'a Wire)>, now: u64) -> InSendOrder {
+    in_send_order(messages.filter(|(_, w)| w.arrives_now(now)))
 }
 
 /// The messages of one kind held at their receiver, in send order.
-pub fn held<'a>(messages: impl Iterator<Item = (Entity, &'a Wire)>) -> Vec<Entity> {
-    let mut due: Vec<(u64, Entity)> = messages
-        .filter(|(_, w)| w.held())
-        .map(|(e, w)| (w.id, e))
-        .collect();
+pub fn held<'a>(messages: impl Iterator<Item = (Entity, &'a Wire)>) -> InSendOrder {
+    in_send_order(messages.filter(|(_, w)| w.held()))
+}
+
+/// Message entities in send order. A named type, not `impl Iterator`, so that it does not
+/// borrow the query the messages came from, which the caller goes on to use.
+pub type InSendOrder =
+    std::iter::Map<std::vec::IntoIter<(u64, Entity)>, fn((u64, Entity)) -> Entity>;
+
+fn in_send_order<'a>(messages: impl Iterator<Item = (Entity, &'a Wire)>) -> InSendOrder {
+    let mut due: Vec<(u64, Entity)> = messages.map(|(e, w)| (w.id, e)).collect();
     due.sort_unstable();
-    due.into_iter().map(|(_, e)| e).collect()
+    due.into_iter().map(|(_, e)| e)
 }
 
 pub(super) fn plugin(app: &mut App) {
