@@ -545,6 +545,9 @@ fn run(cli: Cli) -> Result<(), String> {
     }
 }
 
+/// The longest key `partition` reads from stdin (Kafka's `max.request.size` is 1 MiB).
+const MAX_KEY_LINE_BYTES: u64 = 16 * 1024 * 1024;
+
 /// The largest scenario file read (the built-in ones are a few kilobytes).
 const MAX_SCENARIO_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
@@ -753,9 +756,6 @@ pub fn summary(scenario: &Scenario, report: &Report) -> String {
 }
 
 /// How `bench-frames` ends the line of one scenario, after its total per frame.
-/// The longest key `partition` reads from stdin (Kafka's `max.request.size` is 1 MiB).
-const MAX_KEY_LINE_BYTES: u64 = 16 * 1024 * 1024;
-
 const PER_FRAME: &str = " ms per frame of the 16.7 ms a 60 fps frame has";
 
 /// The line `bench-frames` prints for one scenario: the mean and 95th percentile of the model's,

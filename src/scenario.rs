@@ -591,10 +591,22 @@ pub mod limits {
     pub const KEY_BYTES: usize = 4_096;
 }
 
-/// What the text holds where a syntax error was found (line and column from 1), to add to ron's
-/// message, with a hint for the usual slips: a fraction where a whole number goes, parentheses
-/// after an action that takes no values.
-fn found_at(source: &str, line: usize, column: usize) -> String {
+/// What the text holds where a syntax error was found (ron's span, lines and columns from 1), to
+/// add to ron's message, with a hint for the usual slips: a fraction where a whole number goes,
+/// parentheses after an action that takes no values.
+fn found_at(
+    source: &str,
+    (line, column): (usize, usize),
+    (end_line, end_column): (usize, usize),
+) -> String {
+    let ends_the_file = end_line >= source.lines().count().max(1)
+        && source
+            .lines()
+            .last()
+            .is_none_or(|l| end_column > l.chars().count());
+    if ends_the_file {
+        return ", found the end of the file".into();
+    }
     let Some(text) = source.lines().nth(line.saturating_sub(1)) else {
         return String::new();
     };
@@ -660,6 +672,12 @@ fn key_bytes(keys: &Keys) -> Option<u64> {
     }
 }
 
+/// Why a rate is refused: above [`limits::RECORDS_PER_SEC`].
+fn rate_too_high(rate: u32) -> Option<String> {
+    (rate > limits::RECORDS_PER_SEC)
+        .then(|| format!("{rate} records/s: at most {}", limits::RECORDS_PER_SEC))
+}
+
 /// Why a key is refused: longer than [`limits::KEY_BYTES`].
 fn key_too_long(key: &str) -> Option<String> {
     (key.len() > limits::KEY_BYTES).then(|| {
@@ -684,17 +702,11 @@ impl Scenario {
             let mut message = e.code.to_string();
             // Messages that quote nothing get what was found there.
             if !message.contains('`') {
-                let (end_line, end_column) = (e.span.end.line, e.span.end.col);
-                let at_end = end_line >= source.lines().count().max(1)
-                    && source
-                        .lines()
-                        .last()
-                        .is_none_or(|l| end_column > l.chars().count());
-                if at_end {
-                    message.push_str(", found the end of the file");
-                } else {
-                    message.push_str(&found_at(&source, line, column));
-                }
+                message.push_str(&found_at(
+                    &source,
+                    (line, column),
+                    (e.span.end.line, e.span.end.col),
+                ));
             }
             ScenarioError::Syntax {
                 origin: origin.to_string(),
@@ -1015,11 +1027,8 @@ impl Scenario {
             let Some(topic) = self.topic_index(&p.topic) else {
                 return Err(bad(at("topic"), format!("no topic named {:?}", p.topic)));
             };
-            if p.records_per_sec > limits::RECORDS_PER_SEC {
-                return Err(bad(
-                    at("records_per_sec"),
-                    format!("{}: at most {}", p.records_per_sec, limits::RECORDS_PER_SEC),
-                ));
+            if let Some(why) = rate_too_high(p.records_per_sec) {
+                return Err(bad(at("records_per_sec"), why));
             }
             if p.record_bytes == 0 || p.record_bytes > limits::RECORD_BYTES {
                 return Err(bad(
@@ -1199,11 +1208,8 @@ impl Scenario {
                     return Err(bad(at(field), "must be at least 1".into()));
                 }
             }
-            if g.records_per_sec > limits::RECORDS_PER_SEC {
-                return Err(bad(
-                    at("records_per_sec"),
-                    format!("{}: at most {}", g.records_per_sec, limits::RECORDS_PER_SEC),
-                ));
+            if let Some(why) = rate_too_high(g.records_per_sec) {
+                return Err(bad(at("records_per_sec"), why));
             }
             consumers += u64::from(g.members);
         }
@@ -1231,6 +1237,11 @@ impl Scenario {
             let producer = |name: &str| -> Result<usize, ScenarioError> {
                 self.producer_index(name)
                     .ok_or_else(|| bad(field.clone(), format!("no producer named {name:?}")))
+            };
+            // The replication factor of a producer's topic (checked to exist above).
+            let producer_rf = |p: usize| {
+                self.topic_index(&self.producers[p].topic)
+                    .map_or(1, |t| u64::from(self.topics[t].replication_factor))
             };
             match &entry.action {
                 Action::CutLink(a, b) | Action::HealLink(a, b) => {
@@ -1265,19 +1276,13 @@ impl Scenario {
                 }
                 Action::SetRate(name, rate) => {
                     let p = producer(name)?;
-                    if *rate > limits::RECORDS_PER_SEC {
-                        return Err(bad(
-                            field,
-                            format!("{rate} records/s: at most {}", limits::RECORDS_PER_SEC),
-                        ));
+                    if let Some(why) = rate_too_high(*rate) {
+                        return Err(bad(field, why));
                     }
-                    let rf = self
-                        .topic_index(&self.producers[p].topic)
-                        .map_or(1, |t| u64::from(self.topics[t].replication_factor));
                     memory.add(
                         u64::from(*rate)
                             .saturating_mul(until_ms.saturating_sub(entry.at_ms) / 1000 + 1),
-                        rf,
+                        producer_rf(p),
                         key_bytes(&self.producers[p].keys),
                     );
                 }
@@ -1294,12 +1299,9 @@ impl Scenario {
                 | Action::CrashConsumer(group)
                 | Action::SetConsumerRate(group, _) => {
                     if let Action::SetConsumerRate(_, rate) = &entry.action
-                        && *rate > limits::RECORDS_PER_SEC
+                        && let Some(why) = rate_too_high(*rate)
                     {
-                        return Err(bad(
-                            field,
-                            format!("{rate} records/s: at most {}", limits::RECORDS_PER_SEC),
-                        ));
+                        return Err(bad(field, why));
                     }
                     if !self.consumer_groups.iter().any(|g| g.name == *group) {
                         return Err(bad(field, format!("no consumer group named {group:?}")));
@@ -1315,10 +1317,7 @@ impl Scenario {
                             return Err(bad(field, why));
                         }
                     }
-                    let rf = self
-                        .topic_index(&self.producers[p].topic)
-                        .map_or(1, |t| u64::from(self.topics[t].replication_factor));
-                    memory.add(*count, rf, key.as_ref().map(|k| k.len() as u64));
+                    memory.add(*count, producer_rf(p), key.as_ref().map(|k| k.len() as u64));
                 }
             }
         }

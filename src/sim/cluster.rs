@@ -146,6 +146,13 @@ pub struct Cluster {
     pub consumers: Vec<Entity>,
 }
 
+impl Cluster {
+    /// A partition as Kafka names it: `topic-index`.
+    pub fn partition_name(&self, partition: &Partition) -> String {
+        format!("{}-{}", self.topics[partition.topic].name, partition.index)
+    }
+}
+
 /// One partition of a topic: who leads it, its ISR, and the leader's view of its followers.
 #[derive(Clone, Component, Debug)]
 pub struct Partition {

@@ -9,7 +9,7 @@ use super::cluster::{Broker, Cluster, Partition, Record, Replica, broker_views};
 use super::events::Metrics;
 use super::group_coordinator::ConsumerGroup;
 use super::ledger::{AckLedger, lost_records};
-use super::producer::{Producer, send_number};
+use super::producer::{Producer, producer_name, send_number};
 use super::{SimClock, SimSet, SimStep};
 use crate::scenario::Acks;
 
@@ -116,7 +116,7 @@ fn check(
 ) {
     let now = clock.now_ms;
     let views = broker_views(brokers.iter());
-    let name = |p: &Partition| format!("{}-{}", cluster.topics[p.topic].name, p.index);
+    let name = |p: &Partition| cluster.partition_name(p);
     let mut touched: Vec<Entity> = changed_partitions.iter().collect();
     for replica in &changed_replicas {
         touched.push(replica.partition);
@@ -227,7 +227,15 @@ fn check(
         };
         if let Some(leader) = p.leader_replica() {
             let replica = replicas.get(leader).expect("replica entity");
-            check_send_order(&mut invariants, now, &name, p, &producers, leader, replica);
+            check_send_order(
+                &mut invariants,
+                now,
+                &cluster,
+                p,
+                &producers,
+                leader,
+                replica,
+            );
         }
     }
 }
@@ -238,7 +246,7 @@ fn check(
 fn check_send_order(
     invariants: &mut Invariants,
     now: u64,
-    name: &dyn Fn(&Partition) -> String,
+    cluster: &Cluster,
     partition: &Partition,
     producers: &Query<&Producer>,
     leader: Entity,
@@ -248,23 +256,17 @@ fn check_send_order(
     let leo = replica.log_end_offset();
     let order = &mut invariants.order[i];
     if order.replica != Some(leader) || leo < order.checked {
+        // A new leader (or a truncated log): read its latest records to learn where each
+        // producer is, without judging them.
         *order = Order {
             replica: Some(leader),
             checked: leo,
             last: Vec::new(),
         };
-        let from = leo.saturating_sub(ORDER_LOOKBACK);
-        let mut seen: Vec<(u32, u16, u64)> = Vec::new();
-        for offset in (from..leo).rev() {
-            let record = replica
-                .log
-                .get(offset as usize)
-                .expect("offset below the log end");
-            if record.sequence >= 0 && !seen.iter().any(|s| s.0 == record.producer) {
-                seen.push((record.producer, record.producer_epoch, record.id));
-            }
+        let from = leo.saturating_sub(ORDER_LOOKBACK) as usize;
+        for record in replica.log.iter_from(from) {
+            order.see(record);
         }
-        order.last = seen;
         return;
     }
     if leo == order.checked {
@@ -280,12 +282,9 @@ fn check_send_order(
     if found.is_empty() {
         return;
     }
-    let partition = name(partition);
+    let partition = cluster.partition_name(partition);
     for (producer, offset, id, later) in found {
-        let name = producers
-            .iter()
-            .find(|p| p.index == producer)
-            .map_or_else(|| producer.to_string(), |p| p.name.clone());
+        let name = producer_name(cluster, producers, producer);
         invariants.report(
             "send-order",
             i,

@@ -8,7 +8,7 @@ use bevy::prelude::*;
 use serde::Serialize;
 
 use super::cluster::{Cluster, Partition, Replica};
-use super::producer::Producer;
+use super::producer::{Producer, producer_name};
 use crate::scenario::Acks;
 
 /// One record a producer was told is written.
@@ -135,12 +135,7 @@ pub fn lost_records(
                 partition: partition.index,
                 offset: record.offset,
                 key: record.key.as_deref().map(str::to_string),
-                producer: cluster
-                    .producers
-                    .get(record.producer as usize)
-                    .and_then(|e| producers.get(*e).ok())
-                    .map(|p| p.name.clone())
-                    .unwrap_or_default(),
+                producer: producer_name(cluster, producers, record.producer),
                 why: why.clone(),
                 acks: record.acks,
             });

@@ -43,6 +43,16 @@ pub(super) fn plugin(app: &mut App) {
     );
 }
 
+/// The name of the producer with scenario index `index` (empty if there is none).
+pub fn producer_name(cluster: &Cluster, producers: &Query<&Producer>, index: u32) -> String {
+    cluster
+        .producers
+        .get(index as usize)
+        .and_then(|e| producers.get(*e).ok())
+        .map(|p| p.name.clone())
+        .unwrap_or_default()
+}
+
 /// A batch in the accumulator or in flight.
 #[derive(Debug, Clone)]
 pub struct Batch {
@@ -435,8 +445,7 @@ impl Producer {
                     // A numbered batch given up leaves a gap the leader would refuse: numbering
                     // starts again (`TransactionManager.handleFailedBatch`).
                     if batch.base_sequence.is_some() {
-                        self.sequences[p].bump_requested = true;
-                        self.unsettled = true;
+                        self.request_bump(p);
                     }
                 }
             }
@@ -455,12 +464,24 @@ impl Producer {
         if error != KafkaError::OutOfOrderSequenceNumber {
             return error.retriable();
         }
-        let sequences = &mut self.sequences[batch.partition as usize];
+        let p = batch.partition as usize;
+        let sequences = &self.sequences[p];
         if sequences.is_next(sequence) && (sequences.unresolved || !batch.sequence_reset) {
-            sequences.bump_requested = true;
-            self.unsettled = true;
+            self.request_bump(p);
         }
         true
+    }
+
+    /// Asks for an epoch bump of a partition's numbering at the sender's next turn.
+    fn request_bump(&mut self, p: usize) {
+        self.sequences[p].bump_requested = true;
+        self.unsettled = true;
+    }
+
+    /// Marks a partition's numbering unknown until its outstanding batches settle.
+    fn mark_unresolved(&mut self, p: usize) {
+        self.sequences[p].unresolved = true;
+        self.unsettled = true;
     }
 
     /// The sender's turn starts by settling the numbering: a partition whose unanswered batches
@@ -669,8 +690,7 @@ fn expire(
         }
         producer.stats.failed += given_up;
         for p in unresolved {
-            producer.sequences[p as usize].unresolved = true;
-            producer.unsettled = true;
+            producer.mark_unresolved(p as usize);
         }
     }
 }
