@@ -523,6 +523,19 @@ fn run(cli: Cli) -> Result<(), String> {
                 steps as f64 * 100.0 / until as f64,
                 wall * 1e6 / steps as f64,
             );
+            // The floor: what running the step's schedule and this run's messages as entities
+            // costs before any of Kafka's rules.
+            let messages_per_step = sim
+                .world()
+                .resource::<crate::sim::network::Network>()
+                .messages_sent() as f64
+                / steps.max(1) as f64;
+            let floor = crate::sim::floor::micros_per_step(messages_per_step, FLOOR_STEPS);
+            let steps_per_sim_second = steps as f64 / sim_seconds as f64;
+            outln!(
+                "  floor: {floor:.2} us per step for 3 systems spawning and despawning {messages_per_step:.2} messages a step, at most {:.0} simulated s per wall s before any rule runs",
+                1e6 / (floor * steps_per_sim_second).max(1e-9),
+            );
             // Seeking: to instants drawn across the run, from checkpoints.
             let mut draw = crate::sim::SimRng::new(1);
             let mut worst = 0f64;
@@ -544,6 +557,9 @@ fn run(cli: Cli) -> Result<(), String> {
         }
     }
 }
+
+/// Steps the benchmark's floor measurement runs.
+const FLOOR_STEPS: u64 = 200_000;
 
 /// The longest key `partition` reads from stdin (Kafka's `max.request.size` is 1 MiB).
 const MAX_KEY_LINE_BYTES: u64 = 16 * 1024 * 1024;

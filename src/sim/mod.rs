@@ -16,6 +16,7 @@ pub mod cluster;
 pub mod consumer;
 pub mod controller;
 pub mod events;
+pub mod floor;
 pub mod group_coordinator;
 pub mod invariants;
 pub mod isr;

@@ -124,6 +124,11 @@ impl Network {
         !(self.cut.is_empty() && self.isolated.is_empty() && self.controller_cut.is_empty())
     }
 
+    /// How many messages have been sent since the run began.
+    pub fn messages_sent(&self) -> u64 {
+        self.next_id
+    }
+
     fn extra(&self, node: Node) -> u64 {
         match node {
             Node::Broker(b) => self.extra_ms.get(b as usize).copied().unwrap_or(0),

@@ -278,3 +278,25 @@ fn bad_input_exits_2_with_a_clear_message() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn bench_sets_the_speed_against_the_floor_of_its_messages() {
+    let out = kafkascope(&["bench", "throughput", "--sim-seconds", "2"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.starts_with("throughput: 2 simulated s in "), "{text}");
+    // Every millisecond of this load is stepped, with two or three messages arriving at each.
+    assert!(text.contains("2000 steps (100% of the milliseconds)"), "{text}");
+    let floor = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("floor: "))
+        .expect("a floor line");
+    let messages: f64 = floor
+        .split("despawning ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .expect("messages a step");
+    assert!((2.0..2.6).contains(&messages), "{floor}");
+    assert!(text.contains("seeking to 20 instants"), "{text}");
+}
