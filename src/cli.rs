@@ -9,7 +9,7 @@ use clap::{Parser, Subcommand};
 use crate::partitioner::partition_for_key;
 use crate::report::Report;
 use crate::scenario::{BUILT_IN, Scenario, ScenarioError, limits};
-use crate::sim::Sim;
+use crate::sim::{Sim, floor};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -523,17 +523,19 @@ fn run(cli: Cli) -> Result<(), String> {
                 steps as f64 * 100.0 / until as f64,
                 wall * 1e6 / steps as f64,
             );
-            // The floor: what running the step's schedule and this run's messages as entities
-            // costs before any of Kafka's rules.
+            // The floor: what running as many systems as the model does at a step, and this
+            // run's messages as entities, costs before any of Kafka's rules does any work.
             let messages_per_step = sim
                 .world()
                 .resource::<crate::sim::network::Network>()
                 .messages_sent() as f64
                 / steps.max(1) as f64;
-            let floor = crate::sim::floor::micros_per_step(messages_per_step, FLOOR_STEPS);
+            let systems = sim.systems_run_per_step(FLOOR_SAMPLE_STEPS);
+            let floor_systems = (systems.round() as usize).max(floor::MESSAGE_SYSTEMS);
+            let floor = floor::micros_per_step(floor_systems, messages_per_step, FLOOR_STEPS);
             let steps_per_sim_second = steps as f64 / sim_seconds as f64;
             outln!(
-                "  floor: {floor:.2} us per step for 3 systems spawning and despawning {messages_per_step:.2} messages a step, at most {:.0} simulated s per wall s before any rule runs",
+                "  {systems:.1} systems run at a step; the floor, {floor_systems} systems that find nothing to do while {messages_per_step:.2} messages a step are spawned and despawned, takes {floor:.2} us a step: at most {:.0} simulated s per wall s",
                 1e6 / (floor * steps_per_sim_second).max(1e-9),
             );
             // Seeking: to instants drawn across the run, from checkpoints.
@@ -560,6 +562,9 @@ fn run(cli: Cli) -> Result<(), String> {
 
 /// Steps the benchmark's floor measurement runs.
 const FLOOR_STEPS: u64 = 200_000;
+
+/// Steps of the model after the benchmark's run over which it counts the systems that run.
+const FLOOR_SAMPLE_STEPS: u64 = 1000;
 
 /// The longest key `partition` reads from stdin (Kafka's `max.request.size` is 1 MiB).
 const MAX_KEY_LINE_BYTES: u64 = 16 * 1024 * 1024;
