@@ -373,9 +373,14 @@ impl Replica {
     }
 
     /// `LeaderEpochFileCache.endOffsetFor`: the largest epoch at or below `epoch` in this
-    /// history, and the offset where it ends (the next epoch's start, or the log end).
+    /// history, and the offset where it ends (the next epoch's start, or the log end). Below
+    /// every epoch it knows, `epoch` itself, ending where the first known epoch starts: what
+    /// came before is not this log's, so a follower asking about it keeps none of it. `None`
+    /// for an empty history.
     pub fn end_offset_for(&self, epoch: u32) -> Option<(u32, u64)> {
-        let i = self.epochs.iter().rposition(|(e, _)| *e <= epoch)?;
+        let Some(i) = self.epochs.iter().rposition(|(e, _)| *e <= epoch) else {
+            return self.epochs.first().map(|(_, start)| (epoch, *start));
+        };
         let end = self
             .epochs
             .get(i + 1)
@@ -383,11 +388,35 @@ impl Replica {
         Some((self.epochs[i].0, end))
     }
 
+    /// `LeaderEpochFileCache.assign`: `epoch` starts at `start`. Entries it contradicts (the same
+    /// or a later epoch, or one starting at or after `start`) go first, so the history stays
+    /// increasing in both; an epoch that started and wrote nothing is replaced.
+    pub fn assign_epoch(&mut self, epoch: u32, start: u64) {
+        let needed = self
+            .epochs
+            .last()
+            .is_none_or(|&(e, s)| e != epoch || start < s);
+        if !needed {
+            return;
+        }
+        while self
+            .epochs
+            .last()
+            .is_some_and(|&(e, s)| e >= epoch || s >= start)
+        {
+            self.epochs.pop();
+        }
+        self.epochs.push((epoch, start));
+    }
+
     /// Cuts the log back to `offset` (a follower that diverged from its leader). Returns how
-    /// many records went.
+    /// many records went. The epoch history is cut back to the log's end even when no record
+    /// goes (`UnifiedLog.truncateTo`): an epoch this broker started as leader and wrote nothing
+    /// in would otherwise be sent with every fetch, and diverge at every answer.
     pub fn truncate_to(&mut self, offset: u64) -> u64 {
         let leo = self.log_end_offset();
         if offset >= leo {
+            self.epochs.retain(|(_, start)| *start < leo);
             return 0;
         }
         self.log.truncate(offset as usize);
@@ -419,14 +448,9 @@ impl Replica {
     pub fn append(&mut self, records: impl IntoIterator<Item = Record>) {
         for mut record in records {
             record.offset = self.log_end_offset();
-            // A record of a newer leader epoch starts that epoch in this replica's history.
-            if self
-                .epochs
-                .last()
-                .is_none_or(|(e, _)| record.leader_epoch > *e)
-            {
-                self.epochs.push((record.leader_epoch, record.offset));
-            }
+            // A record of another leader epoch starts that epoch in this replica's history
+            // (`UnifiedLog.append`, `maybeAssignEpochStartOffset`).
+            self.assign_epoch(record.leader_epoch, record.offset);
             if record.sequence >= 0 {
                 let batches = match self
                     .producer_batches

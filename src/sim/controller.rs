@@ -178,7 +178,7 @@ pub fn set_leader(
         let mut replica = replicas.get_mut(*replica_entity).expect("replica entity");
         if Some(*b) == partition.leader {
             let leo = replica.log_end_offset();
-            replica.epochs.push((epoch, leo));
+            replica.assign_epoch(epoch, leo);
         }
     }
 }

@@ -292,9 +292,9 @@ fn followers_take_responses(
                         let own_end = replica.end_offset_for(epoch).map_or(0, |(_, end)| end);
                         d.end_offset.min(own_end)
                     }
-                    // The leader knows none of the follower's epochs: keep only what was
-                    // committed and what the leader has.
-                    None => d.end_offset.min(replica.high_watermark),
+                    // Out of range with no epoch to compare: back to the leader's end
+                    // (`AbstractFetcherThread.handleOutOfRangeError`).
+                    None => d.end_offset,
                 };
                 let from = replica.log_end_offset();
                 let removed = replica.truncate_to(to);

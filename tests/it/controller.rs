@@ -2,6 +2,7 @@
 //! election timing, preferred leaders and eligible leader replicas.
 
 use kafkascope::report::Report;
+use kafkascope::scenario::{Action, TimelineEntry};
 use kafkascope::sim::{EventKind, Sim};
 
 fn elections(report: &Report) -> Vec<(u64, u32, u32, bool)> {
@@ -412,5 +413,106 @@ fn a_wiped_broker_restarts_empty_and_catches_up() {
         report.invariant_violations.is_empty(),
         "{:?}",
         report.invariant_violations
+    );
+}
+
+/// The record ids of each broker's replica of the only partition, by broker.
+fn logs(sim: &mut Sim) -> Vec<(u32, Vec<u64>)> {
+    let world = sim.world_mut();
+    let mut replicas = world.query::<&kafkascope::sim::Replica>();
+    let mut logs: Vec<(u32, Vec<u64>)> = replicas
+        .iter(world)
+        .map(|r| (r.broker, r.log.iter().map(|record| record.id).collect()))
+        .collect();
+    logs.sort();
+    logs
+}
+
+#[test]
+fn a_leader_epoch_with_no_records_is_forgotten_and_its_leader_follows_again() {
+    // 2 leads epoch 1 while 1 is down and writes nothing; the preferred election gives 1 epoch 2.
+    // 2's history ends with an epoch 1 has never seen: 1 answers its fetch as diverging at 2's
+    // own log end, and `UnifiedLog.truncateTo` cuts the empty epoch from 2's history although no
+    // record goes, so 2's next fetch is answered with records.
+    let scenario = crate::scenario(
+        r#"(
+        name: "empty epoch", seed: 1, duration_ms: 60000,
+        cluster: (brokers: 3, auto_leader_rebalance_enable: false),
+        topics: [(name: "t", partitions: 1, replication_factor: 3, min_insync_replicas: 2,
+                  assignment: Some([[1, 2, 3]]))],
+        producers: [(name: "p", topic: "t", acks: All, records_per_sec: 0, keys: Sequence("k"))],
+        timeline: [
+            (at_ms: 500, action: Produce("p", Some("a"), 50)),
+            (at_ms: 2000, action: CrashBroker(1)),
+            (at_ms: 20000, action: RestartBroker(1)),
+            (at_ms: 30000, action: PreferredElection),
+            (at_ms: 31000, action: Produce("p", Some("a"), 50)),
+        ],
+    )"#,
+    );
+    let mut sim = Sim::new(&scenario);
+    sim.run_until(scenario.duration_ms);
+    let report = sim.report();
+    let epochs: Vec<(u32, u32)> = elections(&report)
+        .iter()
+        .map(|&(_, leader, epoch, _)| (leader, epoch))
+        .collect();
+    assert_eq!(epochs, [(2, 1), (1, 2)]);
+    let p = &report.partitions[0];
+    assert_eq!(p.isr, [1, 2, 3], "2 never leaves the ISR");
+    assert_eq!(
+        report.metrics.isr_shrinks, 0,
+        "the leader never shrinks 2 out"
+    );
+    let follower = p.replicas.iter().find(|r| r.broker == 2).unwrap();
+    assert_eq!(
+        (follower.log_end_offset, follower.high_watermark),
+        (100, 100)
+    );
+    assert!(
+        report.producers[0].stats.errors.is_empty(),
+        "the burst after the election is acknowledged at once"
+    );
+    assert_eq!(report.metrics.records_truncated, 0);
+    // One fetch a round trip forever was the symptom: 30 s of that is tens of thousands.
+    assert!(
+        report.metrics.fetch_requests < 1000,
+        "{}",
+        report.metrics.fetch_requests
+    );
+    let logs = logs(&mut sim);
+    assert!(logs.iter().all(|(_, log)| *log == logs[0].1), "{logs:?}");
+}
+
+#[test]
+fn followers_of_a_leader_that_lost_its_disk_drop_what_they_had_and_copy_its_log() {
+    // `isr-then-leader-wiped`, then the wiped broker comes back: still the ISR's only member, it
+    // leads with an empty log in a new epoch. The followers' epoch 0 is older than any epoch the
+    // leader knows, so it ends where the leader's first epoch starts, offset 0
+    // (`LeaderEpochFileCache.endOffsetFor`): they truncate everything and copy the new log.
+    let mut scenario = crate::built_in("isr-then-leader-wiped");
+    scenario.duration_ms = 100_000;
+    for (at_ms, action) in [
+        (70_000, Action::HealLink(1, 2)),
+        (70_000, Action::HealLink(1, 3)),
+        (75_000, Action::RestartBroker(1)),
+    ] {
+        scenario.timeline.push(TimelineEntry { at_ms, action });
+    }
+    let mut sim = Sim::new(&scenario);
+    sim.run_until(scenario.duration_ms);
+    let report = sim.report();
+    for broker in [2, 3] {
+        let truncated = truncations_of(&report, broker);
+        assert_eq!(truncated.len(), 1, "{broker}: {truncated:?}");
+        assert_eq!(truncated[0].1, 0, "{broker} keeps nothing: {truncated:?}");
+    }
+    let p = &report.partitions[0];
+    assert_eq!(p.isr, [1, 2, 3]);
+    let logs = logs(&mut sim);
+    assert!(!logs[0].1.is_empty());
+    assert!(
+        logs.iter().all(|(_, log)| *log == logs[0].1),
+        "the followers hold the leader's records"
     );
 }
