@@ -19,8 +19,13 @@ pub type BrokerId = u32;
 #[derive(Clone, Component, Debug)]
 pub struct Broker {
     pub id: BrokerId,
-    /// The broker's process runs.
+    /// The broker's process runs and is registered: it serves requests and replicates.
     pub alive: bool,
+    /// The process runs again after a crash but its new incarnation is not registered yet: it
+    /// only asks the controller to register it (`BrokerLifecycleManager`).
+    pub starting: bool,
+    /// Registrations refused in a row (the back-off before the next grows with them).
+    pub failed_registrations: u32,
     /// Fenced by the controller (its heartbeats stopped): it may neither lead nor join an ISR.
     pub fenced: bool,
     /// Counts the process's starts; a new one registers anew with the controller.
@@ -38,6 +43,8 @@ impl Broker {
         Broker {
             id,
             alive: true,
+            starting: false,
+            failed_registrations: 0,
             fenced: false,
             incarnation: 0,
             next_heartbeat_ms: 0,
@@ -62,9 +69,11 @@ impl Broker {
         &mut self.fetchers[i].1
     }
 
-    /// `online`, `crashed` or `fenced`, as the report names the states.
+    /// `online`, `starting`, `crashed` or `fenced`, as the report names the states.
     pub fn state(&self) -> &'static str {
-        if !self.alive {
+        if self.starting {
+            "starting"
+        } else if !self.alive {
             "crashed"
         } else if self.fenced {
             "fenced"
@@ -84,6 +93,8 @@ impl Broker {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct BrokerView {
     pub alive: bool,
+    /// Restarted, waiting for the controller to register it: it hears only the controller.
+    pub starting: bool,
     pub eligible: bool,
 }
 
@@ -112,6 +123,7 @@ pub fn broker_views<'a>(brokers: impl Iterator<Item = &'a Broker>) -> BrokerView
         views.len = views.len.max(i + 1);
         views.views[i] = BrokerView {
             alive: b.alive,
+            starting: b.starting,
             eligible: b.eligible(),
         };
     }
@@ -183,33 +195,50 @@ pub struct Partition {
     pub min_insync_replicas: u32,
 }
 
-/// The leader's record of one follower (`ReplicaState` in Kafka's `Replica.scala`).
+/// The leader's record of one follower (`ReplicaState` in Kafka's `Replica.scala`). Kafka keeps
+/// wall-clock times and 0 for "never"; sim time starts at 0, so "never" is `None` here.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FollowerState {
     pub log_end_offset: u64,
-    pub last_caught_up_ms: u64,
-    pub last_fetch_ms: u64,
+    pub last_caught_up_ms: Option<u64>,
+    pub last_fetch_ms: Option<u64>,
     pub last_fetch_leader_log_end_offset: u64,
 }
 
 impl FollowerState {
+    /// In sync when the leader takes over (`Replica.resetReplicaState`: caught up now if in the
+    /// ISR, else never).
+    pub fn reset(in_isr: bool, now: u64) -> Self {
+        FollowerState {
+            last_caught_up_ms: in_isr.then_some(now),
+            ..FollowerState::default()
+        }
+    }
+
     /// `ReplicaState.isCaughtUp`: at the leader's end, or caught up within the lag time.
     pub fn is_caught_up(&self, leader_leo: u64, now: u64, lag_max_ms: u64) -> bool {
         self.log_end_offset == leader_leo
-            || now.saturating_sub(self.last_caught_up_ms) <= lag_max_ms
+            || self
+                .last_caught_up_ms
+                .is_some_and(|t| now.saturating_sub(t) <= lag_max_ms)
+    }
+
+    /// A fetch from this follower reached the leader at `now`.
+    pub fn fetched_at(&self, now: u64) -> bool {
+        self.last_fetch_ms == Some(now)
     }
 
     /// `Replica.updateFetchStateOrThrow`: a fetch at `fetch_offset` reached the leader at `now`.
     pub fn record_fetch(&mut self, fetch_offset: u64, leader_leo: u64, now: u64) {
         if fetch_offset >= leader_leo {
-            self.last_caught_up_ms = self.last_caught_up_ms.max(now);
+            self.last_caught_up_ms = self.last_caught_up_ms.max(Some(now));
         } else if fetch_offset >= self.last_fetch_leader_log_end_offset {
             self.last_caught_up_ms = self.last_caught_up_ms.max(self.last_fetch_ms);
         }
         self.log_end_offset = fetch_offset;
         self.last_fetch_leader_log_end_offset =
             self.last_fetch_leader_log_end_offset.max(leader_leo);
-        self.last_fetch_ms = now;
+        self.last_fetch_ms = Some(now);
     }
 }
 
@@ -694,7 +723,8 @@ fn spawn_partition(
             unclean_leader_election: config.unclean_leader_election,
             elected_uncleanly: false,
             offline_since_ms: None,
-            followers: vec![FollowerState::default(); assignment.len()],
+            // Every replica starts in the ISR of a leader elected at 0.
+            followers: vec![FollowerState::reset(true, 0); assignment.len()],
             assignment,
             replicas,
             min_insync_replicas: config.min_insync_replicas,

@@ -9,12 +9,13 @@
 //!   `unclean.leader.election.enable`, the first replica not fenced (ISR = [it]); else the
 //!   partition is offline and its ISR keeps its last member. Every leader change bumps the epoch.
 //! - A fenced broker that heartbeats again is unfenced, and offline partitions it can lead get a
-//!   leader. A restarted broker registers as a new incarnation, which fences the old one first.
+//!   leader. A restarted broker registers as a new incarnation: refused while the old one's
+//!   session is still valid (it retries with back-off), then fenced until its next heartbeat.
 //! - Preferred leader election on request, and periodically when `auto.leader.rebalance.enable`.
 
 use bevy::prelude::*;
 
-use super::clock::Standing;
+use super::clock::{SimRng, Standing};
 use super::cluster::{Broker, BrokerId, BrokerView, Cluster, FollowerState, Partition, Replica};
 use super::events::{EventKind, EventLog, Metrics};
 use super::network::{Network, Node, Wire, WireState, arrivals};
@@ -32,7 +33,10 @@ pub struct Controller {
     pub registered: Vec<u32>,
     /// A `PreferredElection` action waits to be carried out.
     pub preferred_election_requested: bool,
-    pub next_balance_check_ms: u64,
+    /// When the automatic preferred election runs next, if it is scheduled: it is, while
+    /// `auto.leader.rebalance.enable` and some partition is led by a broker other than its first
+    /// replica.
+    pub next_balance_check_ms: Option<u64>,
 }
 
 impl Controller {
@@ -42,7 +46,8 @@ impl Controller {
             last_heartbeat_ms: vec![0; n],
             registered: vec![0; n],
             preferred_election_requested: false,
-            next_balance_check_ms: config.leader_imbalance_check_interval_ms,
+            // Every partition starts led by its first replica: nothing to balance.
+            next_balance_check_ms: None,
         }
     }
 }
@@ -168,10 +173,7 @@ pub fn set_leader(
         .iter()
         .zip(partition.followers.iter_mut())
     {
-        *f = FollowerState {
-            last_caught_up_ms: if partition.isr.contains(b) { now } else { 0 },
-            ..FollowerState::default()
-        };
+        *f = FollowerState::reset(partition.isr.contains(b), now);
     }
     let epoch = partition.leader_epoch;
     for (b, replica_entity) in partition.assignment.iter().zip(&partition.replicas) {
@@ -289,7 +291,7 @@ fn brokers_send_heartbeats(
     wake.clear(Standing::Controller);
     for &entity in &cluster.brokers {
         let mut broker = brokers.get_mut(entity).expect("broker entity");
-        if !broker.alive {
+        if !broker.alive && !broker.starting {
             continue;
         }
         if now >= broker.next_heartbeat_ms {
@@ -300,6 +302,7 @@ fn brokers_send_heartbeats(
                 Heartbeat {
                     broker: broker.id,
                     incarnation: broker.incarnation,
+                    registration: broker.starting,
                 },
             ));
             broker.next_heartbeat_ms = now + cluster.config.heartbeat_interval_ms;
@@ -308,15 +311,55 @@ fn brokers_send_heartbeats(
     }
 }
 
+/// After its registration is accepted, a broker heartbeats again this soon
+/// (`BrokerLifecycleManager`: at once, then every 10 ms while it catches up), asking to be
+/// unfenced; the model takes its metadata catch-up and log recovery as instant.
+pub const STARTUP_HEARTBEAT_MS: u64 = 10;
+
+/// `BrokerLifecycleManager`'s back-off before it sends a refused registration again:
+/// `ExponentialBackoff(100, 2, broker.session.timeout.ms, 0.02)`.
+fn registration_backoff(failed: u32, session_timeout_ms: u64, rng: &mut SimRng) -> u64 {
+    let term = 100u64.saturating_mul(1 << failed.min(32));
+    (term.min(session_timeout_ms) * rng.permille(980, 1020) / 1000).min(session_timeout_ms)
+}
+
+/// A registered broker starts serving (fenced until its next heartbeat, sent soon); a refused
+/// one tries again after a back-off.
 fn brokers_take_heartbeat_responses(
     clock: Res<SimClock>,
+    cluster: Res<Cluster>,
+    mut rng: ResMut<SimRng>,
     mut wake: ResMut<Wake>,
-    responses: Query<(Entity, &Wire), With<HeartbeatResponse>>,
+    responses: Query<(Entity, &Wire, &HeartbeatResponse)>,
+    mut brokers: Query<&mut Broker>,
     mut commands: Commands,
 ) {
-    wake_at_arrivals(responses.iter().map(|(_, w)| w), clock.now_ms, &mut wake);
-    for entity in arrivals(responses.iter(), clock.now_ms) {
+    let now = clock.now_ms;
+    wake_at_arrivals(responses.iter().map(|(_, w, _)| w), now, &mut wake);
+    for entity in arrivals(responses.iter().map(|(e, w, _)| (e, w)), now) {
         commands.entity(entity).despawn();
+        let (_, _, response) = responses.get(entity).unwrap();
+        let mut broker = brokers
+            .get_mut(cluster.brokers[response.broker as usize - 1])
+            .expect("broker entity");
+        if !broker.starting || response.incarnation != broker.incarnation {
+            continue;
+        }
+        if response.refused {
+            let delay = registration_backoff(
+                broker.failed_registrations,
+                cluster.config.session_timeout_ms,
+                &mut rng,
+            );
+            broker.failed_registrations += 1;
+            broker.next_heartbeat_ms = now + delay;
+        } else {
+            broker.starting = false;
+            broker.alive = true;
+            broker.failed_registrations = 0;
+            broker.next_heartbeat_ms = now + STARTUP_HEARTBEAT_MS;
+        }
+        wake.standing_at(Standing::Controller, broker.next_heartbeat_ms);
     }
 }
 
@@ -347,12 +390,26 @@ fn controller_handles_heartbeats(
         commands.entity(entity).despawn();
         let b = heartbeat.broker;
         let broker_entity = cluster.brokers[b as usize - 1];
-        controller.last_heartbeat_ms[b as usize] = now;
         let registered = controller.registered[b as usize];
-        let fenced = brokers.get(broker_entity).expect("broker").fenced;
-        if heartbeat.incarnation != registered {
+        let (fenced, first_try) = {
+            let broker = brokers.get(broker_entity).expect("broker");
+            (broker.fenced, broker.failed_registrations == 0)
+        };
+        let session_valid = !fenced
+            && now <= controller.last_heartbeat_ms[b as usize] + cluster.config.session_timeout_ms;
+        let refused = heartbeat.incarnation != registered && session_valid;
+        if refused {
+            // `ClusterControlManager.registerBroker`: DUPLICATE_BROKER_REGISTRATION while the
+            // previous incarnation's session is valid; it resolves when that session expires.
+            // The old incarnation's session runs on.
+            if first_try {
+                events.push(now, EventKind::RegistrationRefused { broker: b });
+            }
+        } else if heartbeat.incarnation != registered {
             // A new incarnation registers: the old one is gone, so it is fenced first.
+            controller.last_heartbeat_ms[b as usize] = now;
             controller.registered[b as usize] = heartbeat.incarnation;
+            events.push(now, EventKind::BrokerRegistered { broker: b });
             let unclean_shutdown = {
                 let mut broker = brokers.get_mut(broker_entity).expect("broker");
                 broker.fenced = true;
@@ -381,19 +438,22 @@ fn controller_handles_heartbeats(
                     }
                 }
             }
-        } else if fenced {
-            brokers.get_mut(broker_entity).expect("broker").fenced = false;
-            change_fencing(
-                unfence,
-                b,
-                now,
-                &cluster,
-                &brokers,
-                &mut events,
-                &mut metrics,
-                &mut partitions,
-                &mut replicas,
-            );
+        } else {
+            controller.last_heartbeat_ms[b as usize] = now;
+            if fenced {
+                brokers.get_mut(broker_entity).expect("broker").fenced = false;
+                change_fencing(
+                    unfence,
+                    b,
+                    now,
+                    &cluster,
+                    &brokers,
+                    &mut events,
+                    &mut metrics,
+                    &mut partitions,
+                    &mut replicas,
+                );
+            }
         }
         let response = network.send(now, Node::Controller, wire.from);
         wake.standing_at(Standing::Controller, response.arrive_ms);
@@ -401,7 +461,9 @@ fn controller_handles_heartbeats(
             response,
             HeartbeatResponse {
                 broker: b,
+                incarnation: heartbeat.incarnation,
                 fenced: brokers.get(broker_entity).expect("broker").fenced,
+                refused,
             },
         ));
     }
@@ -451,9 +513,11 @@ fn controller_checks_sessions(
 }
 
 /// Preferred leader election: each partition whose first assigned replica is in the ISR and not
-/// fenced, but not leading, gets it back as leader. Runs on request, and every
-/// `leader.imbalance.check.interval.seconds` with `auto.leader.rebalance.enable` (as KRaft's
-/// controller does, for every imbalanced partition).
+/// fenced, but not leading, gets it back as leader. Runs on request, and with
+/// `auto.leader.rebalance.enable` `leader.imbalance.check.interval.seconds` after a change left
+/// some partition led by another broker, then again after each run while one still is
+/// (`QuorumController.maybeScheduleNextBalancePartitionLeaders`, which the controller calls after
+/// every change it writes).
 #[allow(clippy::too_many_arguments)]
 fn controller_balances_leaders(
     clock: Res<SimClock>,
@@ -469,24 +533,50 @@ fn controller_balances_leaders(
     let now = clock.now_ms;
     let mut controller = controllers.get_mut(cluster.controller).expect("controller");
     let periodic = cluster.config.auto_leader_rebalance_enable;
-    let due_check = periodic && now >= controller.next_balance_check_ms;
+    let due_check = periodic && controller.next_balance_check_ms.is_some_and(|at| now >= at);
     if due_check {
-        controller.next_balance_check_ms = now + cluster.config.leader_imbalance_check_interval_ms;
+        controller.next_balance_check_ms = None;
     }
-    if periodic {
-        wake.standing_at(Standing::Controller, controller.next_balance_check_ms);
+    if due_check || controller.preferred_election_requested {
+        controller.preferred_election_requested = false;
+        elect_preferred_leaders(
+            now,
+            &cluster,
+            &brokers,
+            &mut events,
+            &mut metrics,
+            &mut partitions,
+            &mut replicas,
+        );
     }
-    if !(due_check || controller.preferred_election_requested) {
-        return;
+    let imbalanced = || partitions.iter().any(|p| p.leader != Some(p.assignment[0]));
+    if periodic && controller.next_balance_check_ms.is_none() && imbalanced() {
+        controller.next_balance_check_ms =
+            Some(now + cluster.config.leader_imbalance_check_interval_ms);
     }
-    controller.preferred_election_requested = false;
+    if let Some(at) = controller.next_balance_check_ms {
+        wake.standing_at(Standing::Controller, at);
+    }
+}
+
+/// Gives each partition whose first replica is in the ISR and not fenced, but not leading, back
+/// to it (`ReplicationControlManager.maybeBalancePartitionLeaders`).
+fn elect_preferred_leaders(
+    now: u64,
+    cluster: &Cluster,
+    brokers: &Query<&mut Broker>,
+    events: &mut EventLog,
+    metrics: &mut Metrics,
+    partitions: &mut Query<&mut Partition>,
+    replicas: &mut Query<&mut Replica>,
+) {
     let views = super::cluster::broker_views(brokers.iter());
     let mut ctx = ElectionContext {
         now,
-        cluster: &cluster,
+        cluster,
         brokers: &views,
-        events: &mut events,
-        metrics: &mut metrics,
+        events,
+        metrics,
     };
     for &entity in &cluster.partitions {
         let mut partition = partitions.get_mut(entity).expect("partition entity");
@@ -495,12 +585,7 @@ fn controller_balances_leaders(
             && partition.in_isr(preferred)
             && views[preferred as usize].eligible
         {
-            set_leader(
-                &mut partition,
-                Some((preferred, false)),
-                &mut replicas,
-                &mut ctx,
-            );
+            set_leader(&mut partition, Some((preferred, false)), replicas, &mut ctx);
         }
     }
 }

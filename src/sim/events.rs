@@ -86,6 +86,16 @@ pub enum EventKind {
     BrokerUnfenced {
         broker: u32,
     },
+    /// A restarted broker's registration was refused: its previous incarnation's session is still
+    /// valid (reported once a restart; the broker retries with back-off).
+    RegistrationRefused {
+        broker: u32,
+    },
+    /// The controller registered a restarted broker's new incarnation (fenced until it heartbeats
+    /// again).
+    BrokerRegistered {
+        broker: u32,
+    },
     LeaderElected {
         topic: String,
         partition: u32,

@@ -7,8 +7,9 @@
 //!   `ReplicaManager`'s `isr-expiration` task): a follower that is not at the leader's log end and
 //!   has not been caught up for `replica.lag.time.max.ms` leaves.
 //! - High watermark (`Partition.maybeIncrementLeaderHW`): recomputed at every step, after its
-//!   appends, fetches and ISR changes (Kafka does it on each of those events; the result is the
-//!   same).
+//!   appends, fetches and ISR changes. Kafka does it on each of those events; the instants agree
+//!   except when a caught-up follower outside the ISR stops counting as its lag time runs out,
+//!   where the model moves the high watermark at once and Kafka at the next event.
 
 use bevy::prelude::*;
 
@@ -51,7 +52,7 @@ fn expand_isr(
         if partition_ref
             .followers
             .iter()
-            .all(|f| f.last_fetch_ms != clock.now_ms)
+            .all(|f| !f.fetched_at(clock.now_ms))
         {
             continue;
         }
@@ -70,7 +71,7 @@ fn expand_isr(
             .filter(|(b, f)| {
                 !partition.in_isr(**b)
                     && views[**b as usize].eligible
-                    && f.last_fetch_ms == clock.now_ms
+                    && f.fetched_at(clock.now_ms)
                     && f.log_end_offset >= leader.high_watermark
                     && f.log_end_offset >= epoch_start
             })
@@ -202,9 +203,9 @@ fn advance_high_watermarks(
             if Some(*broker) != partition.leader
                 && !partition.in_isr(*broker)
                 && f.log_end_offset < leader_leo
-                && f.last_caught_up_ms + lag_max >= now
+                && let Some(t) = f.last_caught_up_ms.filter(|t| t + lag_max >= now)
             {
-                wake.at(f.last_caught_up_ms + lag_max + 1);
+                wake.at(t + lag_max + 1);
             }
         }
     }

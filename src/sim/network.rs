@@ -267,10 +267,17 @@ fn refuse_at_dead_brokers(
     }
     let now = clock.now_ms;
     let views = broker_views(brokers_mut.iter());
-    let dead = |node: Node| matches!(node, Node::Broker(b) if !views[b as usize].alive);
+    // A broker still registering hears only the controller's answers.
+    let dead = |w: &Wire| match w.to {
+        Node::Broker(b) => {
+            let view = views[b as usize];
+            !view.alive && !(view.starting && w.from == Node::Controller)
+        }
+        _ => false,
+    };
     let mut refused: Vec<(u64, Entity)> = wires
         .iter()
-        .filter(|(_, w, ..)| dead(w.to) && (w.arrives_now(now) || w.held()))
+        .filter(|(_, w, ..)| dead(w) && (w.arrives_now(now) || w.held()))
         .map(|(e, w, ..)| (w.id, e))
         .collect();
     refused.sort_unstable();

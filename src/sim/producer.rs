@@ -826,8 +826,9 @@ fn send_requests(
             if head.attempts > 0 && !head.retry_due(now) {
                 continue;
             }
+            // `RecordAccumulator.drainBatchesForOneNode` stops filling the request here.
             if producer.holds_back(head) {
-                continue;
+                break;
             }
             if !batches.is_empty() && size + head.bytes > MAX_REQUEST_SIZE {
                 break;

@@ -160,13 +160,20 @@ pub struct FetchResponse {
 pub struct Heartbeat {
     pub broker: u32,
     pub incarnation: u32,
+    /// The first of a new incarnation: a `BrokerRegistrationRequest`.
+    pub registration: bool,
 }
 
 /// The controller's answer (`BrokerHeartbeatResponse`), drawn on the way back.
 #[derive(Component, Debug, Clone)]
 pub struct HeartbeatResponse {
     pub broker: u32,
+    /// The incarnation the heartbeat came from (an answer to an earlier one is ignored).
+    pub incarnation: u32,
     pub fenced: bool,
+    /// A registration refused with DUPLICATE_BROKER_REGISTRATION: the broker's previous
+    /// incarnation still has a valid session.
+    pub refused: bool,
 }
 
 /// Errors of the group protocol (`Errors.java`).

@@ -163,10 +163,12 @@ fn apply_actions(
             }
             Action::RestartBroker(b) => {
                 let mut broker = brokers.get_mut(cluster.brokers[b as usize - 1]).unwrap();
-                if broker.alive {
+                if broker.alive || broker.starting {
                     continue; // Already running.
                 }
-                broker.alive = true;
+                // It serves nothing until the controller registers it.
+                broker.starting = true;
+                broker.failed_registrations = 0;
                 broker.incarnation += 1;
                 broker.next_heartbeat_ms = now;
                 EventKind::BrokerRestarted { broker: b }

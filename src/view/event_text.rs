@@ -102,6 +102,16 @@ pub fn describe(kind: &EventKind) -> (Severity, String) {
             ),
         ),
         E::BrokerUnfenced { broker } => (Good, format!("controller unfenced broker {broker}")),
+        E::RegistrationRefused { broker } => (
+            Bad,
+            format!(
+                "controller refused broker {broker}'s registration: its old session is still valid"
+            ),
+        ),
+        E::BrokerRegistered { broker } => (
+            Good,
+            format!("controller registered broker {broker} (fenced until its next heartbeat)"),
+        ),
         E::LeaderElected {
             topic,
             partition,

@@ -143,7 +143,9 @@ pub fn explain(s: &Snapshot, config: &ClusterConfig, target: Target) -> Option<(
                 }
                 MessageKind::Heartbeat | MessageKind::HeartbeatResponse => {
                     "A broker tells the controller it is alive; one that misses heartbeats for \
-                     broker.session.timeout.ms is fenced."
+                     broker.session.timeout.ms is fenced. A restarted broker first registers; \
+                     while its old session is still valid the controller refuses it \
+                     (DUPLICATE_BROKER_REGISTRATION) and it tries again with back-off."
                 }
                 MessageKind::Group | MessageKind::GroupResponse => {
                     "Between a consumer and its group coordinator: joining, syncing the \

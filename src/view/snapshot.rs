@@ -194,10 +194,16 @@ fn message_kind(world: &World, e: Entity) -> Option<(MessageKind, Option<&'stati
         (MessageKind::Fetch, None)
     } else if entity.contains::<FetchResponse>() {
         (MessageKind::FetchResponse, None)
-    } else if entity.contains::<Heartbeat>() {
-        (MessageKind::Heartbeat, None)
-    } else if entity.contains::<HeartbeatResponse>() {
-        (MessageKind::HeartbeatResponse, None)
+    } else if let Some(h) = entity.get::<Heartbeat>() {
+        (
+            MessageKind::Heartbeat,
+            h.registration.then_some("BrokerRegistration"),
+        )
+    } else if let Some(r) = entity.get::<HeartbeatResponse>() {
+        (
+            MessageKind::HeartbeatResponse,
+            r.refused.then_some("DUPLICATE_BROKER_REGISTRATION"),
+        )
     } else if let Some(r) = entity.get::<GroupRequest>() {
         (MessageKind::Group, Some(r.body.name()))
     } else if entity.contains::<GroupResponse>() {

@@ -269,12 +269,13 @@ fn preferred_election_gives_leadership_back_to_the_first_replica() {
     assert_eq!(e.len(), 2, "{e:?}");
     assert_eq!((e[1].0, e[1].1, e[1].2), (38_000, 1, 2));
 
-    // Without the action, the automatic rebalance does the same at its next check.
+    // Without the action, the automatic rebalance does the same, an interval after the failover
+    // left the partition away from its first replica (1 is back in the ISR by then).
     let mut scenario = crate::built_in("clean-failover");
-    scenario.cluster.leader_imbalance_check_interval_ms = 35_000;
+    scenario.cluster.leader_imbalance_check_interval_ms = 15_000;
     let report = crate::run(&scenario);
     let e = elections(&report);
-    assert_eq!((e[1].0, e[1].1), (35_000, 1), "{e:?}");
+    assert_eq!((e[1].0, e[1].1), (e[0].0 + 15_000, 1), "{e:?}");
     scenario.cluster.auto_leader_rebalance_enable = false;
     let report = crate::run(&scenario);
     assert_eq!(elections(&report).len(), 1, "no rebalance when it is off");
@@ -515,4 +516,101 @@ fn followers_of_a_leader_that_lost_its_disk_drop_what_they_had_and_copy_its_log(
         logs.iter().all(|(_, log)| *log == logs[0].1),
         "the followers hold the leader's records"
     );
+}
+
+#[test]
+fn a_quick_restart_is_refused_until_the_old_session_expires() {
+    // Leader 1 crashes at 10 s and is back 2 s later, well within broker.session.timeout.ms:
+    // `ClusterControlManager.registerBroker` refuses the new incarnation while the old one's
+    // session is valid, so the failover comes at the session timeout, as for a broker that stays
+    // down. The refused broker serves nothing and retries with `BrokerLifecycleManager`'s
+    // back-off; once registered it asks to be unfenced within milliseconds.
+    let mut scenario = crate::built_in("clean-failover");
+    scenario
+        .timeline
+        .retain(|t| !matches!(t.action, Action::RestartBroker(_)));
+    scenario.timeline.push(TimelineEntry {
+        at_ms: 12_000,
+        action: Action::RestartBroker(1),
+    });
+    scenario.duration_ms = 25_000;
+    let session = scenario.cluster.session_timeout_ms;
+    let interval = scenario.cluster.heartbeat_interval_ms;
+    let mut sim = Sim::new(&scenario);
+    sim.run_until(14_000);
+    let starting = sim.report();
+    assert_eq!(starting.brokers[0].state, "starting");
+    assert_eq!(starting.partitions[0].leader, Some(1), "no failover yet");
+    sim.run_until(scenario.duration_ms);
+    let report = sim.report();
+    let at = |wanted: fn(&EventKind) -> bool| -> Vec<u64> {
+        report
+            .events
+            .iter()
+            .filter(|e| wanted(&e.kind))
+            .map(|e| e.at_ms)
+            .collect()
+    };
+    assert_eq!(
+        at(|k| matches!(k, EventKind::RegistrationRefused { broker: 1 })),
+        [12_001]
+    );
+    let e = elections(&report);
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert!(
+        e[0].0 >= 10_000 + session - interval && e[0].0 <= 10_000 + session + 1,
+        "the failover waits for the session timeout: {e:?}"
+    );
+    let registered = at(|k| matches!(k, EventKind::BrokerRegistered { broker: 1 }));
+    assert_eq!(registered.len(), 1);
+    // Retries at about 100, 300, 700, 1500, 3100 and 6300 ms after the first refusal: the one
+    // after the old session expired is accepted.
+    assert!(
+        registered[0] > e[0].0 && registered[0] < 12_001 + 6_300 + 200,
+        "registered at {registered:?}"
+    );
+    let unfenced = at(|k| matches!(k, EventKind::BrokerUnfenced { broker: 1 }));
+    assert_eq!(unfenced.len(), 1);
+    assert!(
+        unfenced[0] - registered[0] <= 15,
+        "{registered:?} then {unfenced:?}"
+    );
+    assert_eq!(report.brokers[0].state, "online");
+    assert_eq!(report.acked_records_lost, 0);
+}
+
+#[test]
+fn the_automatic_rebalance_comes_an_interval_after_the_imbalance_and_again_while_it_lasts() {
+    // `QuorumController.maybeScheduleNextBalancePartitionLeaders`: the check is scheduled
+    // leader.imbalance.check.interval.seconds after a change leaves a partition away from its
+    // first replica, and again after each check while one still is; not on a fixed grid from 0.
+    let scenario = |restart_ms: u64| {
+        crate::scenario(&format!(
+            r#"(
+            name: "rebalance", seed: 3, duration_ms: 800000,
+            cluster: (brokers: 3),
+            topics: [(name: "t", partitions: 1, replication_factor: 3, min_insync_replicas: 2,
+                      assignment: Some([[1, 2, 3]]))],
+            producers: [(name: "p", topic: "t", acks: All, records_per_sec: 20, keys: Sequence("k"))],
+            timeline: [
+                (at_ms: 100000, action: CrashBroker(1)),
+                (at_ms: {restart_ms}, action: RestartBroker(1)),
+            ],
+        )"#
+        ))
+    };
+    let interval = scenario(150_000).cluster.leader_imbalance_check_interval_ms;
+    // 1 is back in the ISR long before the check: it leads again one interval after the failover.
+    let report = crate::run(&scenario(150_000));
+    let e = elections(&report);
+    assert_eq!(e.len(), 2, "{e:?}");
+    assert_eq!((e[0].1, e[1].1), (2, 1));
+    assert_eq!(e[1].0, e[0].0 + interval, "{e:?}");
+    // 1 is still down at the first check: nothing moves, and the next check comes an interval
+    // later.
+    let report = crate::run(&scenario(450_000));
+    let e = elections(&report);
+    assert_eq!(e.len(), 2, "{e:?}");
+    assert_eq!(e[1].1, 1);
+    assert_eq!(e[1].0, e[0].0 + 2 * interval, "{e:?}");
 }

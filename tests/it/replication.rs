@@ -469,3 +469,18 @@ fn a_gap_at_a_new_leader_bumps_the_producer_epoch() {
         .expect("epoch 1 records");
     assert_eq!(first_of_epoch_1.sequence, 0);
 }
+
+#[test]
+fn a_follower_outside_the_isr_when_a_leader_takes_over_has_never_caught_up() {
+    // `Replica.resetReplicaState` sets a follower's last caught-up time to the election's time if
+    // it is in the ISR, else to 0: on Kafka's wall clock, long ago. Sim time starts at 0, so that
+    // "never" must not read as "at the start of the run", or for the first replica.lag.time.max.ms
+    // an out-of-sync follower would count as caught up and hold the high watermark back.
+    use kafkascope::sim::cluster::FollowerState;
+    let lag = 30_000;
+    let outside = FollowerState::reset(false, 5_000);
+    assert!(!outside.is_caught_up(100, 5_000, lag));
+    let inside = FollowerState::reset(true, 5_000);
+    assert!(inside.is_caught_up(100, 5_000 + lag, lag));
+    assert!(!inside.is_caught_up(100, 5_001 + lag, lag));
+}
