@@ -57,6 +57,15 @@ impl Order {
     }
 }
 
+/// How far each in-sync follower's log is known to hold the leader's committed records, in one
+/// leader epoch.
+#[derive(Debug, Clone, Default)]
+struct Agreed {
+    epoch: u32,
+    /// (follower replica, offset below which its records are the leader's).
+    upto: Vec<(Entity, u64)>,
+}
+
 #[derive(Clone, Resource, Debug, Default)]
 pub struct Invariants {
     pub violations: Vec<String>,
@@ -65,6 +74,7 @@ pub struct Invariants {
     reported: BTreeSet<(&'static str, usize, u32)>,
     partitions: Vec<Seen>,
     order: Vec<Order>,
+    agreed: Vec<Agreed>,
     /// Elections and truncations seen at the last loss check.
     last_changes: (u64, u64),
     /// Each group's committed offsets at the last check.
@@ -76,6 +86,7 @@ impl Invariants {
         Invariants {
             partitions: vec![Seen::default(); partitions],
             order: vec![Order::default(); partitions],
+            agreed: vec![Agreed::default(); partitions],
             ..default()
         }
     }
@@ -225,6 +236,7 @@ fn check(
             leader_hw,
             electable: p.isr.iter().chain(&p.elr).copied().collect(),
         };
+        check_committed_agree(&mut invariants, now, &cluster, p, &replicas, &views);
         if let Some(leader) = p.leader_replica() {
             let replica = replicas.get(leader).expect("replica entity");
             check_send_order(
@@ -237,6 +249,82 @@ fn check(
                 replica,
             );
         }
+    }
+}
+
+/// Committed means the same everywhere: every running in-sync follower holds the leader's records
+/// below the leader's high watermark (`Partition.maybeIncrementLeaderHW` moves it only over
+/// records every ISR member has). Each record is compared once per follower and leader epoch, as
+/// the high watermark passes it.
+fn check_committed_agree(
+    invariants: &mut Invariants,
+    now: u64,
+    cluster: &Cluster,
+    partition: &Partition,
+    replicas: &Query<&Replica>,
+    views: &[super::cluster::BrokerView],
+) {
+    let i = partition.ordinal as usize;
+    let Some(leader_entity) = partition.leader_replica() else {
+        return;
+    };
+    let leader = replicas.get(leader_entity).expect("replica entity");
+    let hw = leader.high_watermark;
+    if invariants.agreed[i].epoch != partition.leader_epoch {
+        invariants.agreed[i] = Agreed {
+            epoch: partition.leader_epoch,
+            upto: Vec::new(),
+        };
+    }
+    let mut found = Vec::new();
+    for (&broker, &entity) in partition.assignment.iter().zip(&partition.replicas) {
+        if Some(broker) == partition.leader
+            || !partition.in_isr(broker)
+            || !views[broker as usize].alive
+        {
+            continue;
+        }
+        let follower = replicas.get(entity).expect("replica entity");
+        let agreed = &mut invariants.agreed[i];
+        let slot = match agreed.upto.iter().position(|(e, _)| *e == entity) {
+            Some(k) => k,
+            None => {
+                agreed.upto.push((entity, 0));
+                agreed.upto.len() - 1
+            }
+        };
+        let from = agreed.upto[slot].1.min(follower.log_end_offset());
+        let to = hw.min(follower.log_end_offset());
+        if from >= to {
+            continue;
+        }
+        let differ = leader
+            .log
+            .iter_from(from as usize)
+            .zip(follower.log.iter_from(from as usize))
+            .take((to - from) as usize)
+            .find(|(l, f)| l.id != f.id);
+        if let Some((l, f)) = differ {
+            found.push((broker, l.offset, l.id, f.id));
+        }
+        agreed.upto[slot].1 = to;
+    }
+    if found.is_empty() {
+        return;
+    }
+    let name = cluster.partition_name(partition);
+    for (broker, offset, leader_id, follower_id) in found {
+        invariants.report(
+            "committed-differs",
+            i,
+            broker,
+            format!(
+                "{now} ms: {name}: in-sync broker {broker} holds record #{} at offset {offset}, below the high watermark {hw}, where leader {} holds #{}",
+                send_number(follower_id),
+                partition.leader.unwrap_or(0),
+                send_number(leader_id)
+            ),
+        );
     }
 }
 

@@ -484,3 +484,48 @@ fn a_follower_outside_the_isr_when_a_leader_takes_over_has_never_caught_up() {
     assert!(inside.is_caught_up(100, 5_000 + lag, lag));
     assert!(!inside.is_caught_up(100, 5_001 + lag, lag));
 }
+
+#[test]
+fn the_invariants_notice_an_in_sync_follower_holding_other_records_than_the_leader() {
+    // The committed-records check can fail: swap a record a follower holds above the high
+    // watermark for another one, and the check reports it once the high watermark passes it.
+    let scenario = crate::built_in("isr-shrink");
+    let mut sim = Sim::new(&scenario);
+    sim.run_until(2_000);
+    // An instant when broker 2 has fetched records the leader has not yet committed.
+    let ahead = |sim: &mut Sim| -> Option<u64> {
+        let world = sim.world_mut();
+        let mut replicas = world.query::<&Replica>();
+        let hw = replicas.iter(world).find(|r| r.broker == 1)?.high_watermark;
+        let follower = replicas.iter(world).find(|r| r.broker == 2)?;
+        (follower.log_end_offset() > hw).then_some(hw)
+    };
+    let mut hw = None;
+    for _ in 0..2_000 {
+        hw = ahead(&mut sim);
+        if hw.is_some() {
+            break;
+        }
+        sim.step();
+    }
+    let hw = hw.expect("broker 2 gets ahead of the high watermark between fetches");
+    let world = sim.world_mut();
+    let mut replicas = world.query::<&mut Replica>();
+    for mut follower in replicas.iter_mut(world) {
+        if follower.broker != 2 {
+            continue;
+        }
+        let mut records: Vec<_> = follower.log.iter_from(hw as usize).cloned().collect();
+        records[0].id += 1_000_000;
+        follower.truncate_to(hw);
+        follower.append(records);
+    }
+    sim.run_until(4_000);
+    let violations = sim.report().invariant_violations;
+    assert_eq!(violations.len(), 1, "{violations:?}");
+    assert!(
+        violations[0].contains(&format!("in-sync broker 2 holds record #1000"))
+            && violations[0].contains(&format!("at offset {hw}")),
+        "{violations:?}"
+    );
+}
