@@ -145,6 +145,7 @@ fn apply_actions(
                 let wipe = matches!(action, Action::WipeBroker(_));
                 let mut broker = brokers.get_mut(cluster.brokers[b as usize - 1]).unwrap();
                 broker.alive = false;
+                broker.starting = false;
                 broker.unclean_shutdown = true;
                 broker.fetchers.clear();
                 if wipe {

@@ -614,3 +614,27 @@ fn the_automatic_rebalance_comes_an_interval_after_the_imbalance_and_again_while
     assert_eq!(e[1].1, 1);
     assert_eq!(e[1].0, e[0].0 + 2 * interval, "{e:?}");
 }
+
+#[test]
+fn a_broker_that_crashes_while_registering_stops_asking() {
+    let mut scenario = crate::built_in("clean-failover");
+    scenario
+        .timeline
+        .retain(|t| !matches!(t.action, Action::RestartBroker(_)));
+    for (at_ms, action) in [
+        (12_000, Action::RestartBroker(1)),
+        (12_500, Action::CrashBroker(1)),
+    ] {
+        scenario.timeline.push(TimelineEntry { at_ms, action });
+    }
+    scenario.duration_ms = 30_000;
+    let report = crate::run(&scenario);
+    assert_eq!(report.brokers[0].state, "crashed");
+    let registrations = report
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::BrokerRegistered { broker: 1 }))
+        .count();
+    assert_eq!(registrations, 0, "a crashed process registers nothing");
+    assert_eq!(report.partitions[0].leader, Some(2));
+}
