@@ -219,8 +219,14 @@ macro_rules! model_state {
 }
 
 no_entities!(
-    SimClock, SimRng, Wake, EventLog, Metrics, Network, AckLedger, Timeline, Invariants, LagMonitor
+    SimClock, SimRng, Wake, EventLog, Metrics, Network, AckLedger, Timeline, LagMonitor
 );
+
+impl Remap for Invariants {
+    fn remap(&mut self, map: &EntityHashMap<Entity>) {
+        self.entities_mut(|e| remap(e, map));
+    }
+}
 
 model_state! {
     components {

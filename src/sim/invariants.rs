@@ -91,6 +91,21 @@ impl Invariants {
         }
     }
 
+    /// Each replica entity the checks remember (a restored checkpoint points them at the entities
+    /// restored in their place).
+    pub fn entities_mut(&mut self, mut f: impl FnMut(&mut Entity)) {
+        for order in &mut self.order {
+            if let Some(e) = &mut order.replica {
+                f(e);
+            }
+        }
+        for agreed in &mut self.agreed {
+            for (e, _) in &mut agreed.upto {
+                f(e);
+            }
+        }
+    }
+
     /// Records a violation (kept once per kind, partition and broker).
     pub fn report(&mut self, kind: &'static str, partition: usize, broker: u32, message: String) {
         self.count += 1;
