@@ -668,7 +668,8 @@ fn broker_menu(
         .collapsible(false)
         .resizable(false)
         .show(ctx, |ui| {
-            if view.alive {
+            // A broker still registering after a restart runs too: it can crash again.
+            if view.alive || view.state == "starting" {
                 if ui.button("Crash (the disk is kept)").clicked() {
                     chosen = Some(Action::CrashBroker(b));
                 }

@@ -31,6 +31,9 @@ pub struct Controller {
     pub last_heartbeat_ms: Vec<u64>,
     /// The incarnation each broker last registered with, by broker id.
     pub registered: Vec<u32>,
+    /// The incarnation whose registration it last refused, by broker id (0: none; restarts
+    /// count from 1), so that a refusal is reported once.
+    pub refused: Vec<u32>,
     /// A `PreferredElection` action waits to be carried out.
     pub preferred_election_requested: bool,
     /// When the automatic preferred election runs next, if it is scheduled: it is, while
@@ -45,6 +48,7 @@ impl Controller {
         Controller {
             last_heartbeat_ms: vec![0; n],
             registered: vec![0; n],
+            refused: vec![0; n],
             preferred_election_requested: false,
             // Every partition starts led by its first replica: nothing to balance.
             next_balance_check_ms: None,
@@ -391,21 +395,29 @@ fn controller_handles_heartbeats(
         let b = heartbeat.broker;
         let broker_entity = cluster.brokers[b as usize - 1];
         let registered = controller.registered[b as usize];
-        let (fenced, first_try) = {
-            let broker = brokers.get(broker_entity).expect("broker");
-            (broker.fenced, broker.failed_registrations == 0)
-        };
+        let fenced = brokers.get(broker_entity).expect("broker").fenced;
+        let current = heartbeat.incarnation == registered;
+        if !heartbeat.registration && !current {
+            // From an incarnation that is gone (sent before the broker crashed and came back):
+            // STALE_BROKER_EPOCH. Nothing changes, and the process it came from is no more.
+            continue;
+        }
         let session_valid = !fenced
             && now <= controller.last_heartbeat_ms[b as usize] + cluster.config.session_timeout_ms;
-        let refused = heartbeat.incarnation != registered && session_valid;
+        let refused = heartbeat.registration && !current && session_valid;
         if refused {
             // `ClusterControlManager.registerBroker`: DUPLICATE_BROKER_REGISTRATION while the
             // previous incarnation's session is valid; it resolves when that session expires.
             // The old incarnation's session runs on.
-            if first_try {
+            if controller.refused[b as usize] != heartbeat.incarnation {
+                controller.refused[b as usize] = heartbeat.incarnation;
                 events.push(now, EventKind::RegistrationRefused { broker: b });
             }
-        } else if heartbeat.incarnation != registered {
+        } else if heartbeat.registration && current {
+            // The same incarnation again (its first answer slow or lost): it stays registered,
+            // and fenced until a heartbeat of its own asks to be unfenced.
+            controller.last_heartbeat_ms[b as usize] = now;
+        } else if heartbeat.registration {
             // A new incarnation registers: the old one is gone, so it is fenced first.
             controller.last_heartbeat_ms[b as usize] = now;
             controller.registered[b as usize] = heartbeat.incarnation;

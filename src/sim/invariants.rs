@@ -57,13 +57,13 @@ impl Order {
     }
 }
 
-/// How far each in-sync follower's log is known to hold the leader's committed records, in one
-/// leader epoch.
+/// How far each replica's log is known to hold the current leader's records.
 #[derive(Debug, Clone, Default)]
 struct Agreed {
+    /// The leader epoch those offsets are relative to.
     epoch: u32,
-    /// (follower replica, offset below which its records are the leader's).
-    upto: Vec<(Entity, u64)>,
+    /// Per replica, in assignment order: the offset below which its records are the leader's.
+    upto: Vec<u64>,
 }
 
 #[derive(Clone, Resource, Debug, Default)]
@@ -96,11 +96,6 @@ impl Invariants {
     pub fn entities_mut(&mut self, mut f: impl FnMut(&mut Entity)) {
         for order in &mut self.order {
             if let Some(e) = &mut order.replica {
-                f(e);
-            }
-        }
-        for agreed in &mut self.agreed {
-            for (e, _) in &mut agreed.upto {
                 f(e);
             }
         }
@@ -269,8 +264,9 @@ fn check(
 
 /// Committed means the same everywhere: every running in-sync follower holds the leader's records
 /// below the leader's high watermark (`Partition.maybeIncrementLeaderHW` moves it only over
-/// records every ISR member has). Each record is compared once per follower and leader epoch, as
-/// the high watermark passes it.
+/// records every ISR member has). Each record is compared once per follower, as the high
+/// watermark passes it; across a leader change what was compared carries over (two logs that
+/// agree with the old leader's agree with each other), cut back where a log got shorter.
 fn check_committed_agree(
     invariants: &mut Invariants,
     now: u64,
@@ -280,35 +276,47 @@ fn check_committed_agree(
     views: &[super::cluster::BrokerView],
 ) {
     let i = partition.ordinal as usize;
-    let Some(leader_entity) = partition.leader_replica() else {
-        return;
+    let log_end = |k: usize| {
+        replicas
+            .get(partition.replicas[k])
+            .expect("replica entity")
+            .log_end_offset()
     };
-    let leader = replicas.get(leader_entity).expect("replica entity");
-    let hw = leader.high_watermark;
-    if invariants.agreed[i].epoch != partition.leader_epoch {
-        invariants.agreed[i] = Agreed {
+    let agreed = &mut invariants.agreed[i];
+    if agreed.upto.len() != partition.assignment.len() {
+        *agreed = Agreed {
             epoch: partition.leader_epoch,
-            upto: Vec::new(),
+            upto: vec![0; partition.assignment.len()],
         };
     }
+    // A truncated or wiped log agrees only as far as it still goes.
+    for (k, upto) in agreed.upto.iter_mut().enumerate() {
+        *upto = (*upto).min(log_end(k));
+    }
+    let new_leader = partition.leader.and_then(|b| partition.position(b));
+    if agreed.epoch != partition.leader_epoch {
+        let carried = new_leader.map_or(0, |k| agreed.upto[k]);
+        for upto in &mut agreed.upto {
+            *upto = (*upto).min(carried);
+        }
+        agreed.epoch = partition.leader_epoch;
+    }
+    let Some(leader_k) = new_leader else {
+        return;
+    };
+    // The leader agrees with itself.
+    agreed.upto[leader_k] = log_end(leader_k);
+    let leader = replicas
+        .get(partition.replicas[leader_k])
+        .expect("replica entity");
+    let hw = leader.high_watermark;
     let mut found = Vec::new();
-    for (&broker, &entity) in partition.assignment.iter().zip(&partition.replicas) {
-        if Some(broker) == partition.leader
-            || !partition.in_isr(broker)
-            || !views[broker as usize].alive
-        {
+    for (k, &broker) in partition.assignment.iter().enumerate() {
+        if k == leader_k || !partition.in_isr(broker) || !views[broker as usize].alive {
             continue;
         }
-        let follower = replicas.get(entity).expect("replica entity");
-        let agreed = &mut invariants.agreed[i];
-        let slot = match agreed.upto.iter().position(|(e, _)| *e == entity) {
-            Some(k) => k,
-            None => {
-                agreed.upto.push((entity, 0));
-                agreed.upto.len() - 1
-            }
-        };
-        let from = agreed.upto[slot].1.min(follower.log_end_offset());
+        let follower = replicas.get(partition.replicas[k]).expect("replica entity");
+        let from = agreed.upto[k];
         let to = hw.min(follower.log_end_offset());
         if from >= to {
             continue;
@@ -322,7 +330,7 @@ fn check_committed_agree(
         if let Some((l, f)) = differ {
             found.push((broker, l.offset, l.id, f.id));
         }
-        agreed.upto[slot].1 = to;
+        agreed.upto[k] = to;
     }
     if found.is_empty() {
         return;

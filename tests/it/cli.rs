@@ -302,10 +302,11 @@ fn bench_sets_the_speed_against_the_floor_of_its_messages() {
             .and_then(|n| n.parse().ok())
             .unwrap_or_else(|| panic!("{label:?} in {floor}"))
     };
-    // 2.25 messages a step, and the fifteen rules that run at every busy step (the others wait
-    // for their run conditions: the timeline, faults, the controller, the periodic ISR check).
+    // 2.25 messages a step, and the rules that run at every busy step (fifteen now; the others
+    // wait for their run conditions: the timeline, faults, the controller, the periodic ISR
+    // check).
     assert!((2.0..2.6).contains(&number_after("while ")), "{floor}");
-    assert_eq!(number_after("the floor, "), 15.0, "{floor}");
+    assert!((10.0..=20.0).contains(&number_after("the floor, ")), "{floor}");
     assert!(number_after("takes ") > 0.0, "{floor}");
     assert!(text.contains("seeking to 20 instants"), "{text}");
 }

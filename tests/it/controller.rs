@@ -638,3 +638,97 @@ fn a_broker_that_crashes_while_registering_stops_asking() {
     assert_eq!(registrations, 0, "a crashed process registers nothing");
     assert_eq!(report.partitions[0].leader, Some(2));
 }
+
+#[test]
+fn a_broker_is_unfenced_only_by_a_heartbeat_after_its_registration_answer() {
+    // Broker 1's messages take 5 s more when it restarts: it sends its registration again before
+    // the first answer is back. The repeat registers nothing new; only a heartbeat the broker
+    // sends once it has its answer unfences it, so it never leads while still starting.
+    let scenario = crate::scenario(
+        r#"(
+        name: "slow registration", seed: 3, duration_ms: 40000,
+        cluster: (brokers: 3),
+        topics: [
+            (name: "solo", partitions: 1, replication_factor: 1, min_insync_replicas: 1,
+             assignment: Some([[1]])),
+            (name: "orders", partitions: 1, replication_factor: 3, min_insync_replicas: 2,
+             assignment: Some([[1, 2, 3]])),
+        ],
+        producers: [(name: "p1", topic: "orders", acks: All, records_per_sec: 100, keys: Sequence("k"))],
+        timeline: [
+            (at_ms: 10000, action: CrashBroker(1)),
+            (at_ms: 19000, action: SlowBroker(1, 5000)),
+            (at_ms: 20000, action: RestartBroker(1)),
+        ],
+    )"#,
+    );
+    let mut sim = Sim::new(&scenario);
+    while sim.now_ms() < scenario.duration_ms {
+        sim.step();
+        let report = sim.report();
+        if report.brokers[0].state == "starting" {
+            assert!(
+                report.partitions.iter().all(|p| p.leader != Some(1)),
+                "{} ms: broker 1 leads while it is starting",
+                sim.now_ms()
+            );
+        }
+    }
+    let report = sim.report();
+    let registered = report
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::BrokerRegistered { broker: 1 }))
+        .count();
+    assert_eq!(registered, 1);
+    assert_eq!(report.brokers[0].state, "online");
+    assert_eq!(
+        report.partitions[0].leader,
+        Some(1),
+        "it leads its own partition again"
+    );
+}
+
+#[test]
+fn a_heartbeat_from_a_gone_incarnation_changes_nothing() {
+    // A heartbeat slowed by 20 s is still on its way when broker 1 crashes; the broker restarts
+    // and registers anew before it arrives. It is stale (STALE_BROKER_EPOCH): no refusal, no
+    // second registration.
+    let mut scenario = crate::built_in("clean-failover");
+    scenario.timeline = vec![
+        TimelineEntry {
+            at_ms: 9_999,
+            action: Action::SlowBroker(1, 20_000),
+        },
+        TimelineEntry {
+            at_ms: 10_500,
+            action: Action::CrashBroker(1),
+        },
+        TimelineEntry {
+            at_ms: 18_000,
+            action: Action::SlowBroker(1, 0),
+        },
+        TimelineEntry {
+            at_ms: 18_000,
+            action: Action::RestartBroker(1),
+        },
+    ];
+    scenario.duration_ms = 45_000;
+    let report = crate::run(&scenario);
+    let kinds: Vec<&EventKind> = report
+        .events
+        .iter()
+        .map(|e| &e.kind)
+        .filter(|k| {
+            matches!(
+                k,
+                EventKind::RegistrationRefused { .. }
+                    | EventKind::BrokerRegistered { .. }
+                    | EventKind::BrokerFenced { .. }
+                    | EventKind::BrokerUnfenced { .. }
+            )
+        })
+        .collect();
+    assert_eq!(kinds.len(), 3, "fenced, registered, unfenced: {kinds:?}");
+    assert_eq!(report.brokers[0].state, "online");
+}
