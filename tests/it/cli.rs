@@ -306,7 +306,10 @@ fn bench_sets_the_speed_against_the_floor_of_its_messages() {
     // wait for their run conditions: the timeline, faults, the controller, the periodic ISR
     // check).
     assert!((2.0..2.6).contains(&number_after("while ")), "{floor}");
-    assert!((10.0..=20.0).contains(&number_after("the floor, ")), "{floor}");
+    assert!(
+        (10.0..=20.0).contains(&number_after("the floor, ")),
+        "{floor}"
+    );
     assert!(number_after("takes ") > 0.0, "{floor}");
     assert!(text.contains("seeking to 20 instants"), "{text}");
 }
