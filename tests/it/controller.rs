@@ -518,6 +518,21 @@ fn followers_of_a_leader_that_lost_its_disk_drop_what_they_had_and_copy_its_log(
     );
 }
 
+/// `clean-failover` (leader 1 crashes at 10 s) with these actions instead of its restart.
+fn clean_failover_with(actions: &[(u64, Action)]) -> kafkascope::scenario::Scenario {
+    let mut scenario = crate::built_in("clean-failover");
+    scenario
+        .timeline
+        .retain(|t| !matches!(t.action, Action::RestartBroker(_)));
+    for (at_ms, action) in actions {
+        scenario.timeline.push(TimelineEntry {
+            at_ms: *at_ms,
+            action: action.clone(),
+        });
+    }
+    scenario
+}
+
 #[test]
 fn a_quick_restart_is_refused_until_the_old_session_expires() {
     // Leader 1 crashes at 10 s and is back 2 s later, well within broker.session.timeout.ms:
@@ -525,14 +540,7 @@ fn a_quick_restart_is_refused_until_the_old_session_expires() {
     // session is valid, so the failover comes at the session timeout, as for a broker that stays
     // down. The refused broker serves nothing and retries with `BrokerLifecycleManager`'s
     // back-off; once registered it asks to be unfenced within milliseconds.
-    let mut scenario = crate::built_in("clean-failover");
-    scenario
-        .timeline
-        .retain(|t| !matches!(t.action, Action::RestartBroker(_)));
-    scenario.timeline.push(TimelineEntry {
-        at_ms: 12_000,
-        action: Action::RestartBroker(1),
-    });
+    let mut scenario = clean_failover_with(&[(12_000, Action::RestartBroker(1))]);
     scenario.duration_ms = 25_000;
     let session = scenario.cluster.session_timeout_ms;
     let interval = scenario.cluster.heartbeat_interval_ms;
@@ -617,16 +625,10 @@ fn the_automatic_rebalance_comes_an_interval_after_the_imbalance_and_again_while
 
 #[test]
 fn a_broker_that_crashes_while_registering_stops_asking() {
-    let mut scenario = crate::built_in("clean-failover");
-    scenario
-        .timeline
-        .retain(|t| !matches!(t.action, Action::RestartBroker(_)));
-    for (at_ms, action) in [
+    let mut scenario = clean_failover_with(&[
         (12_000, Action::RestartBroker(1)),
         (12_500, Action::CrashBroker(1)),
-    ] {
-        scenario.timeline.push(TimelineEntry { at_ms, action });
-    }
+    ]);
     scenario.duration_ms = 30_000;
     let report = crate::run(&scenario);
     assert_eq!(report.brokers[0].state, "crashed");
