@@ -444,6 +444,25 @@ fn check_no_safe_loss(
         let Some(p) = entity.and_then(|e| partitions.get(e).ok()) else {
             continue;
         };
+        // Offline with the record still on a replica that may not lead: KIP-966 takes a replica
+        // that shut down uncleanly out of the ELR, as it may have lost what it had not flushed.
+        // Kafka keeps such a partition offline rather than risk a loss; the record is
+        // unavailable until an unclean election, and its safety is not promised.
+        let still_held = || {
+            p.replicas.iter().any(|r| {
+                record.offset.is_some_and(|offset| {
+                    replicas
+                        .get(*r)
+                        .expect("replica entity")
+                        .log
+                        .get(offset as usize)
+                        .is_some_and(|held| held.id == record.id)
+                })
+            })
+        };
+        if p.leader.is_none() && still_held() {
+            continue;
+        }
         if p.min_insync_replicas >= 2 && !p.unclean_leader_election {
             invariants.report(
                 "safe-write-lost",

@@ -42,6 +42,9 @@ pub struct LostRecord {
     pub why: String,
     #[serde(skip)]
     pub acks: Acks,
+    /// Which `send()` made it.
+    #[serde(skip)]
+    pub id: u64,
 }
 
 /// [`lost_records`] for a whole world, outside the schedule: what the report and the window show.
@@ -138,6 +141,7 @@ pub fn lost_records(
                 producer: producer_name(cluster, producers, record.producer),
                 why: why.clone(),
                 acks: record.acks,
+                id: record.id,
             });
         }
     }

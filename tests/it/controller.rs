@@ -734,3 +734,44 @@ fn a_heartbeat_from_a_gone_incarnation_changes_nothing() {
     assert_eq!(kinds.len(), 3, "fenced, registered, unfenced: {kinds:?}");
     assert_eq!(report.brokers[0].state, "online");
 }
+
+#[test]
+fn an_offline_partition_whose_electable_replicas_all_shut_down_uncleanly_is_unavailable_not_a_broken_promise()
+ {
+    // KIP-966: a replica that registers after an unclean shutdown leaves the ELR, as it may have
+    // lost data it had not flushed. When that happens to every replica that could lead, Kafka
+    // keeps the partition offline (only an unclean election could bring it back): the ledger
+    // counts its records as lost to readers, and the safe-settings check does not call that a
+    // broken promise while a replica still holds them.
+    let scenario = crate::scenario(
+        r#"(
+        name: "both unclean", seed: 118, duration_ms: 60000,
+        cluster: (brokers: 3, eligible_leader_replicas: true, session_timeout_ms: 6000,
+                  heartbeat_interval_ms: 1000),
+        topics: [(name: "t", partitions: 1, replication_factor: 2, min_insync_replicas: 2,
+                  assignment: Some([[1, 2]]))],
+        producers: [(name: "p", topic: "t", acks: All, records_per_sec: 100, keys: Sequence("k"))],
+        timeline: [
+            (at_ms: 10000, action: CrashBroker(2)),
+            (at_ms: 20000, action: CrashBroker(1)),
+            (at_ms: 30000, action: RestartBroker(2)),
+            (at_ms: 30000, action: RestartBroker(1)),
+        ],
+    )"#,
+    );
+    let report = crate::run(&scenario);
+    let p = &report.partitions[0];
+    assert_eq!((p.leader, p.isr.len()), (None, 0), "offline: {p:?}");
+    assert!(report.brokers.iter().all(|b| b.state == "online"));
+    assert!(report.acked_records_lost > 0);
+    assert!(
+        report.lost_records[0].why.contains("partition offline"),
+        "{:?}",
+        report.lost_records[0]
+    );
+    assert!(
+        report.invariant_violations.is_empty(),
+        "{:?}",
+        report.invariant_violations
+    );
+}
