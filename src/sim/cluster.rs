@@ -444,12 +444,11 @@ impl Replica {
     /// in would otherwise be sent with every fetch, and diverge at every answer.
     pub fn truncate_to(&mut self, offset: u64) -> u64 {
         let leo = self.log_end_offset();
+        self.epochs.retain(|(_, start)| *start < offset.min(leo));
         if offset >= leo {
-            self.epochs.retain(|(_, start)| *start < leo);
             return 0;
         }
         self.log.truncate(offset as usize);
-        self.epochs.retain(|(_, start)| *start < offset);
         for (_, batches) in &mut self.producer_batches {
             batches.retain(|b| b.first_offset < offset);
         }

@@ -238,24 +238,25 @@ fn unfence(
     }
 }
 
-/// Runs `fence` or `unfence` for a broker with the brokers as the controller sees them now.
+/// Fences or unfences a broker: sets its flag, then runs `fence` or `unfence` with the brokers as
+/// the controller sees them now.
 #[allow(clippy::too_many_arguments)]
 fn change_fencing(
-    change: fn(
-        BrokerId,
-        &mut Query<&mut Partition>,
-        &mut Query<&mut Replica>,
-        &mut ElectionContext,
-    ),
+    fenced: bool,
     broker: BrokerId,
     now: u64,
     cluster: &Cluster,
-    brokers: &Query<&mut Broker>,
+    brokers: &mut Query<&mut Broker>,
     events: &mut EventLog,
     metrics: &mut Metrics,
     partitions: &mut Query<&mut Partition>,
     replicas: &mut Query<&mut Replica>,
 ) {
+    brokers
+        .get_mut(cluster.brokers[broker as usize - 1])
+        .expect("broker entity")
+        .fenced = fenced;
+    let change = if fenced { fence } else { unfence };
     let views = super::cluster::broker_views(brokers.iter());
     let mut ctx = ElectionContext {
         now,
@@ -422,18 +423,19 @@ fn controller_handles_heartbeats(
             controller.last_heartbeat_ms[b as usize] = now;
             controller.registered[b as usize] = heartbeat.incarnation;
             events.push(now, EventKind::BrokerRegistered { broker: b });
-            let unclean_shutdown = {
-                let mut broker = brokers.get_mut(broker_entity).expect("broker");
-                broker.fenced = true;
-                std::mem::take(&mut broker.unclean_shutdown)
-            };
+            let unclean_shutdown = std::mem::take(
+                &mut brokers
+                    .get_mut(broker_entity)
+                    .expect("broker")
+                    .unclean_shutdown,
+            );
             if !fenced {
                 change_fencing(
-                    fence,
+                    true,
                     b,
                     now,
                     &cluster,
-                    &brokers,
+                    &mut brokers,
                     &mut events,
                     &mut metrics,
                     &mut partitions,
@@ -453,13 +455,12 @@ fn controller_handles_heartbeats(
         } else {
             controller.last_heartbeat_ms[b as usize] = now;
             if fenced {
-                brokers.get_mut(broker_entity).expect("broker").fenced = false;
                 change_fencing(
-                    unfence,
+                    false,
                     b,
                     now,
                     &cluster,
-                    &brokers,
+                    &mut brokers,
                     &mut events,
                     &mut metrics,
                     &mut partitions,
@@ -509,13 +510,12 @@ fn controller_checks_sessions(
             wake.standing_at(Standing::Controller, deadline + 1);
             continue;
         }
-        brokers.get_mut(entity).expect("broker").fenced = true;
         change_fencing(
-            fence,
+            true,
             b,
             now,
             &cluster,
-            &brokers,
+            &mut brokers,
             &mut events,
             &mut metrics,
             &mut partitions,
