@@ -651,21 +651,34 @@ fn paint_scene(shown: Res<Shown>, mut paint: ResMut<Paint>) {
         Anchor::CENTER,
         5.0,
     );
-    let fenced: Vec<String> = s
-        .brokers
-        .iter()
-        .filter(|b| b.fenced)
-        .map(|b| b.id.to_string())
-        .collect();
+    let ids = |wanted: fn(&crate::view::snapshot::BrokerView) -> bool| -> String {
+        let ids: Vec<String> = s
+            .brokers
+            .iter()
+            .filter(|b| wanted(b))
+            .map(|b| b.id.to_string())
+            .collect();
+        ids.join(", ")
+    };
+    // What the controller knows: fenced brokers, and restarted ones it has not registered yet.
+    let fenced = ids(|b| b.fenced);
+    let starting = ids(|b| b.state == "starting");
+    let mut status: Vec<String> = Vec::new();
+    if !fenced.is_empty() {
+        status.push(format!("fenced: broker {fenced}"));
+    }
+    if !starting.is_empty() {
+        status.push(format!("registering: broker {starting}"));
+    }
     paint.text(
         Vec2::new(c.center().x, c.min.y + 46.0),
-        if fenced.is_empty() {
+        if status.is_empty() {
             "all brokers registered, unfenced".to_string()
         } else {
-            format!("fenced: broker {}", fenced.join(", "))
+            status.join("; ")
         },
         14.0 * k,
-        if fenced.is_empty() {
+        if status.is_empty() {
             muted
         } else {
             srgba(palette.out_of_sync)
