@@ -218,6 +218,7 @@ fn handle_group_requests(
     partitions: Query<&Partition>,
     mut replicas: Query<&mut Replica>,
     mut groups: Query<&mut ConsumerGroup>,
+    mut wake: ResMut<Wake>,
     mut commands: Commands,
 ) {
     let now = clock.now_ms;
@@ -493,6 +494,9 @@ fn handle_group_requests(
                         offset: *offset,
                     })),
                 }));
+                // Followers' fetches held at this leader finish once it has appended
+                // (`DelayedFetch`): the next step's delayed phase answers them, so it must run.
+                wake.at(now + 1);
                 wire.state = WireState::Held {
                     until_ms: now + OFFSETS_COMMIT_TIMEOUT_MS,
                 };
