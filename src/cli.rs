@@ -6,9 +6,10 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use crate::app::options;
 use crate::partitioner::partition_for_key;
 use crate::report::Report;
-use crate::scenario::{BUILT_IN, Scenario, ScenarioError, limits};
+use crate::scenario::{BUILT_IN, Scenario};
 use crate::sim::{Sim, floor};
 
 #[derive(Parser, Debug)]
@@ -17,7 +18,7 @@ use crate::sim::{Sim, floor};
     version,
     about = "Apache Kafka's production lifecycle as a living, deterministic simulation",
     long_about = "Apache Kafka's production lifecycle as a living, deterministic simulation.\n\n\
-                  Without a command, opens the window on the built-in `quickstart` scenario."
+                  Without a command, opens the window on the guided walkthrough."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -31,11 +32,15 @@ struct Look {
     #[arg(long, value_name = "WIDTHxHEIGHT", value_parser = parse_size, default_value = "1600x900")]
     size: (u32, u32),
     /// Colour theme: dark for screens, light for projectors.
-    #[arg(long, value_parser = parse_theme, default_value = "dark")]
+    #[arg(long, value_parser = options::parse_theme, default_value = "dark")]
     theme: crate::view::palette::Theme,
     /// Multiplies every text size (0.75 to 2).
-    #[arg(long, default_value_t = 1.0, value_parser = parse_text_scale)]
+    #[arg(long, default_value_t = 1.0, value_parser = options::parse_text_scale)]
     text_scale: f32,
+    /// The talk preset: the light theme, text 1.5 times larger, and no panels but the narration
+    /// and the lag monitor (P toggles it in the window).
+    #[arg(long)]
+    talk: bool,
 }
 
 impl Default for Look {
@@ -45,7 +50,17 @@ impl Default for Look {
             size: (1600, 900),
             theme: crate::view::palette::Theme::Dark,
             text_scale: 1.0,
+            talk: false,
         }
+    }
+}
+
+impl Look {
+    fn apply(&self, options: &mut crate::app::Options) {
+        options.size = self.size;
+        options.theme = self.theme;
+        options.text_scale = self.text_scale;
+        options.talk = self.talk;
     }
 }
 
@@ -85,7 +100,21 @@ enum Command {
         #[arg(long = "member", value_name = "ID=TOPICS", value_parser = parse_member, required = true)]
         members: Vec<(String, Vec<String>)>,
     },
-    /// Open the window on a scenario (the default: quickstart).
+    /// Open the window on a tour: the guided walkthrough unless another is named.
+    Tour {
+        /// A tour file (.ron) or a built-in tour's name.
+        #[arg(default_value = "walkthrough")]
+        name: String,
+        /// Open at this beat (from 1), paused at its start.
+        #[arg(long, value_name = "N")]
+        beat: Option<usize>,
+        /// Print the tour's beats as JSON instead of opening the window.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        look: Look,
+    },
+    /// Open the window on a scenario, the sandbox (by default quickstart).
     View {
         /// A scenario file (.ron) or the name of a built-in scenario.
         #[arg(default_value = "quickstart")]
@@ -93,8 +122,8 @@ enum Command {
         /// Open at this sim time.
         #[arg(long, value_name = "MS", default_value_t = 0)]
         at_ms: u64,
-        /// Sim time per real time, 0.01 to 100.
-        #[arg(long, default_value_t = crate::app::Options::DEFAULT_SPEED, value_parser = parse_speed)]
+        /// Sim time per real time, 0.001 to 100.
+        #[arg(long, default_value_t = crate::app::Options::DEFAULT_SPEED, value_parser = options::parse_speed)]
         speed: f64,
         /// Open paused.
         #[arg(long)]
@@ -102,13 +131,21 @@ enum Command {
         #[command(flatten)]
         look: Look,
     },
-    /// Render the scene at a sim time into a PNG file, then exit.
+    /// Render the scene at a sim time, or a tour's beat as it ends, into a PNG file, then exit.
     Shot {
-        /// A scenario file (.ron) or the name of a built-in scenario.
+        /// A scenario file (.ron) or the name of a built-in scenario; with --beat, a tour's.
         scenario: String,
         /// The sim time to show.
-        #[arg(long, value_name = "MS")]
-        at_ms: u64,
+        #[arg(
+            long,
+            value_name = "MS",
+            required_unless_present = "beat",
+            conflicts_with = "beat"
+        )]
+        at_ms: Option<u64>,
+        /// The beat (from 1) of a tour to show, at its end, with its narration and focus.
+        #[arg(long, value_name = "N")]
+        beat: Option<usize>,
         /// The PNG file to write.
         #[arg(long, value_name = "FILE.png")]
         out: std::path::PathBuf,
@@ -156,28 +193,6 @@ fn parse_size(s: &str) -> Result<(u32, u32), String> {
     Ok((px(w)?, px(h)?))
 }
 
-pub(crate) fn parse_theme(s: &str) -> Result<crate::view::palette::Theme, String> {
-    match s {
-        "dark" => Ok(crate::view::palette::Theme::Dark),
-        "light" => Ok(crate::view::palette::Theme::Light),
-        _ => Err("expected dark or light".to_string()),
-    }
-}
-
-pub(crate) fn parse_text_scale(s: &str) -> Result<f32, String> {
-    s.parse::<f32>()
-        .ok()
-        .filter(|v| (0.75..=2.0).contains(v))
-        .ok_or_else(|| "expected a number from 0.75 to 2".to_string())
-}
-
-pub(crate) fn parse_speed(s: &str) -> Result<f64, String> {
-    s.parse::<f64>()
-        .ok()
-        .filter(|v| (0.01..=100.0).contains(v))
-        .ok_or_else(|| "expected a number from 0.01 to 100".to_string())
-}
-
 /// The window needs a display; without one, say so instead of failing inside the windowing
 /// library.
 fn check_display() -> Result<(), String> {
@@ -190,24 +205,26 @@ fn check_display() -> Result<(), String> {
     Ok(())
 }
 
-/// Whether a window can open at `at_ms`: not past the scenario's end.
-pub(crate) fn check_at_ms(scenario: &Scenario, at_ms: u64) -> Result<(), String> {
-    if at_ms > scenario.duration_ms {
-        return Err(format!(
-            "{at_ms} is past the end of scenario {:?} ({} ms)",
-            scenario.name, scenario.duration_ms
-        ));
-    }
-    Ok(())
+fn app_options(scenario: Scenario, at_ms: u64, look: &Look) -> Result<crate::app::Options, String> {
+    let mut options =
+        crate::app::Options::at(scenario, at_ms).map_err(|e| format!("--at-ms {e}"))?;
+    look.apply(&mut options);
+    Ok(options)
 }
 
-fn app_options(scenario: Scenario, at_ms: u64, look: &Look) -> Result<crate::app::Options, String> {
-    check_at_ms(&scenario, at_ms).map_err(|e| format!("--at-ms {e}"))?;
-    let mut options = crate::app::Options::new(scenario);
-    options.at_ms = at_ms;
-    options.size = look.size;
-    options.theme = look.theme;
-    options.text_scale = look.text_scale;
+/// The window's options for beat `beat` (from 1; the first when `None`) of a tour.
+fn tour_options(
+    name: &str,
+    beat: Option<usize>,
+    at_end: bool,
+    look: &Look,
+) -> Result<crate::app::Options, String> {
+    let (tour, scenario) = crate::tour::Tour::load(name).map_err(|e| e.to_string())?;
+    let beat = tour
+        .beat_index(beat.unwrap_or(1))
+        .map_err(|e| format!("--beat {e}"))?;
+    let mut options = crate::app::Options::tour(tour, scenario, beat, at_end);
+    look.apply(&mut options);
     Ok(options)
 }
 
@@ -289,15 +306,26 @@ pub fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
-        None => run(Cli {
-            command: Some(Command::View {
-                scenario: "quickstart".into(),
-                at_ms: 0,
-                speed: crate::app::Options::DEFAULT_SPEED,
-                paused: false,
-                look: Look::default(),
-            }),
-        }),
+        None => {
+            let options = crate::app::Options::front_door()?;
+            check_display()?;
+            exit_status(crate::app::run(options))
+        }
+        Some(Command::Tour {
+            name,
+            beat,
+            json,
+            look,
+        }) => {
+            let options = tour_options(&name, beat, false, &look)?;
+            if json {
+                let tour = &options.tour.as_ref().expect("a tour's options").tour;
+                outln!("{}", tour.to_json());
+                return Ok(());
+            }
+            check_display()?;
+            exit_status(crate::app::run(options))
+        }
         Some(Command::View {
             scenario,
             at_ms,
@@ -305,7 +333,7 @@ fn run(cli: Cli) -> Result<(), String> {
             paused,
             look,
         }) => {
-            let scenario = load(&scenario).map_err(|e| e.to_string())?;
+            let scenario = Scenario::load(&scenario).map_err(|e| e.to_string())?;
             check_display()?;
             let mut options = app_options(scenario, at_ms, &look)?;
             options.speed = speed;
@@ -315,10 +343,17 @@ fn run(cli: Cli) -> Result<(), String> {
         Some(Command::Shot {
             scenario,
             at_ms,
+            beat,
             out,
             look,
         }) => {
-            let scenario = load(&scenario).map_err(|e| e.to_string())?;
+            let mut options = match (beat, at_ms) {
+                (Some(beat), _) => tour_options(&scenario, Some(beat), true, &look)?,
+                (None, at_ms) => {
+                    let scenario = Scenario::load(&scenario).map_err(|e| e.to_string())?;
+                    app_options(scenario, at_ms.unwrap_or(0), &look)?
+                }
+            };
             if out.extension().and_then(|e| e.to_str()) != Some("png") {
                 return Err(format!(
                     "--out {}: the file must end in .png",
@@ -335,7 +370,6 @@ fn run(cli: Cli) -> Result<(), String> {
                 ));
             }
             check_display()?;
-            let mut options = app_options(scenario, at_ms, &look)?;
             options.shot = Some(out.clone());
             exit_status(crate::app::run(options))?;
             if !out.is_file() {
@@ -351,7 +385,7 @@ fn run(cli: Cli) -> Result<(), String> {
             check_display()?;
             let mut results = Vec::new();
             if let [name] = scenarios.as_slice() {
-                let scenario = load(name).map_err(|e| e.to_string())?;
+                let scenario = Scenario::load(name).map_err(|e| e.to_string())?;
                 let look = Look::default();
                 let start = at_ms.min(scenario.duration_ms.saturating_sub(10_000));
                 let options = app_options(scenario.clone(), start, &look)?;
@@ -375,7 +409,7 @@ fn run(cli: Cli) -> Result<(), String> {
             // A process opens one window event loop in its life: each scenario gets its own.
             let exe = std::env::current_exe().map_err(|e| format!("finding this program: {e}"))?;
             for name in &scenarios {
-                load(name).map_err(|e| e.to_string())?;
+                Scenario::load(name).map_err(|e| e.to_string())?;
                 let child = std::process::Command::new(&exe)
                     .args(["bench-frames", name, "--frames", &frames.to_string()])
                     .args(["--at-ms", &at_ms.to_string()])
@@ -406,11 +440,11 @@ fn run(cli: Cli) -> Result<(), String> {
             seed,
             summary: want_summary,
         }) => {
-            let mut scenario = load(&scenario).map_err(|e| e.to_string())?;
+            let mut scenario = Scenario::load(&scenario).map_err(|e| e.to_string())?;
             if let Some(seed) = seed {
                 scenario.seed = seed;
             }
-            let report = run_scenario(&scenario, until_ms, "--until-ms")?;
+            let report = crate::report::run(&scenario, until_ms, "--until-ms")?;
             if want_summary {
                 out!("{}", summary(&scenario, &report));
             } else {
@@ -501,7 +535,7 @@ fn run(cli: Cli) -> Result<(), String> {
             scenario,
             sim_seconds,
         }) => {
-            let scenario = load(&scenario).map_err(|e| e.to_string())?;
+            let scenario = Scenario::load(&scenario).map_err(|e| e.to_string())?;
             let until = sim_seconds * 1000;
             scenario
                 .validate(&scenario.name, until)
@@ -568,67 +602,6 @@ const FLOOR_SAMPLE_STEPS: u64 = 1000;
 
 /// The longest key `partition` reads from stdin (Kafka's `max.request.size` is 1 MiB).
 const MAX_KEY_LINE_BYTES: u64 = 16 * 1024 * 1024;
-
-/// The largest scenario file read (the built-in ones are a few kilobytes).
-const MAX_SCENARIO_FILE_BYTES: u64 = 16 * 1024 * 1024;
-
-/// A scenario from a file path, or a built-in one by name.
-pub fn load(scenario: &str) -> Result<Scenario, ScenarioError> {
-    let path = std::path::Path::new(scenario);
-    let unreadable = |message: String| ScenarioError::Invalid {
-        origin: scenario.to_string(),
-        field: "file".into(),
-        message,
-    };
-    match std::fs::metadata(path) {
-        Ok(meta) if meta.is_file() => {
-            if meta.len() > MAX_SCENARIO_FILE_BYTES {
-                return Err(unreadable(format!(
-                    "{} bytes: a scenario file is at most {MAX_SCENARIO_FILE_BYTES}",
-                    meta.len()
-                )));
-            }
-            let source = std::fs::read_to_string(path)
-                .map_err(|e| unreadable(format!("cannot be read: {e}")))?;
-            Scenario::parse(&source, scenario)
-        }
-        // A built-in's name wins over a folder or device of that name.
-        Ok(meta) if Scenario::built_in(scenario).is_err() => {
-            let what = if meta.is_dir() {
-                "a folder"
-            } else {
-                "not a regular file"
-            };
-            Err(unreadable(format!(
-                "is {what}: give a scenario's .ron file or a built-in's name"
-            )))
-        }
-        _ => Scenario::built_in(scenario),
-    }
-}
-
-/// Runs a scenario headless to `until_ms` (its duration when `None`) and reports what it did;
-/// `name` is how the user gave `until_ms`, for the message when it is out of range.
-pub(crate) fn run_scenario(
-    scenario: &Scenario,
-    until_ms: Option<u64>,
-    name: &str,
-) -> Result<Report, String> {
-    if let Some(until) = until_ms {
-        if until > limits::DURATION_MS {
-            return Err(format!(
-                "{name} {until}: a run lasts at most {} ms (a week)",
-                limits::DURATION_MS
-            ));
-        }
-        scenario
-            .validate(&scenario.name, until)
-            .map_err(|e| e.to_string())?;
-    }
-    let mut sim = Sim::new(scenario);
-    sim.run_until(until_ms.unwrap_or(scenario.duration_ms));
-    Ok(sim.report())
-}
 
 /// A few lines a person reads: the partitions' state, the producers' counts, what happened.
 pub fn summary(scenario: &Scenario, report: &Report) -> String {

@@ -6,13 +6,33 @@ use serde::Serialize;
 
 use bevy::ecs::system::RunSystemOnce;
 
+use crate::scenario::{Scenario, limits};
 use crate::sim::cluster::{Broker, Cluster, Partition, Replica};
 use crate::sim::group_coordinator::ConsumerGroup;
 use crate::sim::invariants::Invariants;
 use crate::sim::lag::{LagMonitor, lag_now};
 use crate::sim::ledger::{LostRecord, lost_in};
 use crate::sim::producer::{Producer, ProducerStats};
-use crate::sim::{Event, EventLog, Metrics, SimClock};
+use crate::sim::{Event, EventLog, Metrics, Sim, SimClock};
+
+/// Runs a scenario headless to `until_ms` (its duration when `None`) and reports what it did;
+/// `name` is how the user gave `until_ms`, for the message when it is out of range.
+pub fn run(scenario: &Scenario, until_ms: Option<u64>, name: &str) -> Result<Report, String> {
+    if let Some(until) = until_ms {
+        if until > limits::DURATION_MS {
+            return Err(format!(
+                "{name} {until}: a run lasts at most {} ms (a week)",
+                limits::DURATION_MS
+            ));
+        }
+        scenario
+            .validate(&scenario.name, until)
+            .map_err(|e| e.to_string())?;
+    }
+    let mut sim = Sim::new(scenario);
+    sim.run_until(until_ms.unwrap_or(scenario.duration_ms));
+    Ok(sim.report())
+}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {

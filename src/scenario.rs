@@ -44,6 +44,10 @@ pub const BUILT_IN: &[BuiltIn] = &[
         source: include_str!("../scenarios/quickstart.ron"),
     },
     BuiltIn {
+        name: "walkthrough",
+        source: include_str!("../scenarios/walkthrough.ron"),
+    },
+    BuiltIn {
         name: "isr-shrink",
         source: include_str!("../scenarios/isr-shrink.ron"),
     },
@@ -90,6 +94,10 @@ pub const BUILT_IN: &[BuiltIn] = &[
     BuiltIn {
         name: "rebalance-storm-cooperative",
         source: include_str!("../scenarios/rebalance-storm-cooperative.ron"),
+    },
+    BuiltIn {
+        name: "leader-reads",
+        source: include_str!("../scenarios/leader-reads.ron"),
     },
     BuiltIn {
         name: "throughput",
@@ -689,34 +697,93 @@ fn key_too_long(key: &str) -> Option<String> {
     })
 }
 
+/// Reads RON text into `T`; a syntax error gives `origin:line:column` and what was found there.
+pub fn parse_ron<T: serde::de::DeserializeOwned>(
+    source: &str,
+    origin: &str,
+) -> Result<T, ScenarioError> {
+    // A byte order mark (some editors write one) becomes a space: columns stay the same.
+    let source = match source.strip_prefix('\u{feff}') {
+        Some(rest) => std::borrow::Cow::Owned(format!(" {rest}")),
+        None => std::borrow::Cow::Borrowed(source),
+    };
+    ron::from_str(&source).map_err(|e| {
+        let (line, column) = (e.span.start.line, e.span.start.col);
+        let mut message = e.code.to_string();
+        // Messages that quote nothing get what was found there.
+        if !message.contains('`') {
+            message.push_str(&found_at(
+                &source,
+                (line, column),
+                (e.span.end.line, e.span.end.col),
+            ));
+        }
+        ScenarioError::Syntax {
+            origin: origin.to_string(),
+            line,
+            column,
+            message,
+        }
+    })
+}
+
+/// The largest scenario or tour file read (the built-in ones are a few kilobytes).
+const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The text of the file `name` when it is a path to one, `None` when no such path exists (it is
+/// a built-in's name, then). `built_in` says whether a built-in of that name exists: it wins over
+/// a folder or device of that name. `kind` ("scenario", "tour") names the file in messages.
+pub fn read_named_file(
+    name: &str,
+    built_in: bool,
+    kind: &str,
+) -> Result<Option<String>, ScenarioError> {
+    let path = std::path::Path::new(name);
+    let unreadable = |message: String| ScenarioError::Invalid {
+        origin: name.to_string(),
+        field: "file".into(),
+        message,
+    };
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_file() => {
+            if meta.len() > MAX_FILE_BYTES {
+                return Err(unreadable(format!(
+                    "{} bytes: a {kind} file is at most {MAX_FILE_BYTES}",
+                    meta.len()
+                )));
+            }
+            std::fs::read_to_string(path)
+                .map(Some)
+                .map_err(|e| unreadable(format!("cannot be read: {e}")))
+        }
+        Ok(meta) if !built_in => {
+            let what = if meta.is_dir() {
+                "a folder"
+            } else {
+                "not a regular file"
+            };
+            Err(unreadable(format!(
+                "is {what}: give a {kind}'s .ron file or a built-in's name"
+            )))
+        }
+        _ => Ok(None),
+    }
+}
+
 impl Scenario {
     /// Reads and checks a scenario. `origin` names it in messages (a path, or a built-in's name).
     pub fn parse(source: &str, origin: &str) -> Result<Scenario, ScenarioError> {
-        // A byte order mark (some editors write one) becomes a space: columns stay the same.
-        let source = match source.strip_prefix('\u{feff}') {
-            Some(rest) => std::borrow::Cow::Owned(format!(" {rest}")),
-            None => std::borrow::Cow::Borrowed(source),
-        };
-        let scenario: Scenario = ron::from_str(&source).map_err(|e| {
-            let (line, column) = (e.span.start.line, e.span.start.col);
-            let mut message = e.code.to_string();
-            // Messages that quote nothing get what was found there.
-            if !message.contains('`') {
-                message.push_str(&found_at(
-                    &source,
-                    (line, column),
-                    (e.span.end.line, e.span.end.col),
-                ));
-            }
-            ScenarioError::Syntax {
-                origin: origin.to_string(),
-                line,
-                column,
-                message,
-            }
-        })?;
+        let scenario: Scenario = parse_ron(source, origin)?;
         scenario.validate(origin, scenario.duration_ms)?;
         Ok(scenario)
+    }
+
+    /// A scenario from a file path, or a built-in one by name.
+    pub fn load(name: &str) -> Result<Scenario, ScenarioError> {
+        match read_named_file(name, Scenario::built_in(name).is_ok(), "scenario")? {
+            Some(source) => Scenario::parse(&source, name),
+            None => Scenario::built_in(name),
+        }
     }
 
     /// A built-in scenario by name.

@@ -1,7 +1,9 @@
 //! The web page's side of the app. The page's address chooses what opens, so that a talk's slide
 //! or a blog post can link straight to a scenario, an instant and a look:
 //!
-//! `?scenario=NAME&at_ms=N&theme=light|dark&speed=X&paused=1&text_scale=X&seed=S`
+//! `?scenario=NAME&at_ms=N&theme=light|dark&speed=X&paused=1&text_scale=X&seed=S` opens a
+//! scenario in the sandbox; `?tour=NAME&beat=N` a tour at a beat (the walkthrough at beat 1 when
+//! the address has no parameters); `talk=1` the talk preset.
 //!
 //! `?report=1` (with `scenario`, `seed` and `until_ms`) runs the scenario headless instead and
 //! writes its JSON report into the page, the same bytes `kafkascope run` prints natively.
@@ -33,6 +35,9 @@ const KNOWN: &[&str] = &[
     "seed",
     "report",
     "until_ms",
+    "tour",
+    "beat",
+    "talk",
 ];
 
 /// Reads a URL's query (the part after `?`, without the `#` fragment) into what the page opens.
@@ -77,6 +82,32 @@ pub fn parse_query(query: &str) -> Result<Page, String> {
         }
     };
 
+    if params.is_empty() {
+        return crate::app::Options::front_door().map(|o| Page::View(Box::new(o)));
+    }
+    if let Some(name) = get("tour") {
+        for key in [
+            "scenario", "at_ms", "speed", "paused", "seed", "report", "until_ms",
+        ] {
+            if get(key).is_some() {
+                return Err(format!(
+                    "{key} is for a scenario; a tour takes beat, theme, text_scale and talk"
+                ));
+            }
+        }
+        let (tour, scenario) =
+            crate::tour::Tour::built_in(name).map_err(|e| format!("tour={name:?}: {e}"))?;
+        let beat = match get("beat") {
+            Some(n) => crate::app::options::parse_beat(&tour, n).map_err(|e| bad("beat", e))?,
+            None => 0,
+        };
+        let mut options = crate::app::Options::tour(tour, scenario, beat, false);
+        look(&mut options, &get, &bad, &flag)?;
+        return Ok(Page::View(Box::new(options)));
+    }
+    if get("beat").is_some() {
+        return Err("beat is a tour's: give tour=NAME too".into());
+    }
     let name = get("scenario").unwrap_or("quickstart");
     let mut scenario = Scenario::built_in(name).map_err(|e| format!("scenario={name:?}: {e}"))?;
     if let Some(seed) = number("seed")? {
@@ -84,7 +115,7 @@ pub fn parse_query(query: &str) -> Result<Page, String> {
     }
 
     if flag("report")? {
-        for key in ["at_ms", "theme", "speed", "paused", "text_scale"] {
+        for key in ["at_ms", "theme", "speed", "paused", "text_scale", "talk"] {
             if get(key).is_some() {
                 return Err(format!(
                     "{key} sets how the window opens; a report takes scenario, seed and until_ms"
@@ -101,27 +132,40 @@ pub fn parse_query(query: &str) -> Result<Page, String> {
     }
 
     let at_ms = number("at_ms")?.unwrap_or(0);
-    crate::cli::check_at_ms(&scenario, at_ms).map_err(|e| format!("at_ms {e}"))?;
-    let mut options = crate::app::Options::new(scenario);
-    options.at_ms = at_ms;
-    if let Some(theme) = get("theme") {
-        options.theme = crate::cli::parse_theme(theme).map_err(|e| bad("theme", e))?;
-    }
+    let mut options = crate::app::Options::at(scenario, at_ms).map_err(|e| format!("at_ms {e}"))?;
     if let Some(speed) = get("speed") {
-        options.speed = crate::cli::parse_speed(speed).map_err(|e| bad("speed", e))?;
+        options.speed = crate::app::options::parse_speed(speed).map_err(|e| bad("speed", e))?;
+    }
+    options.paused = flag("paused")?;
+    look(&mut options, &get, &bad, &flag)?;
+    Ok(Page::View(Box::new(options)))
+}
+
+/// The parameters of how the window looks, for a scenario and a tour alike.
+fn look<'a>(
+    options: &mut crate::app::Options,
+    get: &dyn Fn(&str) -> Option<&'a str>,
+    bad: &dyn Fn(&str, String) -> String,
+    flag: &dyn Fn(&str) -> Result<bool, String>,
+) -> Result<(), String> {
+    if let Some(theme) = get("theme") {
+        options.theme = crate::app::options::parse_theme(theme).map_err(|e| bad("theme", e))?;
     }
     if let Some(scale) = get("text_scale") {
         options.text_scale =
-            crate::cli::parse_text_scale(scale).map_err(|e| bad("text_scale", e))?;
+            crate::app::options::parse_text_scale(scale).map_err(|e| bad("text_scale", e))?;
     }
-    options.paused = flag("paused")?;
-    Ok(Page::View(Box::new(options)))
+    options.talk = flag("talk")?;
+    Ok(())
 }
 
 /// What the window shows now, as the page's address can say it: the address bar follows the app,
 /// so copying it links to the same scenario, instant and look.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Link {
+    /// A built-in tour's name and the beat on screen (an index): the link opens the tour there,
+    /// and the scenario's fields below are its own, left out.
+    pub tour: Option<(String, usize)>,
     /// The built-in scenario's name (its file name).
     pub scenario: String,
     /// The seed, when it is not the scenario's own.
@@ -132,29 +176,41 @@ pub struct Link {
     pub speed: f64,
     pub paused: bool,
     pub text_scale: f32,
+    pub talk: bool,
 }
 
 impl Link {
     /// The query (without `?`) that opens this; settings at their defaults are left out.
     pub fn query(&self) -> String {
-        let mut q = format!("scenario={}", encode(&self.scenario));
-        if let Some(seed) = self.seed {
-            q += &format!("&seed={seed}");
-        }
-        if let Some(at) = self.at_ms.filter(|at| *at > 0) {
-            q += &format!("&at_ms={at}");
-        }
+        let mut q = match &self.tour {
+            Some((tour, beat)) => format!("tour={}&beat={}", encode(tour), beat + 1),
+            None => {
+                let mut q = format!("scenario={}", encode(&self.scenario));
+                if let Some(seed) = self.seed {
+                    q += &format!("&seed={seed}");
+                }
+                if let Some(at) = self.at_ms.filter(|at| *at > 0) {
+                    q += &format!("&at_ms={at}");
+                }
+                q
+            }
+        };
         if self.theme == crate::view::palette::Theme::Light {
             q += "&theme=light";
         }
-        if self.speed != crate::app::Options::DEFAULT_SPEED {
-            q += &format!("&speed={}", self.speed);
-        }
-        if self.paused {
-            q += "&paused=1";
+        if self.tour.is_none() {
+            if self.speed != crate::app::Options::DEFAULT_SPEED {
+                q += &format!("&speed={}", self.speed);
+            }
+            if self.paused {
+                q += "&paused=1";
+            }
         }
         if self.text_scale != 1.0 {
             q += &format!("&text_scale={}", self.text_scale);
+        }
+        if self.talk {
+            q += "&talk=1";
         }
         q
     }
@@ -215,7 +271,7 @@ pub fn main() {
             crate::app::run(*options);
         }
         Ok(Page::Report { scenario, until_ms }) => {
-            match crate::cli::run_scenario(&scenario, until_ms, "until_ms") {
+            match crate::report::run(&scenario, until_ms, "until_ms") {
                 Ok(report) => {
                     document.set_title(&format!("Kafkascope report: {}", scenario.name));
                     show(&document, "report", &report.to_json());

@@ -2,14 +2,18 @@
 //! broker was clicked (for its menu). Both become playback changes or model actions.
 
 use bevy::prelude::*;
-use bevy::window::PrimaryWindow;
+use bevy::window::{MonitorSelection, PrimaryWindow, WindowMode};
 use bevy_egui::EguiContexts;
 
 use super::AppSet;
 use super::painter::to_layout;
 use super::playback::{Control, MAX_SPEED, MIN_SPEED, Playback, Shown};
-use super::scene::{member_rect, message_at};
+use super::scene::message_at;
+use super::tour::{Following, TourControl, TourPlay};
+use crate::view::follow::at_offset;
+use crate::view::log_strip::StripPlace;
 use crate::view::palette::Theme;
+use crate::view::tour::Step;
 
 pub use crate::view::explain::Target;
 
@@ -30,20 +34,24 @@ pub(super) fn plugin(app: &mut App) {
         .add_systems(Update, (keyboard, mouse).in_set(AppSet::Input));
 }
 
-/// The speeds the keyboard steps through: a log scale from 1/100 to 100.
+/// The speeds the keyboard steps through: a log scale from 1/1000 to 100.
 pub fn speed_step(speed: f64, up: bool) -> f64 {
     let steps_per_decade = 4.0;
     let k = (speed.log10() * steps_per_decade).round() + if up { 1.0 } else { -1.0 };
     10f64.powf(k / steps_per_decade).clamp(MIN_SPEED, MAX_SPEED)
 }
 
-fn keyboard(
+#[allow(clippy::too_many_arguments)]
+pub(super) fn keyboard(
     keys: Res<ButtonInput<KeyCode>>,
     mut contexts: EguiContexts,
     mut playback: ResMut<Playback>,
     mut controls: MessageWriter<Control>,
+    mut steps: MessageWriter<TourControl>,
+    tour: Option<Res<TourPlay>>,
     mut pointer: ResMut<Pointer>,
     mut shown: ResMut<Shown>,
+    mut window: Single<&mut Window, With<PrimaryWindow>>,
 ) {
     if let Ok(ctx) = contexts.ctx_mut()
         && ctx.egui_wants_keyboard_input()
@@ -51,14 +59,49 @@ fn keyboard(
         return;
     }
     let shift = keys.any_pressed([KeyCode::ShiftLeft, KeyCode::ShiftRight]);
-    if keys.just_pressed(KeyCode::Space) {
-        playback.paused = !playback.paused;
-    }
-    if keys.just_pressed(KeyCode::ArrowRight) {
-        controls.write(Control::StepForward);
-    }
-    if keys.just_pressed(KeyCode::ArrowLeft) {
-        controls.write(Control::StepBack);
+    if tour.is_some() {
+        // A reader's keys and a speaker's clicker (which sends PageDown and PageUp): beat by beat.
+        let step = if keys.any_just_pressed([
+            KeyCode::ArrowRight,
+            KeyCode::PageDown,
+            KeyCode::Space,
+            KeyCode::Period,
+        ]) {
+            Some(if shift && keys.just_pressed(KeyCode::Space) {
+                Step::Previous
+            } else {
+                Step::Next
+            })
+        } else if keys.any_just_pressed([KeyCode::ArrowLeft, KeyCode::PageUp, KeyCode::Backspace]) {
+            Some(Step::Previous)
+        } else if keys.just_pressed(KeyCode::Home) {
+            Some(Step::First)
+        } else if keys.just_pressed(KeyCode::End) {
+            Some(Step::Last)
+        } else if keys.just_pressed(KeyCode::KeyR) {
+            Some(Step::Replay)
+        } else {
+            None
+        };
+        if let Some(step) = step {
+            steps.write(TourControl::Step(step));
+        }
+        if keys.just_pressed(KeyCode::KeyK) {
+            playback.paused = !playback.paused;
+        }
+    } else {
+        if keys.just_pressed(KeyCode::Space) {
+            playback.paused = !playback.paused;
+        }
+        if keys.just_pressed(KeyCode::ArrowRight) {
+            controls.write(Control::StepForward);
+        }
+        if keys.just_pressed(KeyCode::ArrowLeft) {
+            controls.write(Control::StepBack);
+        }
+        if keys.just_pressed(KeyCode::Home) {
+            controls.write(Control::Seek(0));
+        }
     }
     if keys.any_just_pressed([KeyCode::NumpadAdd]) || (keys.just_pressed(KeyCode::Equal)) {
         playback.speed = speed_step(playback.speed, true);
@@ -69,9 +112,6 @@ fn keyboard(
     if keys.just_pressed(KeyCode::Slash) && shift || keys.just_pressed(KeyCode::F1) {
         pointer.show_help = !pointer.show_help;
     }
-    if keys.just_pressed(KeyCode::Home) {
-        controls.write(Control::Seek(0));
-    }
     if keys.just_pressed(KeyCode::KeyT) {
         shown.theme = match shown.theme {
             Theme::Dark => Theme::Light,
@@ -80,6 +120,16 @@ fn keyboard(
     }
     if keys.just_pressed(KeyCode::KeyD) {
         pointer.details = Some(!pointer.details_shown);
+    }
+    if keys.just_pressed(KeyCode::KeyP) {
+        let on = !shown.talk;
+        shown.set_talk(on);
+    }
+    if keys.just_pressed(KeyCode::KeyF) {
+        window.mode = match window.mode {
+            WindowMode::Windowed => WindowMode::BorderlessFullscreen(MonitorSelection::Current),
+            _ => WindowMode::Windowed,
+        };
     }
     if keys.just_pressed(KeyCode::Escape) {
         pointer.menu = None;
@@ -114,6 +164,9 @@ pub fn hit(shown: &Shown, at: Vec2) -> Option<Target> {
     if layout.controller.contains(at) {
         return Some(Target::Controller);
     }
+    if layout.lag_monitor.is_some_and(|r| r.contains(at)) {
+        return Some(Target::LagMonitor);
+    }
     if let Some(i) = layout.producers.iter().position(|r| r.contains(at)) {
         return Some(Target::Producer(i));
     }
@@ -123,7 +176,7 @@ pub fn hit(shown: &Shown, at: Vec2) -> Option<Target> {
         }
         let members = shown.snapshot.groups.get(g).map_or(0, |g| g.members.len());
         for index in 0..members {
-            if member_rect(layout, g, index).is_some_and(|m| m.contains(at)) {
+            if layout.member(g, index).is_some_and(|m| m.contains(at)) {
                 return Some(Target::Member { group: g, index });
             }
         }
@@ -138,6 +191,8 @@ fn mouse(
     camera: Query<(&Camera, &GlobalTransform), With<Camera2d>>,
     mut contexts: EguiContexts,
     shown: Res<Shown>,
+    model: Res<super::playback::Model>,
+    mut following: ResMut<Following>,
     mut pointer: ResMut<Pointer>,
 ) {
     let over_ui = contexts
@@ -156,10 +211,27 @@ fn mouse(
         at.and_then(|p| hit(&shown, p))
     };
     if buttons.just_pressed(MouseButton::Left) && !over_ui {
-        pointer.menu = match pointer.hover {
-            Some(Target::Broker(b)) | Some(Target::Replica { broker: b, .. }) => Some(b),
+        // A log's cell picks its record to follow; the rest of a broker opens its menu.
+        let cell = match (pointer.hover, at) {
+            (Some(Target::Replica { ordinal, broker }), Some(at)) => shown
+                .layout
+                .replica(ordinal, broker)
+                .zip(shown.snapshot.partitions.get(ordinal as usize))
+                .and_then(|(slot, p)| StripPlace::of(slot.rect, p).offset_at(at))
+                .map(|offset| (ordinal, offset)),
             _ => None,
         };
+        let picked =
+            cell.and_then(|(ordinal, offset)| at_offset(model.sim.world(), ordinal, offset));
+        if let Some(picked) = picked {
+            *following = Following::pick(picked);
+            pointer.menu = None;
+        } else {
+            pointer.menu = match pointer.hover {
+                Some(Target::Broker(b)) | Some(Target::Replica { broker: b, .. }) => Some(b),
+                _ => None,
+            };
+        }
     }
 }
 

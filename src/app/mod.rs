@@ -3,65 +3,29 @@
 //! [`Snapshot`](crate::view::snapshot::Snapshot) of it each frame and user actions reach it as the
 //! same actions a scenario timeline holds.
 
-use std::path::PathBuf;
-
 use bevy::prelude::*;
 use bevy::window::WindowResolution;
 use bevy_egui::EguiPlugin;
 use bevy_tweening::TweeningPlugin;
 
-use crate::scenario::Scenario;
-use crate::view::palette::Theme;
-
+mod annotations;
+mod camera;
 mod frame_bench;
 mod input;
+mod narration;
+pub mod options;
 mod overlay;
 mod painter;
 mod playback;
 mod scene;
 mod shot;
+mod tour;
 #[cfg(target_arch = "wasm32")]
 mod web_page;
 
 pub use frame_bench::{FrameBench, bench_frames, summary};
+pub use options::Options;
 pub use playback::{Model, Playback};
-
-/// How the app starts.
-#[derive(Resource, Debug, Clone)]
-pub struct Options {
-    pub scenario: Scenario,
-    /// Where in sim time to open.
-    pub at_ms: u64,
-    pub theme: Theme,
-    /// The window's size in logical pixels.
-    pub size: (u32, u32),
-    /// Take a screenshot of the first settled frame into this file, then exit.
-    pub shot: Option<PathBuf>,
-    /// Sim time per wall time.
-    pub speed: f64,
-    pub paused: bool,
-    /// Multiplies every text size, for projectors.
-    pub text_scale: f32,
-}
-
-impl Options {
-    /// Kafka's messages cross a data centre in about a millisecond: at 1/20 of real time a
-    /// request in flight can be followed by eye.
-    pub const DEFAULT_SPEED: f64 = 0.05;
-
-    pub fn new(scenario: Scenario) -> Self {
-        Options {
-            scenario,
-            at_ms: 0,
-            theme: Theme::Dark,
-            size: (1600, 900),
-            shot: None,
-            speed: Self::DEFAULT_SPEED,
-            paused: false,
-            text_scale: 1.0,
-        }
-    }
-}
 
 /// The order of the app's own systems within a frame.
 #[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -89,7 +53,9 @@ pub fn plugin(app: &mut App) {
         input::plugin,
         overlay::plugin,
         shot::plugin,
-    ));
+        tour::plugin,
+    ))
+    .add_plugins((camera::plugin, annotations::plugin));
     #[cfg(target_arch = "wasm32")]
     app.add_plugins(web_page::plugin);
 }

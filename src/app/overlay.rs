@@ -12,6 +12,7 @@ use egui_plot::{Legend, Line, Plot};
 
 use super::input::Pointer;
 use super::playback::{Control, MAX_SPEED, MIN_SPEED, Model, Playback, Shown};
+use super::tour::{Following, TourControl, TourPlay};
 use crate::scenario::{Action, BUILT_IN, ClusterConfig};
 use crate::sim::EventLog;
 use crate::sim::chunked::Chunked;
@@ -20,6 +21,7 @@ use crate::view::event_text::{Severity, clock, describe};
 use crate::view::explain::{Target, explain};
 use crate::view::palette::{Palette, ReplicaRole, Theme};
 use crate::view::snapshot::Snapshot;
+use crate::view::tour::Step;
 
 /// The overlay's own state.
 #[derive(Resource, Default)]
@@ -80,8 +82,11 @@ fn overlay(
     mut playback: ResMut<Playback>,
     model: Res<Model>,
     mut controls: MessageWriter<Control>,
+    mut steps: MessageWriter<TourControl>,
     mut pointer: ResMut<Pointer>,
     mut state: ResMut<UiState>,
+    tour: Option<Res<TourPlay>>,
+    mut following: ResMut<Following>,
     mut camera: Query<&mut Camera, Without<PrimaryEguiContext>>,
     window: Single<&Window, With<PrimaryWindow>>,
     options: Res<super::Options>,
@@ -89,7 +94,11 @@ fn overlay(
     let ctx = contexts.ctx_mut()?;
     let palette = shown.palette();
     ctx.set_visuals(visuals(shown.theme, &palette));
-    ctx.set_zoom_factor(shown.text_scale);
+    if options.shot.is_some() {
+        // A shot shows no tooltip of wherever the display's pointer happens to be.
+        ctx.global_style_mut(|s| s.interaction.tooltip_delay = f32::MAX);
+    }
+    ctx.set_zoom_factor(shown.text_factor());
     let events = &model.sim.world().resource::<EventLog>().events;
     let mut root = egui::Ui::new(
         ctx.clone(),
@@ -98,35 +107,75 @@ fn overlay(
             .layer_id(egui::LayerId::background())
             .max_rect(ctx.viewport_rect()),
     );
+    let tour = tour.as_deref();
+    let talk = shown.talk;
 
     // A small window (an embed in a post) shows the scene alone until D asks for the details;
     // it follows the window's width (an embed's page settles its size after the first frames).
-    pointer.details_shown = pointer
-        .details
-        .unwrap_or(ctx.viewport_rect().width() >= DETAILS_MIN_WINDOW_WIDTH);
-    let top = egui::Panel::top("transport")
-        .show(&mut root, |ui| {
-            transport(
-                ui,
-                &mut shown,
-                &mut playback,
-                &model,
-                &mut controls,
-                &mut pointer,
-                &mut state,
-            )
-        })
-        .response
-        .rect
-        .height();
-    let bottom = egui::Panel::bottom("timeline")
-        .exact_size(54.0)
-        .show(&mut root, |ui| {
-            timeline(ui, &shown, &model, events, &palette, &mut controls)
-        })
-        .response
-        .rect
-        .height();
+    // A tour leaves the scene its room unless asked; the talk preset shows only the narration
+    // and the lag monitor.
+    pointer.details_shown = !talk
+        && pointer
+            .details
+            .unwrap_or(tour.is_none() && ctx.viewport_rect().width() >= DETAILS_MIN_WINDOW_WIDTH);
+    let top = if talk {
+        0.0
+    } else {
+        egui::Panel::top("transport")
+            .show(&mut root, |ui| {
+                transport(
+                    ui,
+                    &mut shown,
+                    &mut playback,
+                    &model,
+                    &mut controls,
+                    &mut steps,
+                    &mut pointer,
+                    &mut state,
+                    tour,
+                )
+            })
+            .response
+            .rect
+            .height()
+    };
+    let bottom = if talk {
+        0.0
+    } else {
+        egui::Panel::bottom("timeline")
+            .exact_size(54.0)
+            .show(&mut root, |ui| {
+                timeline(
+                    ui,
+                    &shown,
+                    &model,
+                    events,
+                    &palette,
+                    &mut controls,
+                    &mut steps,
+                    tour,
+                )
+            })
+            .response
+            .rect
+            .height()
+    };
+    let narration = match tour {
+        Some(tour) => egui::Panel::bottom("narration")
+            .show(&mut root, |ui| {
+                super::narration::narration(
+                    ui,
+                    tour,
+                    following.trace.as_ref(),
+                    &palette,
+                    &mut steps,
+                )
+            })
+            .response
+            .rect
+            .height(),
+        None => 0.0,
+    };
     let right = if pointer.details_shown {
         egui::Panel::right("details")
             .resizable(true)
@@ -142,17 +191,30 @@ fn overlay(
             .response
             .rect
             .width()
+    } else if talk && !shown.snapshot.groups.is_empty() {
+        egui::Panel::right("lag monitor")
+            .default_size(300.0)
+            .show(&mut root, |ui| {
+                ui.heading("Lag monitor");
+                for g in &shown.snapshot.groups {
+                    lag_table(ui, g);
+                }
+            })
+            .response
+            .rect
+            .width()
     } else {
         0.0
     };
 
     // The scene's camera draws into what the panels leave.
-    let k = window.scale_factor() * shown.text_scale;
+    let k = window.scale_factor() * shown.text_factor();
     let (w, h) = (window.physical_width(), window.physical_height());
     let pos = UVec2::new(0, (top * k) as u32);
     let size = UVec2::new(
         w.saturating_sub((right * k) as u32).max(1),
-        h.saturating_sub(((top + bottom) * k) as u32).max(1),
+        h.saturating_sub(((top + bottom + narration) * k) as u32)
+            .max(1),
     );
     for mut cam in &mut camera {
         if cam.order == 0 {
@@ -167,85 +229,96 @@ fn overlay(
     if options.shot.is_none() {
         hover_explanation(ctx, &shown.snapshot, &model.scenario.cluster, pointer.hover);
     }
+    // A record picked in the sandbox gets its card; a tour's is in the narration.
+    if tour.is_none()
+        && let Some(trace) = following.trace.clone()
+    {
+        let mut open = true;
+        egui::Window::new("Record")
+            .open(&mut open)
+            .default_pos(egui::pos2(24.0, 140.0))
+            .resizable(false)
+            .show(ctx, |ui| {
+                super::narration::record_card(ui, &trace, &palette)
+            });
+        if !open {
+            *following = Following::default();
+        }
+    }
     broker_menu(ctx, &shown.snapshot, &mut pointer, &mut controls);
-    help(ctx, &mut pointer);
+    help(ctx, &mut pointer, tour.is_some());
     Ok(())
 }
 
+#[allow(clippy::too_many_arguments)]
 fn transport(
     ui: &mut egui::Ui,
     shown: &mut Shown,
     playback: &mut Playback,
     model: &Model,
     controls: &mut MessageWriter<Control>,
+    steps: &mut MessageWriter<TourControl>,
     pointer: &mut Pointer,
     state: &mut UiState,
+    tour: Option<&TourPlay>,
 ) {
     ui.horizontal_wrapped(|ui| {
         ui.strong("Kafkascope");
-        let current = model.scenario.name.clone();
-        let current_built_in = crate::scenario::BuiltIn::named(&current).map(|b| b.name);
-        egui::ComboBox::from_id_salt("scenario")
-            .selected_text(&current)
-            .width(200.0)
-            .show_ui(ui, |ui| {
-                for b in BUILT_IN {
-                    if ui
-                        .selectable_label(current_built_in == Some(b.name), b.name)
-                        .clicked()
-                        && let Ok(s) = crate::scenario::Scenario::built_in(b.name)
-                    {
-                        state.load_error = None;
-                        controls.write(Control::Load(Box::new(s)));
-                    }
-                }
-            });
-        #[cfg(not(target_arch = "wasm32"))]
-        {
-            ui.add(
-                egui::TextEdit::singleline(&mut state.path)
-                    .hint_text("scenario.ron")
-                    .desired_width(120.0),
-            );
-            if ui.button("Open").clicked() {
-                match crate::cli::load(state.path.trim()) {
-                    Ok(s) => {
-                        state.load_error = None;
-                        controls.write(Control::Load(Box::new(s)));
-                    }
-                    Err(e) => state.load_error = Some(e.to_string()),
-                }
+        if let Some(tour) = tour {
+            ui.label(&tour.tour.title);
+            if ui
+                .button("Leave the tour")
+                .on_hover_text("The sandbox: the same cluster under steady load")
+                .clicked()
+                && let Ok(s) = crate::scenario::Scenario::built_in("quickstart")
+            {
+                steps.write(TourControl::Leave(Box::new(s)));
             }
+        } else {
+            if ui
+                .button("Walkthrough")
+                .on_hover_text("The guided tour: one record through the cluster, in eight beats")
+                .clicked()
+                && let Ok((t, s)) = crate::tour::Tour::built_in("walkthrough")
+            {
+                steps.write(TourControl::Open(Box::new(t), Box::new(s)));
+            }
+            scenario_picker(ui, model, controls, state);
         }
         ui.separator();
-        if ui
-            .button("|<")
-            .on_hover_text("Back to the start (Home)")
-            .clicked()
+        if tour.is_none()
+            && ui
+                .button("|<")
+                .on_hover_text("Back to the start (Home)")
+                .clicked()
         {
             controls.write(Control::Seek(0));
         }
-        if ui
-            .button("<")
-            .on_hover_text("Back one millisecond (Left)")
-            .clicked()
+        if tour.is_none()
+            && ui
+                .button("<")
+                .on_hover_text("Back one millisecond (Left)")
+                .clicked()
         {
             controls.write(Control::StepBack);
         }
         let label = if playback.paused { "Play" } else { "Pause" };
-        if ui.button(label).on_hover_text("Space").clicked() {
+        let key = if tour.is_some() { "K" } else { "Space" };
+        if ui.button(label).on_hover_text(key).clicked() {
             playback.paused = !playback.paused;
         }
-        if ui
-            .button(">")
-            .on_hover_text("To the next instant anything happens (Right)")
-            .clicked()
+        if tour.is_none()
+            && ui
+                .button(">")
+                .on_hover_text("To the next instant anything happens (Right)")
+                .clicked()
         {
             controls.write(Control::StepForward);
         }
         ui.add(
             egui::Slider::new(&mut playback.speed, MIN_SPEED..=MAX_SPEED)
                 .logarithmic(true)
+                .clamping(egui::SliderClamping::Edits)
                 .text("x speed")
                 .custom_formatter(|v, _| {
                     if v < 1.0 {
@@ -288,14 +361,60 @@ fn transport(
             pointer.show_help = !pointer.show_help;
         }
     });
-    ui.label(RichText::new(&model.scenario.description).weak());
+    if tour.is_none() {
+        ui.label(RichText::new(&model.scenario.description).weak());
+    }
     if let Some(e) = &state.load_error {
         ui.colored_label(Color32::from_rgb(0xd5, 0x5e, 0x00), e);
     }
 }
 
+/// The built-in scenarios, and a file field on native (the web build has no files).
+fn scenario_picker(
+    ui: &mut egui::Ui,
+    model: &Model,
+    controls: &mut MessageWriter<Control>,
+    state: &mut UiState,
+) {
+    let current = model.scenario.name.clone();
+    let current_built_in = crate::scenario::BuiltIn::named(&current).map(|b| b.name);
+    egui::ComboBox::from_id_salt("scenario")
+        .selected_text(&current)
+        .width(200.0)
+        .show_ui(ui, |ui| {
+            for b in BUILT_IN {
+                if ui
+                    .selectable_label(current_built_in == Some(b.name), b.name)
+                    .clicked()
+                    && let Ok(s) = crate::scenario::Scenario::built_in(b.name)
+                {
+                    state.load_error = None;
+                    controls.write(Control::Load(Box::new(s)));
+                }
+            }
+        });
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        ui.add(
+            egui::TextEdit::singleline(&mut state.path)
+                .hint_text("scenario.ron")
+                .desired_width(120.0),
+        );
+        if ui.button("Open").clicked() {
+            match crate::scenario::Scenario::load(state.path.trim()) {
+                Ok(s) => {
+                    state.load_error = None;
+                    controls.write(Control::Load(Box::new(s)));
+                }
+                Err(e) => state.load_error = Some(e.to_string()),
+            }
+        }
+    }
+}
+
 /// The scenario's time as a bar: scripted actions and what happened so far are marked; a click
 /// or a drag seeks there.
+#[allow(clippy::too_many_arguments)]
 fn timeline(
     ui: &mut egui::Ui,
     shown: &Shown,
@@ -303,6 +422,8 @@ fn timeline(
     events: &Chunked<crate::sim::Event>,
     palette: &Palette,
     controls: &mut MessageWriter<Control>,
+    steps: &mut MessageWriter<TourControl>,
+    tour: Option<&TourPlay>,
 ) {
     let duration = model.scenario.duration_ms.max(1);
     let (rect, response) = ui.allocate_exact_size(
@@ -345,6 +466,30 @@ fn timeline(
             egui::Stroke::new(2.0, color(c)),
         );
     }
+    // A tour's beats, each a span of the bar with its number.
+    if let Some(tour) = tour {
+        for (i, b) in tour.tour.beats.iter().enumerate() {
+            let (x0, x1) = (x_of(b.from_ms), x_of(b.to_ms).max(x_of(b.from_ms) + 3.0));
+            let current = i == tour.place.beat;
+            let span = egui::Rect::from_min_max(
+                egui::pos2(x0, bar.min.y - 6.0),
+                egui::pos2(x1, bar.max.y + 6.0),
+            );
+            let c = if current {
+                palette.produce
+            } else {
+                palette.leader
+            };
+            painter.rect_filled(span, 2.0, color(c).gamma_multiply(0.8));
+            painter.text(
+                egui::pos2(x0, rect.top()),
+                egui::Align2::LEFT_TOP,
+                format!("{}", i + 1),
+                egui::FontId::proportional(11.0),
+                color(palette.text),
+            );
+        }
+    }
     let head = x_of(shown.snapshot.now_ms);
     painter.line_segment(
         [
@@ -353,18 +498,38 @@ fn timeline(
         ],
         egui::Stroke::new(3.0, color(palette.produce)),
     );
-    if let Some(p) = response.interact_pointer_pos()
-        && (response.clicked() || response.dragged())
-    {
+    let at = |p: egui::Pos2| {
         let f = ((p.x - rect.left()) / rect.width()).clamp(0.0, 1.0);
-        controls.write(Control::Seek((f as f64 * duration as f64).round() as u64));
+        (f as f64 * duration as f64).round() as u64
+    };
+    // In a tour a click goes to a beat: the one there, or the next after it.
+    let beat_at = |ms: u64| {
+        tour.map(|t| {
+            t.tour
+                .beats
+                .iter()
+                .position(|b| ms < b.to_ms)
+                .unwrap_or(t.tour.beats.len() - 1)
+        })
+    };
+    if let Some(p) = response.interact_pointer_pos() {
+        match beat_at(at(p)) {
+            Some(beat) if response.clicked() => {
+                steps.write(TourControl::Step(Step::Go(beat)));
+            }
+            Some(_) => {}
+            None if response.clicked() || response.dragged() => {
+                controls.write(Control::Seek(at(p)));
+            }
+            None => {}
+        }
     }
     if let Some(p) = response.hover_pos() {
-        let f = ((p.x - rect.left()) / rect.width()).clamp(0.0, 1.0);
-        response.on_hover_text(format!(
-            "seek to {}",
-            clock((f as f64 * duration as f64) as u64)
-        ));
+        let text = match (beat_at(at(p)), tour) {
+            (Some(beat), Some(t)) => format!("beat {}: {}", beat + 1, t.tour.beats[beat].title),
+            _ => format!("seek to {}", clock(at(p))),
+        };
+        response.on_hover_text(text);
     }
 }
 
@@ -502,33 +667,7 @@ fn details(
                     "{}: {}, generation {}, {} rebalances",
                     g.name, g.state, g.generation, g.rebalances
                 ));
-                egui::Grid::new(("lag", &g.name))
-                    .striped(true)
-                    .show(ui, |ui| {
-                        for h in [
-                            "partition",
-                            "LEO",
-                            "HW",
-                            "committed",
-                            "lag = HW - committed",
-                        ] {
-                            ui.strong(h);
-                        }
-                        ui.end_row();
-                        for o in &g.offsets {
-                            ui.monospace(&o.partition);
-                            ui.label(o.log_end_offset.to_string());
-                            ui.label(o.high_watermark.to_string());
-                            ui.label(o.committed.map_or("-".into(), |c| c.to_string()));
-                            ui.monospace(format!(
-                                "{} - {} = {}",
-                                o.high_watermark,
-                                o.committed.unwrap_or(0),
-                                o.lag
-                            ));
-                            ui.end_row();
-                        }
-                    });
+                lag_table(ui, g);
                 Plot::new(("lag plot", &g.name))
                     .height(150.0)
                     .legend(Legend::default())
@@ -622,6 +761,38 @@ fn details(
         });
 }
 
+/// A group's lag, as `kafka-consumer-groups --describe` prints it: the log end a consumer can
+/// read (the high watermark) less the committed offset.
+fn lag_table(ui: &mut egui::Ui, g: &crate::view::snapshot::GroupView) {
+    egui::Grid::new(("lag", &g.name))
+        .striped(true)
+        .show(ui, |ui| {
+            for h in [
+                "partition",
+                "LEO",
+                "HW",
+                "committed",
+                "lag = HW - committed",
+            ] {
+                ui.strong(h);
+            }
+            ui.end_row();
+            for o in &g.offsets {
+                ui.monospace(&o.partition);
+                ui.label(o.log_end_offset.to_string());
+                ui.label(o.high_watermark.to_string());
+                ui.label(o.committed.map_or("-".into(), |c| c.to_string()));
+                ui.monospace(format!(
+                    "{} - {} = {}",
+                    o.high_watermark,
+                    o.committed.unwrap_or(0),
+                    o.lag
+                ));
+                ui.end_row();
+            }
+        });
+}
+
 /// Narrower windows show no details panel unless asked, so that the scene keeps its width.
 const DETAILS_MIN_WINDOW_WIDTH: f32 = 1000.0;
 
@@ -695,7 +866,7 @@ fn broker_menu(
     }
 }
 
-fn help(ctx: &egui::Context, pointer: &mut Pointer) {
+fn help(ctx: &egui::Context, pointer: &mut Pointer, in_tour: bool) {
     if !pointer.show_help {
         return;
     }
@@ -705,19 +876,40 @@ fn help(ctx: &egui::Context, pointer: &mut Pointer) {
         .collapsible(false)
         .show(ctx, |ui| {
             egui::Grid::new("keys").show(ui, |ui| {
-                for (key, what) in [
+                let tour_keys = [
+                    (
+                        "Right, PageDown, Space, .",
+                        "next beat (a clicker's forward)",
+                    ),
+                    ("Left, PageUp, Backspace", "previous beat, from its start"),
+                    ("Home / End", "first / last beat"),
+                    ("R", "this beat again"),
+                    ("K", "pause / play"),
+                    ("click the timeline", "go to that beat"),
+                ];
+                let sandbox_keys = [
                     ("Space", "play / pause"),
                     ("Right", "step to the next instant anything happens"),
                     ("Left", "step back one millisecond"),
-                    ("+ / -", "faster / slower (1/100x to 100x)"),
                     ("Home", "back to the start"),
+                    ("click the timeline", "seek there"),
+                ];
+                let common = [
+                    ("+ / -", "faster / slower"),
                     ("T", "dark / light theme"),
                     ("D", "show / hide the details panel"),
+                    (
+                        "P",
+                        "the talk preset: light theme, large text, narration and lag only",
+                    ),
+                    ("F", "full screen"),
                     ("?", "this list"),
                     ("Esc", "close menus"),
+                    ("click a log cell", "follow that record"),
                     ("click a broker", "crash, restart, wipe, isolate"),
-                    ("click the timeline", "seek there"),
-                ] {
+                ];
+                let first: &[(&str, &str)] = if in_tour { &tour_keys } else { &sandbox_keys };
+                for &(key, what) in first.iter().chain(&common) {
                     ui.monospace(key);
                     ui.label(what);
                     ui.end_row();

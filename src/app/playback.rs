@@ -22,17 +22,22 @@ pub struct Model {
 #[derive(Resource, Debug, Clone)]
 pub struct Playback {
     pub paused: bool,
-    /// Sim time per wall time, from 1/100 to 100.
+    /// Sim time per wall time, from 1/1000 to 100.
     pub speed: f64,
     /// Sim milliseconds owed to the playhead, below one.
     pub carry_ms: f64,
     /// Advance as if every frame took this long (the frame benchmark: the work of a 60 fps
     /// frame, whatever the renderer here manages).
     pub fixed_frame_ms: Option<f64>,
+    /// Pause on reaching this instant (a tour's beat ends there).
+    pub stop_ms: Option<u64>,
 }
 
-pub const MIN_SPEED: f64 = 0.01;
+/// The slowest the transport plays: a millisecond's messages take a second to cross a link.
+pub const MIN_SPEED: f64 = crate::tour::MIN_BEAT_SPEED;
 pub const MAX_SPEED: f64 = 100.0;
+/// The talk preset's text, times the reader's: large enough for the back of a room.
+pub const TALK_TEXT: f32 = 1.5;
 /// The most sim time one frame runs: beyond it playback slows down rather than stalls.
 const MAX_MS_PER_FRAME: f64 = 2_000.0;
 
@@ -60,7 +65,13 @@ pub struct Shown {
     /// Bumped when the layout is made anew (a scenario loaded): the scene rebuilds.
     pub layout_version: u64,
     pub theme: Theme,
+    /// The reader's text size (times the default).
     pub text_scale: f32,
+    /// The talk preset is on: the light theme, text 1.5 times larger, only the narration and
+    /// the lag monitor panels.
+    pub talk: bool,
+    /// The theme before the talk preset, to go back to.
+    theme_before_talk: Theme,
     /// Acknowledged records the cluster no longer has, and the event count it was computed at.
     pub lost: Vec<crate::sim::ledger::LostRecord>,
     lost_at_events: Option<usize>,
@@ -76,6 +87,8 @@ impl Shown {
             layout_version: 0,
             theme,
             text_scale,
+            talk: false,
+            theme_before_talk: theme,
             lost: Vec::new(),
             lost_at_events: None,
         }
@@ -83,6 +96,25 @@ impl Shown {
 
     pub fn palette(&self) -> Palette {
         Palette::of(self.theme)
+    }
+
+    /// How much larger than the default every text is: the reader's size, and the talk preset's.
+    pub fn text_factor(&self) -> f32 {
+        self.text_scale * if self.talk { TALK_TEXT } else { 1.0 }
+    }
+
+    /// Turns the talk preset on or off; off gives back the theme it replaced.
+    pub fn set_talk(&mut self, on: bool) {
+        if on == self.talk {
+            return;
+        }
+        if on {
+            self.theme_before_talk = self.theme;
+            self.theme = Theme::Light;
+        } else {
+            self.theme = self.theme_before_talk;
+        }
+        self.talk = on;
     }
 }
 
@@ -130,7 +162,9 @@ fn setup(mut commands: Commands, options: Res<Options>) {
     let mut sim = Sim::new(&options.scenario);
     sim.seek(options.at_ms.min(options.scenario.duration_ms));
     let snapshot = Snapshot::of(sim.world_mut());
-    commands.insert_resource(Shown::new(snapshot, options.theme, options.text_scale));
+    let mut shown = Shown::new(snapshot, options.theme, options.text_scale);
+    shown.set_talk(options.talk);
+    commands.insert_resource(shown);
     commands.insert_resource(Model {
         sim,
         scenario: options.scenario.clone(),
@@ -140,6 +174,7 @@ fn setup(mut commands: Commands, options: Res<Options>) {
         speed: options.speed.clamp(MIN_SPEED, MAX_SPEED),
         carry_ms: 0.0,
         fixed_frame_ms: None,
+        stop_ms: None,
     });
 }
 
@@ -196,22 +231,30 @@ fn advance(time: Res<Time>, mut model: ResMut<Model>, mut playback: ResMut<Playb
     if playback.paused {
         return;
     }
-    let duration = model.scenario.duration_ms;
+    let end = playback
+        .stop_ms
+        .filter(|s| *s > model.sim.now_ms())
+        .unwrap_or(u64::MAX)
+        .min(model.scenario.duration_ms);
     let frame_ms = playback
         .fixed_frame_ms
         .unwrap_or(time.delta_secs_f64() * 1000.0);
     let owed = (playback.carry_ms + frame_ms * playback.speed).min(MAX_MS_PER_FRAME);
     let whole = owed.floor();
     playback.carry_ms = owed - whole;
-    let target = (model.sim.now_ms() + whole as u64).min(duration);
+    let target = (model.sim.now_ms() + whole as u64).min(end);
     model.sim.run_until(target);
-    if target >= duration {
+    if target >= end {
         playback.paused = true;
         playback.carry_ms = 0.0;
     }
 }
 
-fn read_model(mut model: ResMut<Model>, playback: Res<Playback>, mut shown: ResMut<Shown>) {
+pub(super) fn read_model(
+    mut model: ResMut<Model>,
+    playback: Res<Playback>,
+    mut shown: ResMut<Shown>,
+) {
     let snapshot = Snapshot::of(model.sim.world_mut());
     // Steps before `now_ms` have run: the picture is of the instant before it, plus the
     // fraction of a millisecond the playhead has moved on.

@@ -5,7 +5,6 @@
 
 use std::time::Duration;
 
-use bevy::camera::ScalingMode;
 use bevy::prelude::*;
 use bevy::sprite::Anchor;
 use bevy_tweening::lens::{SpriteColorLens, TransformPositionLens};
@@ -15,11 +14,10 @@ use super::AppSet;
 use super::painter::{Paint, to_world};
 use super::playback::Shown;
 use crate::sim::network::{Node, WireState};
-use crate::view::layout::{Layout, SCENE};
-use crate::view::log_strip::{Cell, strip, window};
-use crate::view::motion::{motion, placement};
+use crate::view::layout::Layout;
+use crate::view::log_strip::{Cell, StripPlace, strip};
 use crate::view::palette::{Palette, ReplicaRole};
-use crate::view::snapshot::{MessageKind, MessageView, PartitionView, Snapshot};
+use crate::view::snapshot::{MessageKind, MessageView, PartitionView};
 
 /// How long a state change takes on screen (wall time).
 const CHANGE: Duration = Duration::from_millis(450);
@@ -70,62 +68,12 @@ struct Built {
 }
 
 pub(super) fn plugin(app: &mut App) {
-    app.init_resource::<Built>()
-        .add_systems(Startup, spawn_camera)
-        .add_systems(
-            Update,
-            (rebuild, fit_camera, animate_state, paint_scene)
-                .chain()
-                .in_set(AppSet::Scene),
-        );
-}
-
-fn spawn_camera(mut commands: Commands) {
-    commands.spawn((
-        Camera2d,
-        Projection::Orthographic(OrthographicProjection {
-            scaling_mode: ScalingMode::AutoMin {
-                min_width: SCENE.x,
-                min_height: SCENE.y,
-            },
-            ..OrthographicProjection::default_2d()
-        }),
-    ));
-}
-
-/// Frames what the layout uses, so a small cluster fills the view instead of a corner of it.
-fn fit_camera(
-    shown: Res<Shown>,
-    mut camera: Query<(&Camera, &mut Projection, &mut Transform), With<Camera2d>>,
-) {
-    let layout = &shown.layout;
-    let bounds = layout
-        .brokers
-        .iter()
-        .chain(&layout.producers)
-        .chain(&layout.groups)
-        .fold(layout.controller, |a, b| a.union(*b))
-        .inflate(24.0);
-    for (cam, mut projection, mut transform) in &mut camera {
-        if cam.order != 0 {
-            continue;
-        }
-        let mode = ScalingMode::AutoMin {
-            min_width: bounds.width(),
-            min_height: bounds.height(),
-        };
-        if let Projection::Orthographic(o) = projection.as_ref()
-            && !matches!(o.scaling_mode, ScalingMode::AutoMin { min_width, min_height }
-                if min_width == bounds.width() && min_height == bounds.height())
-            && let Projection::Orthographic(o) = &mut *projection
-        {
-            o.scaling_mode = mode;
-        }
-        let at = to_world(bounds.center()).extend(transform.translation.z);
-        if transform.translation != at {
-            transform.translation = at;
-        }
-    }
+    app.init_resource::<Built>().add_systems(
+        Update,
+        (rebuild, animate_state, paint_scene)
+            .chain()
+            .in_set(AppSet::Scene),
+    );
 }
 
 fn srgba(c: Srgba) -> Color {
@@ -255,7 +203,7 @@ fn rebuild(
                 .map(|m| m.assigned.clone())
         };
         let mut index = 0;
-        while let Some(rect) = member_rect(layout, group, index) {
+        while let Some(rect) = layout.member(group, index) {
             commands.spawn((
                 SceneItem,
                 MemberRow {
@@ -431,57 +379,12 @@ fn animate_state(
     }
 }
 
-/// Where a message leaves or reaches `node` when its other end is `peer`.
-pub fn anchor(s: &Snapshot, layout: &Layout, node: Node, peer: Node) -> Option<Vec2> {
-    match node {
-        Node::Broker(b) => {
-            let r = layout.brokers.get(b.checked_sub(1)? as usize)?;
-            let header = r.min.y + BROKER_HEADER / 2.0;
-            Some(match peer {
-                Node::Controller => Vec2::new(r.center().x, r.min.y),
-                Node::Producer(_) => Vec2::new(r.min.x + 6.0, header),
-                Node::Consumer(_) => Vec2::new(r.max.x - 6.0, header),
-                Node::Broker(o) => {
-                    let other = layout.brokers.get(o.checked_sub(1)? as usize)?;
-                    let dx = (other.center().x - r.center().x).signum() * r.width() * 0.3;
-                    Vec2::new(r.center().x + dx, r.max.y - 8.0)
-                }
-            })
-        }
-        Node::Controller => {
-            let c = layout.controller;
-            let toward = anchor(s, layout, peer, Node::Controller)?;
-            Some(Vec2::new(
-                toward.x.clamp(c.min.x + 10.0, c.max.x - 10.0),
-                c.max.y,
-            ))
-        }
-        Node::Producer(p) => {
-            let r = layout.producers.get(p as usize)?;
-            Some(Vec2::new(r.max.x, r.center().y))
-        }
-        Node::Consumer(c) => {
-            let (g, i) = s.member_of(c)?;
-            let r = member_rect(layout, g, i)?;
-            Some(Vec2::new(r.min.x, r.center().y))
-        }
-    }
-}
-
-/// A member's row in its group's box.
 /// Where a message on the wire is drawn at the instant shown (layout coordinates), and how
 /// opaque; `None` when it is not on screen.
 pub fn message_at(shown: &Shown, m: &MessageView) -> Option<(Vec2, f32)> {
-    let (s, layout) = (&shown.snapshot, &shown.layout);
-    let from = anchor(s, layout, m.wire.from, m.wire.to)?;
-    let to = anchor(s, layout, m.wire.to, m.wire.from)?;
-    placement(from, to, motion(&m.wire, shown.display_ms))
-}
-
-pub fn member_rect(layout: &Layout, group: usize, index: usize) -> Option<Rect> {
-    let g = layout.groups.get(group)?;
-    let top = g.min.y + 66.0 + index as f32 * 28.0;
-    (top + 26.0 <= g.max.y - 80.0).then(|| Rect::new(g.min.x + 6.0, top, g.max.x - 6.0, top + 26.0))
+    shown
+        .layout
+        .message_at(&shown.snapshot, &m.wire, shown.display_ms)
 }
 
 fn message_color(palette: &Palette, kind: MessageKind) -> Srgba {
@@ -537,11 +440,8 @@ fn paint_partition_row(
     } else {
         p.name()
     };
-    // Tall rows: names and numbers on a line above the log; short rows: the name beside it.
-    let tall = rect.height() >= 34.0;
-    let wide = rect.width() >= 240.0;
-    let strip_rect = if tall {
-        let top = rect.min.y + rect.height() * 0.5;
+    let place = StripPlace::of(rect, p);
+    if place.tall {
         let y = rect.min.y + rect.height() * 0.27;
         let size = if p.internal { 12.0 } else { 15.0 };
         paint.text(
@@ -552,7 +452,7 @@ fn paint_partition_row(
             Anchor::CENTER_LEFT,
             5.0,
         );
-        if wide {
+        if place.wide {
             let numbers = if p.internal {
                 role_tag(r.role, p.leader_epoch)
             } else {
@@ -572,7 +472,6 @@ fn paint_partition_row(
                 5.0,
             );
         }
-        Rect::new(rect.min.x + 10.0, top, rect.max.x - 6.0, rect.max.y - 4.0)
     } else {
         let short = if p.internal {
             format!("__co-{}", p.index)
@@ -587,28 +486,12 @@ fn paint_partition_row(
             Anchor::CENTER_LEFT,
             5.0,
         );
-        let name_w = if wide { 88.0 } else { 64.0 };
-        Rect::new(
-            rect.min.x + 10.0 + name_w,
-            rect.min.y + 3.0,
-            rect.max.x - 6.0,
-            rect.max.y - 3.0,
-        )
-    };
-    let cell_w = if tall { 12.0 } else { 9.0 };
-    let cells = ((strip_rect.width() / cell_w).floor() as usize).clamp(1, 64);
-    let max_leo = p
-        .replicas
-        .iter()
-        .map(|r| r.log_end_offset)
-        .max()
-        .unwrap_or(0);
-    let (first, cells) = window(max_leo, cells);
+    }
+    let (first, cells, strip_rect) = (place.first, place.cells, place.rect);
     let st = strip(first, cells, r.log_end_offset, r.high_watermark);
     let role_c = palette.replica(r.role);
     for (i, cell) in st.cells.iter().enumerate() {
-        let x = strip_rect.min.x + i as f32 * cell_w;
-        let c = Rect::new(x, strip_rect.min.y, x + cell_w - 2.0, strip_rect.max.y);
+        let c = place.cell(i);
         let color = match cell {
             Cell::Committed => srgba(role_c),
             Cell::Uncommitted => with_alpha(role_c, 0.4),
@@ -617,7 +500,7 @@ fn paint_partition_row(
         paint.rect(c, color, 2.0);
     }
     if let Some(at) = st.high_watermark_at {
-        let x = strip_rect.min.x + at as f32 * cell_w - 1.0;
+        let x = place.boundary_x(at);
         paint.rect(
             Rect::new(
                 x - 1.5,
@@ -631,11 +514,15 @@ fn paint_partition_row(
     }
 }
 
-fn paint_scene(shown: Res<Shown>, mut paint: ResMut<Paint>) {
+pub(super) fn paint_scene(
+    shown: Res<Shown>,
+    following: Res<super::tour::Following>,
+    mut paint: ResMut<Paint>,
+) {
     let s = &shown.snapshot;
     let layout = &shown.layout;
     let palette = shown.palette();
-    let k = shown.text_scale;
+    let k = shown.text_factor();
     let text = srgba(palette.text);
     let muted = srgba(palette.muted);
 
@@ -752,8 +639,8 @@ fn paint_scene(shown: Res<Shown>, mut paint: ResMut<Paint>) {
     // Cut links.
     for (a, b) in &s.cut_links {
         let (Some(pa), Some(pb)) = (
-            anchor(s, layout, Node::Broker(*a), Node::Broker(*b)),
-            anchor(s, layout, Node::Broker(*b), Node::Broker(*a)),
+            layout.route_end(s, Node::Broker(*a), Node::Broker(*b)),
+            layout.route_end(s, Node::Broker(*b), Node::Broker(*a)),
         ) else {
             continue;
         };
@@ -836,7 +723,7 @@ fn paint_scene(shown: Res<Shown>, mut paint: ResMut<Paint>) {
         );
         let mut drawn = 0;
         for (mi, m) in g.members.iter().enumerate() {
-            let Some(mr) = member_rect(layout, gi, mi) else {
+            let Some(mr) = layout.member(gi, mi) else {
                 break;
             };
             drawn += 1;
@@ -874,9 +761,8 @@ fn paint_scene(shown: Res<Shown>, mut paint: ResMut<Paint>) {
             );
         }
         if drawn < g.members.len() {
-            let below = member_rect(layout, gi, 0).map_or(r.min.y, |m| m.min.y)
-                + drawn as f32 * 28.0
-                + 10.0;
+            let below =
+                layout.member(gi, 0).map_or(r.min.y, |m| m.min.y) + drawn as f32 * 28.0 + 10.0;
             paint.text(
                 Vec2::new(r.min.x + 12.0, below),
                 format!("+{} more members", g.members.len() - drawn),
@@ -916,14 +802,76 @@ fn paint_scene(shown: Res<Shown>, mut paint: ResMut<Paint>) {
             message_color(&palette, m.kind)
         };
         let held = matches!(m.wire.state, WireState::Held { .. });
-        let radius = if held { 5.0 } else { 8.0 };
-        paint.disc(
-            at,
-            radius,
-            with_alpha(color, alpha),
-            6.0 + (m.wire.id % 1000) as f32 * 1e-4,
-            m.kind.is_response(),
+        let z = 6.0 + (m.wire.id % 1000) as f32 * 1e-4;
+        if m.records > 0 {
+            // Records on their way: a card, a stack of them for a batch.
+            let card = Rect::from_center_size(at, Vec2::new(18.0, 13.0));
+            if m.records > 1 {
+                paint.rect(
+                    card.translate(Vec2::new(3.0, -3.0)),
+                    with_alpha(color, alpha * 0.6),
+                    z,
+                );
+            }
+            paint.rect(card, with_alpha(color, alpha), z + 5e-5);
+        } else {
+            let radius = if held { 5.0 } else { 8.0 };
+            paint.disc(
+                at,
+                radius,
+                with_alpha(color, alpha),
+                z,
+                m.kind.is_response(),
+            );
+        }
+        // The message carrying the followed record says what it is.
+        if following
+            .trace
+            .as_ref()
+            .is_some_and(|t| t.wires.contains(&m.wire.id))
+        {
+            let name = match (m.kind, m.acks) {
+                (MessageKind::Produce, Some(acks)) => format!("ProduceRequest acks={acks}"),
+                (kind, _) => kind.name().to_string(),
+            };
+            paint.text(
+                at + Vec2::new(0.0, -18.0),
+                format!(
+                    "{name}: {} record{}",
+                    m.records,
+                    if m.records == 1 { "" } else { "s" }
+                ),
+                12.0 * k,
+                text,
+                Anchor::CENTER,
+                8.45,
+            );
+        }
+    }
+
+    // The lag monitor: each group's lag, as kafka-consumer-groups sums it.
+    if let Some(r) = layout.lag_monitor {
+        paint.rect(r, srgba(palette.panel), 0.0);
+        paint.frame(r, 2.0, with_alpha(palette.group, 0.8), 0.5);
+        paint.text(
+            Vec2::new(r.min.x + 10.0, r.min.y + 18.0),
+            "Lag monitor",
+            18.0 * k,
+            text,
+            Anchor::CENTER_LEFT,
+            5.0,
         );
+        for (i, g) in s.groups.iter().take(2).enumerate() {
+            let lag: u64 = g.offsets.iter().map(|o| o.lag).sum();
+            paint.text(
+                Vec2::new(r.min.x + 10.0, r.min.y + 42.0 + i as f32 * 20.0),
+                fit(&format!("{}: lag {lag}", g.name), r.width() - 20.0, 14.0),
+                14.0 * k,
+                if lag == 0 { muted } else { text },
+                Anchor::CENTER_LEFT,
+                5.0,
+            );
+        }
     }
 }
 

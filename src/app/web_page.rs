@@ -7,7 +7,9 @@ use bevy::prelude::*;
 use wasm_bindgen::{JsCast, JsValue};
 
 use super::playback::{Model, Playback, Shown};
+use super::tour::TourPlay;
 use crate::scenario::{BuiltIn, Scenario};
+use crate::tour::BUILT_IN_TOURS;
 use crate::web::Link;
 
 pub(super) fn plugin(app: &mut App) {
@@ -28,6 +30,7 @@ fn tell_page(
     model: Option<Res<Model>>,
     shown: Option<Res<Shown>>,
     playback: Option<Res<Playback>>,
+    tour: Option<Res<TourPlay>>,
     mut page: ResMut<Page>,
 ) {
     let (Some(model), Some(shown), Some(playback)) = (model, shown, playback) else {
@@ -56,6 +59,18 @@ fn tell_page(
         let _ = canvas.set_attribute("data-scenario", key);
         let _ = canvas.set_attribute("data-sim-ms", &(shown.display_ms as u64).to_string());
         let _ = canvas.set_attribute("data-frames", &page.frames.to_string());
+        // A tour's place: its name, the beat on screen (from 1) and where the reader is in it.
+        let (name, beat, stage) = match &tour {
+            Some(t) => (
+                t.tour.name.as_str(),
+                (t.place.beat + 1).to_string(),
+                format!("{:?}", t.place.stage).to_lowercase(),
+            ),
+            None => ("", String::new(), String::new()),
+        };
+        let _ = canvas.set_attribute("data-tour", name);
+        let _ = canvas.set_attribute("data-beat", &beat);
+        let _ = canvas.set_attribute("data-stage", &stage);
     }
 
     // Only a built-in scenario has a name an address can give.
@@ -63,6 +78,10 @@ fn tell_page(
         return;
     };
     let link = Link {
+        tour: tour
+            .as_ref()
+            .filter(|t| BUILT_IN_TOURS.iter().any(|b| b.name == t.tour.name))
+            .map(|t| (t.tour.name.clone(), t.place.beat)),
         scenario: key.to_string(),
         seed: (scenario.seed != own_seed).then_some(scenario.seed),
         // The instant a reopened link draws is the one drawn now (a view at T draws T - 1).
@@ -73,6 +92,7 @@ fn tell_page(
         speed: playback.speed,
         paused: playback.paused,
         text_scale: shown.text_scale,
+        talk: shown.talk,
     };
     let query = link.query();
     if query != page.query {

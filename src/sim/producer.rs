@@ -27,6 +27,11 @@ pub fn send_number(record_id: u64) -> u64 {
     record_id & ((1 << SEND_NUMBER_BITS) - 1)
 }
 
+/// The index of the producer that made a record.
+pub fn producer_of(record_id: u64) -> u32 {
+    (record_id >> SEND_NUMBER_BITS) as u32
+}
+
 /// `max.request.size`: the most bytes of batches one ProduceRequest carries.
 pub const MAX_REQUEST_SIZE: u32 = 1_048_576;
 /// Kafka's retry back-off grows by this factor per attempt (`RETRY_BACKOFF_EXP_BASE`)...

@@ -23,6 +23,7 @@ pub enum Target {
     },
     /// A message on the wire, by its index in the snapshot.
     Message(usize),
+    LagMonitor,
 }
 
 /// What the thing under the pointer is (a title) and why it is there (a paragraph), with the
@@ -46,7 +47,8 @@ pub fn explain(s: &Snapshot, config: &ClusterConfig, target: Target) -> Option<(
                 format!("Broker {b} ({state})"),
                 "A broker stores one replica of each partition assigned to it. A leader replica \
                  takes produce requests and serves fetches; a follower fetches from its leader to \
-                 stay in the ISR. Click for crash, restart, wipe and isolate."
+                 stay in the ISR. Click a log's cell to follow its record; click elsewhere for \
+                 crash, restart, wipe and isolate."
                     .into(),
             )
         }
@@ -181,6 +183,14 @@ pub fn explain(s: &Snapshot, config: &ClusterConfig, target: Target) -> Option<(
                 ),
             )
         }
+        Target::LagMonitor => (
+            "Lag monitor".into(),
+            "How far each group is behind, as kafka-consumer-groups --describe prints it: LAG = \
+             LOG-END-OFFSET - CURRENT-OFFSET, where the log end is the partition's high \
+             watermark (the end a consumer can read) and the current offset is the group's \
+             committed offset, read from its coordinator."
+                .into(),
+        ),
         Target::Member { group, index } => {
             let Some(m) = s.groups.get(group).and_then(|g| g.members.get(index)) else {
                 return None;

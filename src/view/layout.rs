@@ -5,7 +5,10 @@
 
 use bevy::math::{Rect, Vec2};
 
-use crate::sim::Node;
+use crate::sim::{Node, Wire};
+
+use super::motion::{motion, placement};
+use super::snapshot::Snapshot;
 
 /// The scene's logical size; the camera scales it to the window.
 pub const SCENE: Vec2 = Vec2::new(1600.0, 900.0);
@@ -43,6 +46,8 @@ pub struct Layout {
     pub brokers: Vec<Rect>,
     pub producers: Vec<Rect>,
     pub groups: Vec<Rect>,
+    /// The lag monitor, above the groups it watches (none without groups).
+    pub lag_monitor: Option<Rect>,
     pub replicas: Vec<ReplicaSlot>,
     /// Per broker (by id - 1): replicas not shown row by row, summarised in the last row.
     pub hidden: Vec<u32>,
@@ -143,6 +148,14 @@ impl Layout {
             brokers: broker_rects,
             producers: stack(MARGIN, top, bottom, producers, 190.0),
             groups: stack(SCENE.x - MARGIN - SIDE_COLUMN, top, bottom, groups, 300.0),
+            lag_monitor: (groups > 0).then(|| {
+                Rect::new(
+                    SCENE.x - MARGIN - SIDE_COLUMN,
+                    MARGIN,
+                    SCENE.x - MARGIN,
+                    MARGIN + CONTROLLER_HEIGHT,
+                )
+            }),
             replicas,
             hidden,
         };
@@ -166,6 +179,7 @@ impl Layout {
             r.max += d;
         };
         shift(&mut self.controller);
+        self.lag_monitor.iter_mut().for_each(shift);
         self.brokers.iter_mut().for_each(shift);
         self.producers.iter_mut().for_each(shift);
         self.groups.iter_mut().for_each(shift);
@@ -181,6 +195,70 @@ impl Layout {
             Node::Consumer(_) => return None,
         };
         Some(rect.center())
+    }
+
+    /// Everything the scene draws boxes for, together: what the camera frames by default.
+    pub fn bounds(&self) -> Rect {
+        self.brokers
+            .iter()
+            .chain(&self.producers)
+            .chain(&self.groups)
+            .chain(&self.lag_monitor)
+            .fold(self.controller, |a, b| a.union(*b))
+    }
+
+    /// Where a message leaves or reaches `node` when its other end is `peer`: every route is a
+    /// straight line between two of these.
+    pub fn route_end(&self, s: &Snapshot, node: Node, peer: Node) -> Option<Vec2> {
+        match node {
+            Node::Broker(b) => {
+                let r = self.brokers.get(b.checked_sub(1)? as usize)?;
+                let header = r.min.y + BROKER_HEADER / 2.0;
+                Some(match peer {
+                    Node::Controller => Vec2::new(r.center().x, r.min.y),
+                    Node::Producer(_) => Vec2::new(r.min.x + 6.0, header),
+                    Node::Consumer(_) => Vec2::new(r.max.x - 6.0, header),
+                    Node::Broker(o) => {
+                        let other = self.brokers.get(o.checked_sub(1)? as usize)?;
+                        let dx = (other.center().x - r.center().x).signum() * r.width() * 0.3;
+                        Vec2::new(r.center().x + dx, r.max.y - 8.0)
+                    }
+                })
+            }
+            Node::Controller => {
+                let c = self.controller;
+                let toward = self.route_end(s, peer, Node::Controller)?;
+                Some(Vec2::new(
+                    toward.x.clamp(c.min.x + 10.0, c.max.x - 10.0),
+                    c.max.y,
+                ))
+            }
+            Node::Producer(p) => {
+                let r = self.producers.get(p as usize)?;
+                Some(Vec2::new(r.max.x, r.center().y))
+            }
+            Node::Consumer(c) => {
+                let (g, i) = s.member_of(c)?;
+                let r = self.member(g, i)?;
+                Some(Vec2::new(r.min.x, r.center().y))
+            }
+        }
+    }
+
+    /// Where a message is drawn at `display_ms` (fractional sim time), and how opaque; `None`
+    /// when it is not on screen.
+    pub fn message_at(&self, s: &Snapshot, wire: &Wire, display_ms: f64) -> Option<(Vec2, f32)> {
+        let from = self.route_end(s, wire.from, wire.to)?;
+        let to = self.route_end(s, wire.to, wire.from)?;
+        placement(from, to, motion(wire, display_ms))
+    }
+
+    /// A member's row in its group's box, if there is room for it.
+    pub fn member(&self, group: usize, index: usize) -> Option<Rect> {
+        let g = self.groups.get(group)?;
+        let top = g.min.y + 66.0 + index as f32 * 28.0;
+        (top + 26.0 <= g.max.y - 80.0)
+            .then(|| Rect::new(g.min.x + 6.0, top, g.max.x - 6.0, top + 26.0))
     }
 
     /// The row of a replica, if it is shown one by one.
@@ -222,6 +300,7 @@ mod tests {
                 .iter()
                 .chain(&layout.producers)
                 .chain(&layout.groups)
+                .chain(&layout.lag_monitor)
                 .chain(std::iter::once(&layout.controller))
                 .collect();
             for (i, a) in boxes.iter().enumerate() {

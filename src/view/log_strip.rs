@@ -2,6 +2,95 @@
 //! committed (below the replica's high watermark), appended but not yet committed, or missing
 //! (the replica does not have it yet), with the high watermark and log end offset marked.
 
+use bevy::math::{Rect, Vec2};
+
+use super::snapshot::PartitionView;
+
+/// Where a replica row draws its strip, and which offsets it shows: tall rows put the name and
+/// numbers on a line above the log, short rows put the name beside it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StripPlace {
+    pub rect: Rect,
+    pub cell_w: f32,
+    /// The offset of the first cell, and how many cells there are.
+    pub first: u64,
+    pub cells: usize,
+    /// Room for a line of names and numbers above the log.
+    pub tall: bool,
+    /// Room for the numbers on that line.
+    pub wide: bool,
+}
+
+impl StripPlace {
+    /// The strip of a partition's replica in the row `row`; every replica of the partition shows
+    /// the same offsets, so their strips line up.
+    pub fn of(row: Rect, p: &PartitionView) -> StripPlace {
+        let tall = row.height() >= 34.0;
+        let wide = row.width() >= 240.0;
+        let rect = if tall {
+            let top = row.min.y + row.height() * 0.5;
+            Rect::new(row.min.x + 10.0, top, row.max.x - 6.0, row.max.y - 4.0)
+        } else {
+            let name_w = if wide { 88.0 } else { 64.0 };
+            Rect::new(
+                row.min.x + 10.0 + name_w,
+                row.min.y + 3.0,
+                row.max.x - 6.0,
+                row.max.y - 3.0,
+            )
+        };
+        let cell_w = if tall { 12.0 } else { 9.0 };
+        let cells = ((rect.width() / cell_w).floor() as usize).clamp(1, 64);
+        let max_leo = p
+            .replicas
+            .iter()
+            .map(|r| r.log_end_offset)
+            .max()
+            .unwrap_or(0);
+        let (first, cells) = window(max_leo, cells);
+        StripPlace {
+            rect,
+            cell_w,
+            first,
+            cells,
+            tall,
+            wide,
+        }
+    }
+
+    /// The rectangle of cell `i`.
+    pub fn cell(&self, i: usize) -> Rect {
+        let x = self.rect.min.x + i as f32 * self.cell_w;
+        Rect::new(x, self.rect.min.y, x + self.cell_w - 2.0, self.rect.max.y)
+    }
+
+    /// The cell that shows `offset`, if the window does.
+    pub fn cell_of(&self, offset: u64) -> Option<Rect> {
+        let i = offset.checked_sub(self.first)? as usize;
+        (i < self.cells).then(|| self.cell(i))
+    }
+
+    /// Where boundary `i` (0 ..= cells) between cells falls: the high watermark's bar.
+    pub fn boundary_x(&self, i: usize) -> f32 {
+        self.rect.min.x + i as f32 * self.cell_w - 1.0
+    }
+
+    /// The x of the boundary before `offset`, if it is within the window.
+    pub fn offset_x(&self, offset: u64) -> Option<f32> {
+        let i = offset.checked_sub(self.first)? as usize;
+        (i <= self.cells).then(|| self.boundary_x(i))
+    }
+
+    /// The offset of the cell under a point, if it is one of the strip's cells.
+    pub fn offset_at(&self, at: Vec2) -> Option<u64> {
+        if !self.rect.contains(at) {
+            return None;
+        }
+        let i = ((at.x - self.rect.min.x) / self.cell_w).floor() as usize;
+        (i < self.cells).then(|| self.first + i as u64)
+    }
+}
+
 /// One cell of a strip.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cell {

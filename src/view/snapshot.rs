@@ -69,6 +69,11 @@ pub struct MessageView {
     pub kind: MessageKind,
     /// Set for group requests: JoinGroup, OffsetCommit...
     pub detail: Option<&'static str>,
+    /// Records it carries (a produce request's batches, a fetch response's records): drawn as
+    /// a card with their count.
+    pub records: u32,
+    /// A produce request's `acks`.
+    pub acks: Option<&'static str>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -89,6 +94,17 @@ pub struct ReplicaView {
     pub role: ReplicaRole,
 }
 
+/// What a partition's leader knows of one follower, from its fetches
+/// (`Partition.updateFollowerFetchState`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FollowerView {
+    pub broker: u32,
+    /// The offset its last fetch asked from: its log end offset, as the leader knows it.
+    pub fetch_offset: u64,
+    /// When it was last caught up with the leader (`lastCaughtUpTimeMs`), if ever.
+    pub last_caught_up_ms: Option<u64>,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct PartitionView {
     pub ordinal: u32,
@@ -100,6 +116,8 @@ pub struct PartitionView {
     pub assignment: Vec<u32>,
     pub min_insync_replicas: u32,
     pub replicas: Vec<ReplicaView>,
+    /// The leader's view of its followers, in assignment order (none without a leader).
+    pub followers: Vec<FollowerView>,
     /// The internal offsets topic.
     pub internal: bool,
 }
@@ -125,16 +143,71 @@ impl PartitionView {
     }
 }
 
+/// A record waiting in a producer's batch, as its card shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CardView {
+    pub id: u64,
+    pub key: Option<String>,
+}
+
+/// A batch in the producer's accumulator.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BatchView {
+    /// The partition's index in the topic.
+    pub partition: u32,
+    pub records: Vec<CardView>,
+    pub bytes: u32,
+    pub created_ms: u64,
+    /// Sent before and waiting to be sent again.
+    pub retry: bool,
+}
+
+impl BatchView {
+    fn of(b: &crate::sim::producer::Batch) -> BatchView {
+        BatchView {
+            partition: b.partition,
+            records: b
+                .records
+                .iter()
+                .map(|r| CardView {
+                    id: r.id,
+                    key: r.key.as_deref().map(str::to_string),
+                })
+                .collect(),
+            bytes: b.bytes,
+            created_ms: b.created_ms,
+            retry: b.attempts > 0,
+        }
+    }
+}
+
+/// A ProduceRequest the producer waits an answer for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestView {
+    pub wire_id: u64,
+    pub broker: u32,
+    pub batches: Vec<BatchView>,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProducerView {
     pub name: String,
     pub topic: String,
+    /// The topic's partition count (what the partitioner divides by).
+    pub partitions: u32,
     pub acks: &'static str,
+    pub idempotent: bool,
     pub records_per_sec: u32,
+    pub linger_ms: u64,
+    pub batch_size: u32,
     pub sent: u64,
     pub acked: u64,
     pub failed: u64,
     pub pending: u64,
+    /// The accumulator: each partition's batches, oldest first.
+    pub batches: Vec<BatchView>,
+    /// The sender's requests in flight.
+    pub in_flight: Vec<RequestView>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -145,6 +218,8 @@ pub struct MemberView {
     pub alive: bool,
     /// Partitions it consumes now, by name.
     pub assigned: Vec<String>,
+    /// Per partition it consumes: (ordinal, next offset to fetch, next offset to process).
+    pub progress: Vec<(u32, u64, u64)>,
 }
 
 /// One line of `kafka-consumer-groups --describe`.
@@ -182,18 +257,37 @@ pub struct Snapshot {
     pub messages: Vec<MessageView>,
     pub metrics: Metrics,
     pub cut_links: Vec<(u32, u32)>,
+    /// When each broker's last heartbeat reached the controller, by broker id (index 0 unused).
+    pub last_heartbeat_ms: Vec<u64>,
 }
 
-fn message_kind(world: &World, e: Entity) -> Option<(MessageKind, Option<&'static str>)> {
+/// A message's kind and detail, the records it carries, and a produce request's acks.
+type Kind = (MessageKind, Option<&'static str>, u32, Option<&'static str>);
+
+fn message_kind(world: &World, e: Entity) -> Option<Kind> {
     let entity = world.entity(e);
-    Some(if entity.contains::<ProduceRequest>() {
-        (MessageKind::Produce, None)
+    let (kind, detail) = if let Some(r) = entity.get::<ProduceRequest>() {
+        let records = r.batches.iter().map(|b| b.records.len() as u32).sum();
+        return Some((
+            MessageKind::Produce,
+            None,
+            records,
+            Some(r.acks.as_config()),
+        ));
     } else if entity.contains::<ProduceResponse>() {
         (MessageKind::ProduceResponse, None)
     } else if entity.contains::<FetchRequest>() {
         (MessageKind::Fetch, None)
-    } else if entity.contains::<FetchResponse>() {
-        (MessageKind::FetchResponse, None)
+    } else if let Some(r) = entity.get::<FetchResponse>() {
+        let records = r.partitions.iter().map(|p| p.records.len() as u32).sum();
+        return Some((MessageKind::FetchResponse, None, records, None));
+    } else if let Some(r) = entity.get::<ConsumerFetchResponse>() {
+        return Some((
+            MessageKind::ConsumerFetchResponse,
+            None,
+            r.count as u32,
+            None,
+        ));
     } else if let Some(h) = entity.get::<Heartbeat>() {
         (
             MessageKind::Heartbeat,
@@ -210,11 +304,10 @@ fn message_kind(world: &World, e: Entity) -> Option<(MessageKind, Option<&'stati
         (MessageKind::GroupResponse, None)
     } else if entity.contains::<ConsumerFetch>() {
         (MessageKind::ConsumerFetch, None)
-    } else if entity.contains::<ConsumerFetchResponse>() {
-        (MessageKind::ConsumerFetchResponse, None)
     } else {
         return None;
-    })
+    };
+    Some((kind, detail, 0, None))
 }
 
 impl Snapshot {
@@ -227,8 +320,14 @@ impl Snapshot {
         let messages = on_wire
             .into_iter()
             .filter_map(|(e, wire)| {
-                let (kind, detail) = message_kind(world, e)?;
-                Some(MessageView { wire, kind, detail })
+                let (kind, detail, records, acks) = message_kind(world, e)?;
+                Some(MessageView {
+                    wire,
+                    kind,
+                    detail,
+                    records,
+                    acks,
+                })
             })
             .collect();
 
@@ -268,6 +367,20 @@ impl Snapshot {
                         }
                     })
                     .collect();
+                let followers = match p.leader {
+                    None => Vec::new(),
+                    Some(leader) => p
+                        .assignment
+                        .iter()
+                        .zip(&p.followers)
+                        .filter(|(b, _)| **b != leader)
+                        .map(|(b, f)| FollowerView {
+                            broker: *b,
+                            fetch_offset: f.log_end_offset,
+                            last_caught_up_ms: f.last_caught_up_ms,
+                        })
+                        .collect(),
+                };
                 PartitionView {
                     ordinal: p.ordinal,
                     topic: topic_name(p.topic),
@@ -278,6 +391,7 @@ impl Snapshot {
                     assignment: p.assignment.clone(),
                     min_insync_replicas: p.min_insync_replicas,
                     replicas,
+                    followers,
                     internal: cluster.topics[p.topic].name == crate::sim::cluster::OFFSETS_TOPIC,
                 }
             })
@@ -287,15 +401,31 @@ impl Snapshot {
             .iter()
             .map(|e| {
                 let p = world.get::<Producer>(*e).expect("producer");
+                let batches = p.queues.iter().flatten().map(BatchView::of).collect();
+                let in_flight = p
+                    .in_flight
+                    .iter()
+                    .map(|f| RequestView {
+                        wire_id: f.wire_id,
+                        broker: f.broker,
+                        batches: f.batches.iter().map(BatchView::of).collect(),
+                    })
+                    .collect();
                 ProducerView {
                     name: p.name.clone(),
                     topic: topic_name(p.topic),
+                    partitions: p.partitions.len() as u32,
                     acks: p.acks.as_config(),
+                    idempotent: p.idempotent,
                     records_per_sec: p.records_per_sec,
+                    linger_ms: p.config.linger_ms,
+                    batch_size: p.config.batch_size,
                     sent: p.stats.sent,
                     acked: p.stats.acked,
                     failed: p.stats.failed,
                     pending: p.pending(),
+                    batches,
+                    in_flight,
                 }
             })
             .collect();
@@ -322,6 +452,11 @@ impl Snapshot {
                         node: c.index,
                         alive: c.alive,
                         assigned: c.assigned.keys().map(|o| part_name(*o)).collect(),
+                        progress: c
+                            .assigned
+                            .iter()
+                            .map(|(o, p)| (*o, p.position, p.processed))
+                            .collect(),
                     })
                     .collect();
                 let offsets = g
@@ -373,6 +508,9 @@ impl Snapshot {
             messages,
             metrics: world.resource::<Metrics>().clone(),
             cut_links: network.cut.iter().copied().collect(),
+            last_heartbeat_ms: world
+                .get::<crate::sim::controller::Controller>(cluster.controller)
+                .map_or_else(Vec::new, |c| c.last_heartbeat_ms.clone()),
         }
     }
 

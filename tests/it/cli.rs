@@ -77,7 +77,10 @@ fn without_a_display_the_window_says_so() {
     for args in [
         &[][..],
         &["view", "quickstart"],
+        &["tour"],
+        &["tour", "walkthrough", "--beat", "3", "--talk"],
         &["shot", "quickstart", "--at-ms", "5", "--out", "x.png"],
+        &["shot", "walkthrough", "--beat", "2", "--out", "x.png"],
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_kafkascope"))
             .args(args)
@@ -110,8 +113,20 @@ fn window_flags_are_checked_before_any_window_opens() {
             "shot quickstart --at-ms 5 --out x.png --theme pink",
             "dark or light",
         ),
-        ("view quickstart --speed 1000", "0.01 to 100"),
+        ("view quickstart --speed 1000", "0.001 to 100"),
         ("view no-such-scenario", "no-such-scenario"),
+        ("tour no-such-tour", "no built-in tour of that name"),
+        (
+            "tour walkthrough --beat 0",
+            "--beat 0: tour \"walkthrough\" has beats 1 to 8",
+        ),
+        ("tour walkthrough --beat 9", "has beats 1 to 8"),
+        ("shot walkthrough --beat 12 --out x.png", "--beat 12"),
+        ("shot walkthrough --out x.png", "--at-ms"),
+        (
+            "shot walkthrough --beat 1 --at-ms 5 --out x.png",
+            "cannot be used with",
+        ),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_kafkascope"))
             .args(args.split(' '))
@@ -121,6 +136,33 @@ fn window_flags_are_checked_before_any_window_opens() {
         assert_eq!(out.status.code(), Some(2), "{args}: {}", stderr(&out));
         assert!(stderr(&out).contains(says), "{args}: {}", stderr(&out));
     }
+}
+
+#[test]
+fn tour_json_prints_the_beats() {
+    let out = kafkascope(&["tour", "walkthrough", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+    assert_eq!(json["name"], "walkthrough");
+    assert_eq!(json["scenario"], "walkthrough");
+    let beats = json["beats"].as_array().unwrap();
+    assert_eq!(beats.len(), 8);
+    assert_eq!(beats[0]["n"], 1);
+    assert_eq!(beats[0]["component"], "producer");
+    assert_eq!(beats[7]["component"], "lag_monitor");
+    for b in beats {
+        let keys: Vec<&str> = b.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys, ["component", "from_ms", "n", "title", "to_ms"]);
+        assert!(b["from_ms"].as_u64() < b["to_ms"].as_u64());
+    }
+    // The default tour is the walkthrough, and --json needs no display.
+    let out = Command::new(env!("CARGO_BIN_EXE_kafkascope"))
+        .args(["tour", "--json"])
+        .env_remove("DISPLAY")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("\"name\": \"walkthrough\""));
 }
 
 #[test]

@@ -9,6 +9,7 @@ mod render;
 mod replication;
 mod scenario;
 mod schedule;
+mod tour;
 mod view;
 mod web;
 

@@ -18,13 +18,31 @@ fn error(query: &str) -> String {
 }
 
 #[test]
-fn no_parameters_open_quickstart_as_the_command_line_does() {
+fn no_parameters_open_the_walkthrough_as_the_command_line_does() {
     let options = view("");
-    assert_eq!(options.scenario.name, crate::built_in("quickstart").name);
-    assert_eq!(options.at_ms, 0);
+    let front = kafkascope::app::Options::front_door().unwrap();
+    let tour = options.tour.as_ref().expect("the walkthrough");
+    assert_eq!(tour.tour.name, "walkthrough");
+    assert_eq!((tour.beat, tour.at_end), (0, false));
+    assert_eq!(options.scenario.name, crate::built_in("walkthrough").name);
+    assert_eq!(options.at_ms, tour.tour.beats[0].from_ms);
+    assert_eq!(options.at_ms, front.at_ms);
     assert_eq!(options.theme, Theme::Dark);
-    assert_eq!(options.speed, kafkascope::app::Options::DEFAULT_SPEED);
-    assert!(!options.paused);
+    // Paused on the Start button.
+    assert!(options.paused && !options.talk);
+}
+
+#[test]
+fn a_tour_link_opens_its_beat() {
+    let options = view("tour=walkthrough&beat=5&theme=light&talk=1");
+    let tour = options.tour.as_ref().unwrap();
+    assert_eq!(tour.beat, 4);
+    assert_eq!(options.at_ms, tour.tour.beats[4].from_ms);
+    assert_eq!(options.theme, Theme::Light);
+    assert!(options.talk && options.paused);
+    assert_eq!(view("tour=walkthrough").tour.unwrap().beat, 0);
+    // The sandbox is a scenario's link.
+    assert!(view("scenario=quickstart").tour.is_none());
 }
 
 #[test]
@@ -80,8 +98,8 @@ fn bad_parameters_say_what_is_wrong() {
         ("at_ms=-5", "at_ms=\"-5\": expected a whole number"),
         ("at_ms=99999999", "past the end of scenario"),
         ("theme=blue", "expected dark or light"),
-        ("speed=0", "expected a number from 0.01 to 100"),
-        ("speed=fast", "expected a number from 0.01 to 100"),
+        ("speed=0", "expected a number from 0.001 to 100"),
+        ("speed=fast", "expected a number from 0.001 to 100"),
         ("text_scale=5", "expected a number from 0.75 to 2"),
         ("paused=yes", "expected 1 or 0"),
         ("at=5000", "unknown parameter \"at\""),
@@ -90,6 +108,15 @@ fn bad_parameters_say_what_is_wrong() {
         ("report=1&theme=light", "theme sets how the window opens"),
         ("scenario=%zz", "two hex digits"),
         ("scenario=%ff", "not UTF-8"),
+        ("tour=nope", "tour=\"nope\""),
+        (
+            "tour=walkthrough&beat=9",
+            "beat=\"9\": 9: tour \"walkthrough\" has beats 1 to 8",
+        ),
+        ("tour=walkthrough&beat=zero", "expected a beat number"),
+        ("tour=walkthrough&at_ms=5", "at_ms is for a scenario"),
+        ("beat=2", "beat is a tour's"),
+        ("talk=maybe", "expected 1 or 0"),
     ] {
         let message = error(query);
         assert!(
@@ -103,6 +130,7 @@ fn bad_parameters_say_what_is_wrong() {
 fn the_address_bar_link_opens_what_is_shown() {
     use kafkascope::web::Link;
     let link = Link {
+        tour: None,
         scenario: "isr-shrink".into(),
         seed: Some(11),
         at_ms: Some(31_250),
@@ -110,6 +138,7 @@ fn the_address_bar_link_opens_what_is_shown() {
         speed: 0.5,
         paused: true,
         text_scale: 1.25,
+        talk: false,
     };
     assert_eq!(
         link.query(),
@@ -131,6 +160,7 @@ fn the_address_bar_link_opens_what_is_shown() {
 
     // Defaults are left out: a playing link at the default look names only the scenario.
     let plain = Link {
+        tour: None,
         scenario: "quickstart".into(),
         seed: None,
         at_ms: None,
@@ -138,6 +168,18 @@ fn the_address_bar_link_opens_what_is_shown() {
         speed: kafkascope::app::Options::DEFAULT_SPEED,
         paused: false,
         text_scale: 1.0,
+        talk: false,
     };
     assert_eq!(plain.query(), "scenario=quickstart");
+
+    // A tour's link names the tour and the beat on screen, and the look.
+    let beat = Link {
+        tour: Some(("walkthrough".into(), 2)),
+        talk: true,
+        ..plain
+    };
+    assert_eq!(beat.query(), "tour=walkthrough&beat=3&talk=1");
+    let options = view(&beat.query());
+    assert_eq!(options.tour.unwrap().beat, 2);
+    assert!(options.talk);
 }

@@ -1,0 +1,355 @@
+//! Paints what a tour's beat draws over the scene (`view::annotations`' marks: callouts, labels,
+//! routes, the followed record's outline) and dims the rest of the scene around its focus.
+
+use bevy::prelude::*;
+use bevy::sprite::Anchor;
+
+use super::AppSet;
+use super::painter::Paint;
+use super::playback::{Model, Shown};
+use super::tour::{Following, TourPlay};
+use crate::sim::{EventKind, EventLog};
+use crate::tour::Focus;
+use crate::view::annotations::{
+    CALLOUT_ROW, CALLOUT_TEXT, Context, IsrChange, Mark, Row, Tone, marks,
+};
+use crate::view::palette::Palette;
+use crate::view::tour::{focus_rects, route_line, unlit};
+
+/// This frame's marks, and the parts of the scene the beat keeps lit (empty: nothing dims).
+#[derive(Resource, Default)]
+pub struct BeatMarks {
+    pub marks: Vec<Mark>,
+    pub lit: Vec<Rect>,
+}
+
+impl BeatMarks {
+    /// The callouts' rectangles: the camera frames them with the beat's focus.
+    pub fn callouts(&self) -> impl Iterator<Item = Rect> + '_ {
+        self.marks.iter().filter_map(|m| match m {
+            Mark::Callout { rect, .. } => Some(*rect),
+            _ => None,
+        })
+    }
+}
+
+pub(super) fn plugin(app: &mut App) {
+    app.init_resource::<BeatMarks>().add_systems(
+        Update,
+        (marks_of_beat, paint_marks)
+            .chain()
+            .in_set(AppSet::Scene)
+            .after(super::scene::paint_scene),
+    );
+}
+
+/// The latest change to a partition's ISR up to now, read backwards from the newest event.
+fn isr_change(events: &EventLog, topic: &str, partition: u32, now_ms: u64) -> Option<IsrChange> {
+    events.events.iter().rev().find_map(|e| {
+        if e.at_ms > now_ms {
+            return None;
+        }
+        match &e.kind {
+            EventKind::IsrShrink {
+                topic: t,
+                partition: p,
+                removed,
+                ..
+            } if t == topic && *p == partition => Some(IsrChange {
+                at_ms: e.at_ms,
+                removed: removed.clone(),
+                added: Vec::new(),
+            }),
+            EventKind::IsrExpand {
+                topic: t,
+                partition: p,
+                added,
+                ..
+            } if t == topic && *p == partition => Some(IsrChange {
+                at_ms: e.at_ms,
+                removed: Vec::new(),
+                added: added.clone(),
+            }),
+            _ => None,
+        }
+    })
+}
+
+pub(super) fn marks_of_beat(
+    shown: Res<Shown>,
+    model: Res<Model>,
+    tour: Option<Res<TourPlay>>,
+    following: Res<Following>,
+    mut out: ResMut<BeatMarks>,
+) {
+    let beat = tour.as_ref().map(|t| &t.tour.beats[t.place.beat]);
+    let annotations = beat.map_or(&[][..], |b| &b.annotations[..]);
+    let change = annotations.iter().find_map(|a| match a {
+        crate::tour::Annotation::IsrTimers(t, p) => Some(isr_change(
+            model.sim.world().resource::<EventLog>(),
+            t,
+            *p,
+            shown.snapshot.now_ms.saturating_sub(1),
+        )),
+        _ => None,
+    });
+    let change = change.flatten();
+    let ctx = Context {
+        s: &shown.snapshot,
+        layout: &shown.layout,
+        cluster: &model.scenario.cluster,
+        trace: following.trace.as_ref(),
+        display_ms: shown.display_ms,
+        isr_change: change.as_ref(),
+    };
+    out.marks = marks(annotations, &ctx);
+    out.lit.clear();
+    if let Some(beat) = beat
+        && !(beat.frame.is_empty() && beat.highlight.is_empty())
+    {
+        let trace = following.trace.as_ref();
+        for f in beat.frame.iter().chain(&beat.highlight) {
+            // A route is drawn as a line above the dimmed scene, rather than lit as a band.
+            if let Focus::Route(a, b) = f
+                && let Some((from, to)) = route_line(a, b, &shown.snapshot, &shown.layout)
+            {
+                out.marks.push(Mark::Line {
+                    from,
+                    to,
+                    tone: Tone::Accent,
+                });
+                continue;
+            }
+            out.lit.extend(focus_rects(
+                f,
+                &shown.snapshot,
+                &shown.layout,
+                trace,
+                shown.display_ms,
+            ));
+        }
+        // Callouts and outlines stay lit; the other marks are drawn above the dim.
+        let marked: Vec<Rect> = out
+            .marks
+            .iter()
+            .filter(|m| matches!(m, Mark::Callout { .. } | Mark::Outline { .. }))
+            .map(Mark::rect)
+            .collect();
+        out.lit.extend(marked);
+    }
+}
+
+fn tone(palette: &Palette, tone: Tone) -> Srgba {
+    match tone {
+        Tone::Text => palette.text,
+        Tone::Muted => palette.muted,
+        Tone::Good => palette.in_sync,
+        Tone::Bad => palette.out_of_sync,
+        Tone::Accent => palette.produce,
+        Tone::Leader => palette.leader,
+        Tone::OnCell => palette.background,
+    }
+}
+
+fn paint_marks(shown: Res<Shown>, marks: Res<BeatMarks>, mut paint: ResMut<Paint>) {
+    let palette = shown.palette();
+    let k = shown.text_factor();
+    if !marks.lit.is_empty() {
+        // Everything but what the beat is about dims, so the eye goes there.
+        let lit: Vec<Rect> = marks.lit.iter().map(|r| r.inflate(6.0)).collect();
+        let area = lit
+            .iter()
+            .fold(shown.layout.bounds(), |a, r| a.union(*r))
+            .inflate(4000.0);
+        for r in unlit(area, &lit) {
+            paint.rect(r, palette.background.with_alpha(0.7), 7.0);
+        }
+    }
+    for m in &marks.marks {
+        paint_mark(&mut paint, &palette, k, m);
+    }
+}
+
+fn paint_mark(paint: &mut Paint, palette: &Palette, k: f32, mark: &Mark) {
+    match mark {
+        Mark::Callout { rect, title, rows } => {
+            paint.rect(*rect, palette.panel, 8.0);
+            paint.frame(*rect, 2.0, palette.produce, 8.1);
+            let x = rect.min.x + 10.0;
+            let mut y = rect.min.y + 10.0 + CALLOUT_ROW / 2.0;
+            paint.text(
+                Vec2::new(x, y),
+                title.clone(),
+                CALLOUT_TEXT * k,
+                palette.text,
+                Anchor::CENTER_LEFT,
+                8.3,
+            );
+            y += CALLOUT_ROW;
+            for row in rows {
+                y = paint_row(paint, palette, k, *rect, y, row);
+            }
+        }
+        Mark::Label {
+            at,
+            text,
+            size,
+            tone: t,
+        } => paint.text(
+            *at,
+            text.clone(),
+            size * k,
+            tone(palette, *t),
+            Anchor::CENTER,
+            8.4,
+        ),
+        Mark::Line { from, to, tone: t } => paint.line(*from, *to, 2.5, tone(palette, *t), 8.2),
+        Mark::Outline { rect, tone: t } => paint.frame(*rect, 2.5, tone(palette, *t), 8.6),
+        Mark::Band { rect, tone: t } => paint.rect(*rect, tone(palette, *t).with_alpha(0.3), 3.5),
+        Mark::Pulse { from, to, t } => {
+            paint.disc(from.lerp(*to, *t), 7.0, palette.produce, 8.5, false);
+        }
+    }
+}
+
+/// Paints one row of a callout whose centre line is at `y`; returns the next row's centre.
+fn paint_row(paint: &mut Paint, palette: &Palette, k: f32, rect: Rect, y: f32, row: &Row) -> f32 {
+    let x = rect.min.x + 10.0;
+    let size = CALLOUT_TEXT * k;
+    match row {
+        Row::Text(text, t) => {
+            paint.text(
+                Vec2::new(x, y),
+                text.clone(),
+                size * 0.9,
+                tone(palette, *t),
+                Anchor::CENTER_LEFT,
+                8.3,
+            );
+            y + CALLOUT_ROW
+        }
+        Row::Heading(text) => {
+            paint.text(
+                Vec2::new(x, y + 2.0),
+                text.clone(),
+                size * 0.85,
+                palette.produce,
+                Anchor::CENTER_LEFT,
+                8.3,
+            );
+            y + CALLOUT_ROW
+        }
+        Row::Bar {
+            label,
+            fraction,
+            tone: t,
+        } => {
+            let bar = Rect::new(rect.max.x - 110.0, y - 5.0, rect.max.x - 12.0, y + 5.0);
+            paint.text(
+                Vec2::new(x, y),
+                label.clone(),
+                size * 0.8,
+                palette.text,
+                Anchor::CENTER_LEFT,
+                8.3,
+            );
+            paint.rect(bar, palette.muted.with_alpha(0.35), 8.2);
+            let filled = Rect::new(
+                bar.min.x,
+                bar.min.y,
+                bar.min.x + bar.width() * fraction.clamp(0.0, 1.0),
+                bar.max.y,
+            );
+            paint.rect(filled, tone(palette, *t), 8.25);
+            y + CALLOUT_ROW
+        }
+        Row::Chips(label, chips) => {
+            paint.text(
+                Vec2::new(x, y),
+                label.clone(),
+                size * 0.9,
+                palette.text,
+                Anchor::CENTER_LEFT,
+                8.3,
+            );
+            for (i, chip) in chips.iter().enumerate() {
+                let cx = x + 50.0 + i as f32 * 38.0;
+                let dy = chip.out * 14.0;
+                let r = Rect::new(cx, y - 10.0 + dy, cx + 30.0, y + 10.0 + dy);
+                let c = if chip.member {
+                    palette.in_sync
+                } else {
+                    palette.out_of_sync
+                };
+                let alpha = 1.0 - 0.55 * chip.out;
+                paint.rect(r, c.with_alpha(alpha), 8.25);
+                paint.text(
+                    r.center(),
+                    chip.label.clone(),
+                    size * 0.8,
+                    palette.background,
+                    Anchor::CENTER,
+                    8.35,
+                );
+            }
+            y + CALLOUT_ROW * 1.5
+        }
+        Row::Cards {
+            label,
+            cards,
+            lingered,
+        } => {
+            paint.text(
+                Vec2::new(x, y),
+                label.clone(),
+                size * 0.75,
+                palette.muted,
+                Anchor::CENTER_LEFT,
+                8.3,
+            );
+            let mut cx = x + 70.0;
+            for card in cards.iter().take(4) {
+                let r = Rect::new(cx, y - 11.0, cx + 52.0, y + 11.0);
+                paint.rect(r, palette.produce.with_alpha(0.85), 8.25);
+                if card.followed {
+                    paint.frame(r.inflate(3.0), 2.5, palette.text, 8.4);
+                }
+                paint.text(
+                    r.center(),
+                    card.key.clone(),
+                    size * 0.62,
+                    palette.background,
+                    Anchor::CENTER,
+                    8.35,
+                );
+                cx += 56.0;
+            }
+            if cards.len() > 4 {
+                paint.text(
+                    Vec2::new(cx + 2.0, y),
+                    format!("+{}", cards.len() - 4),
+                    size * 0.75,
+                    palette.text,
+                    Anchor::CENTER_LEFT,
+                    8.3,
+                );
+            }
+            if let Some(lingered) = lingered.filter(|_| !cards.is_empty()) {
+                // How much of linger.ms the batch has waited: it leaves when this fills.
+                let bar = Rect::new(rect.max.x - 40.0, y - 4.0, rect.max.x - 12.0, y + 4.0);
+                paint.rect(bar, palette.muted.with_alpha(0.35), 8.2);
+                paint.rect(
+                    Rect::new(
+                        bar.min.x,
+                        bar.min.y,
+                        bar.min.x + bar.width() * lingered.clamp(0.0, 1.0),
+                        bar.max.y,
+                    ),
+                    palette.produce,
+                    8.25,
+                );
+            }
+            y + CALLOUT_ROW * 1.5
+        }
+    }
+}

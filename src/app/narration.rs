@@ -1,0 +1,266 @@
+//! The tour's narration panel, in large type: which beat this is, what it shows, what to watch
+//! for, the buttons that move through the tour, and the card of the record it follows. After the
+//! last beat it offers the ways out: the edge cases' scenarios and the sandbox.
+
+use bevy::prelude::*;
+use bevy_egui::egui::{self, Color32, RichText};
+
+use super::tour::{TourControl, TourPlay};
+use crate::scenario::Scenario;
+use crate::view::follow::Trace;
+use crate::view::palette::Palette;
+use crate::view::tour::{Stage, Step};
+
+/// Text sizes of the panel (egui points, before the reader's text size and the talk preset).
+const TITLE: f32 = 26.0;
+const NARRATION: f32 = 21.0;
+const WATCH: f32 = 17.0;
+
+fn color(c: Srgba) -> Color32 {
+    let [r, g, b, a] = c.to_u8_array();
+    Color32::from_rgba_unmultiplied(r, g, b, a)
+}
+
+/// The panel's contents.
+pub(super) fn narration(
+    ui: &mut egui::Ui,
+    tour: &TourPlay,
+    trace: Option<&Trace>,
+    palette: &Palette,
+    steps: &mut MessageWriter<TourControl>,
+) {
+    let t = &tour.tour;
+    let place = tour.place;
+    let beat = &t.beats[place.beat];
+    let n = t.beats.len();
+    ui.add_space(6.0);
+    if place.stage == Stage::Finished {
+        finished(ui, tour, palette, steps);
+        return;
+    }
+    ui.columns(2, |cols| {
+        let (left, right) = cols.split_at_mut(1);
+        let left = &mut left[0];
+        let right = &mut right[0];
+        left.label(
+            RichText::new(format!(
+                "Beat {} of {n}  ·  {}",
+                place.beat + 1,
+                beat.component.id()
+            ))
+            .size(WATCH)
+            .color(color(palette.muted)),
+        );
+        left.label(RichText::new(&beat.title).size(TITLE).strong());
+        left.add(egui::Label::new(RichText::new(&beat.narration).size(NARRATION)).wrap());
+        if !beat.watch_for.is_empty() {
+            left.add_space(4.0);
+            left.label(
+                RichText::new("Watch for")
+                    .size(WATCH)
+                    .strong()
+                    .color(color(palette.produce)),
+            );
+            for line in &beat.watch_for {
+                left.add(egui::Label::new(RichText::new(format!("•  {line}")).size(WATCH)).wrap());
+            }
+        }
+        buttons(right, tour, steps);
+        if let Some(trace) = trace {
+            right.add_space(8.0);
+            record_card(right, trace, palette);
+        }
+    });
+    ui.add_space(6.0);
+}
+
+fn buttons(ui: &mut egui::Ui, tour: &TourPlay, steps: &mut MessageWriter<TourControl>) {
+    let place = tour.place;
+    let n = tour.tour.beats.len();
+    let big = |text: &str| egui::Button::new(RichText::new(text).size(WATCH + 3.0).strong());
+    ui.horizontal_wrapped(|ui| {
+        if place.stage == Stage::Ready && place.beat == 0 {
+            if ui.add(big("Start the walkthrough")).clicked() {
+                steps.write(TourControl::Step(Step::Next));
+            }
+            if ui.add(big("Skip to the sandbox")).clicked() {
+                sandbox(steps);
+            }
+            return;
+        }
+        if ui
+            .add_enabled(place.beat > 0, big("< Previous"))
+            .on_hover_text("Left, PageUp")
+            .clicked()
+        {
+            steps.write(TourControl::Step(Step::Previous));
+        }
+        let next = match place.stage {
+            Stage::Ready => "Play this beat",
+            _ if place.beat + 1 == n => "Finish",
+            _ => "Next >",
+        };
+        if ui
+            .add(big(next))
+            .on_hover_text("Right, PageDown, Space")
+            .clicked()
+        {
+            steps.write(TourControl::Step(Step::Next));
+        }
+        if ui.add(big("Replay")).on_hover_text("R").clicked() {
+            steps.write(TourControl::Step(Step::Replay));
+        }
+    });
+    // The beats as a row of numbers, the current one marked: a click goes there.
+    ui.horizontal_wrapped(|ui| {
+        for (i, b) in tour.tour.beats.iter().enumerate() {
+            let text = RichText::new(format!("{}", i + 1)).size(WATCH);
+            let button = egui::Button::new(if i == place.beat {
+                text.strong().underline()
+            } else {
+                text
+            })
+            .selected(i == place.beat);
+            if ui.add(button).on_hover_text(&b.title).clicked() {
+                steps.write(TourControl::Step(Step::Go(i)));
+            }
+        }
+        if ui
+            .add(egui::Button::new(RichText::new("Sandbox").size(WATCH)))
+            .on_hover_text("Leave the tour for the sandbox")
+            .clicked()
+        {
+            sandbox(steps);
+        }
+    });
+}
+
+/// Leaves the tour for the sandbox, on the cluster the walkthrough's sandbox starts with.
+fn sandbox(steps: &mut MessageWriter<TourControl>) {
+    if let Ok(s) = Scenario::built_in("quickstart") {
+        steps.write(TourControl::Leave(Box::new(s)));
+    }
+}
+
+fn finished(
+    ui: &mut egui::Ui,
+    tour: &TourPlay,
+    palette: &Palette,
+    steps: &mut MessageWriter<TourControl>,
+) {
+    ui.label(RichText::new("Where next").size(TITLE).strong());
+    ui.label(
+        RichText::new(
+            "Each of these opens a scenario in the sandbox: play it, pause it, break it further.",
+        )
+        .size(WATCH)
+        .color(color(palette.muted)),
+    );
+    ui.add_space(4.0);
+    egui::Grid::new("exits")
+        .num_columns(2)
+        .spacing([16.0, 8.0])
+        .show(ui, |ui| {
+            for exit in &tour.tour.after {
+                let button =
+                    egui::Button::new(RichText::new(&exit.label).size(WATCH + 2.0).strong());
+                if ui.add(button).clicked()
+                    && let Ok(s) = Scenario::built_in(&exit.scenario)
+                {
+                    steps.write(TourControl::Leave(Box::new(s)));
+                }
+                ui.label(RichText::new(&exit.about).size(WATCH));
+                ui.end_row();
+            }
+        });
+    ui.horizontal(|ui| {
+        if ui
+            .button(RichText::new("< The last beat again").size(WATCH))
+            .clicked()
+        {
+            steps.write(TourControl::Step(Step::Previous));
+        }
+        if ui
+            .button(RichText::new("From the start").size(WATCH))
+            .clicked()
+        {
+            steps.write(TourControl::Step(Step::First));
+        }
+    });
+    ui.add_space(6.0);
+}
+
+/// What is known of a followed record, a line each.
+pub(super) fn card_lines(t: &Trace) -> Vec<(String, String)> {
+    let yes = |b: bool| if b { "yes" } else { "not yet" };
+    let mut lines = vec![(
+        "key".to_string(),
+        t.key.clone().unwrap_or_else(|| "(none)".into()),
+    )];
+    lines.push((
+        "partition".into(),
+        match &t.partitioner {
+            Some(m) => format!(
+                "{}-{}: murmur2 0x{:08x}, & 0x7fffffff = {}, % {} = {}",
+                t.topic, t.partition, m.murmur2 as u32, m.positive, m.partitions, m.partition
+            ),
+            None => format!("{}-{} (no key: the sticky partition)", t.topic, t.partition),
+        },
+    ));
+    lines.push((
+        "offset".into(),
+        t.offset
+            .map_or_else(|| "not appended yet".into(), |o| o.to_string()),
+    ));
+    lines.push(("producer".into(), t.producer.clone()));
+    lines.push(("acknowledged".into(), yes(t.acked).into()));
+    lines.push((
+        "committed".into(),
+        format!("{} (below the leader's high watermark)", yes(t.committed)),
+    ));
+    let on: Vec<String> = t.replicas.iter().map(|b| format!("broker {b}")).collect();
+    lines.push((
+        "in the logs of".into(),
+        if on.is_empty() {
+            "no broker yet".into()
+        } else {
+            on.join(", ")
+        },
+    ));
+    for g in &t.groups {
+        lines.push((
+            format!("group {}", g.group),
+            format!(
+                "consumed: {}, committed: {}",
+                yes(g.consumed),
+                yes(g.committed)
+            ),
+        ));
+    }
+    lines
+}
+
+/// The card of a followed record.
+pub(super) fn record_card(ui: &mut egui::Ui, t: &Trace, palette: &Palette) {
+    egui::Frame::group(ui.style())
+        .stroke(egui::Stroke::new(2.0, color(palette.produce)))
+        .show(ui, |ui| {
+            ui.label(
+                RichText::new(format!(
+                    "Following the record {}",
+                    t.key.as_deref().unwrap_or("without a key")
+                ))
+                .size(WATCH)
+                .strong(),
+            );
+            egui::Grid::new(("record", t.id))
+                .num_columns(2)
+                .show(ui, |ui| {
+                    for (k, v) in card_lines(t) {
+                        ui.label(RichText::new(k).color(color(palette.muted)));
+                        ui.add(egui::Label::new(v).wrap());
+                        ui.end_row();
+                    }
+                });
+        });
+}

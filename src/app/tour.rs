@@ -1,0 +1,161 @@
+//! A tour in the window: the reader's place in it, the keys and buttons that move it, and the
+//! playback each beat sets (an exact seek to its start, its own speed, a stop at its end). The
+//! places and steps are `view::tour`'s, tested headless; this plugin only applies them.
+
+use bevy::prelude::*;
+
+use super::AppSet;
+use super::playback::{Control, Model, Playback};
+use crate::scenario::Scenario;
+use crate::tour::Tour;
+use crate::view::follow::{AckScan, Picked, Trace, resolve, trace};
+use crate::view::tour::{Cue, Place, Step};
+
+/// The tour being told.
+#[derive(Resource)]
+pub struct TourPlay {
+    pub tour: Tour,
+    pub place: Place,
+}
+
+/// The record the reader follows (the tour's, or one picked in the scene), and where it is now.
+#[derive(Resource, Default)]
+pub struct Following {
+    pub picked: Option<Picked>,
+    pub trace: Option<Trace>,
+    acks: AckScan,
+}
+
+impl Following {
+    /// Follows `picked` from now on.
+    pub fn pick(picked: Picked) -> Self {
+        Following {
+            picked: Some(picked),
+            ..Following::default()
+        }
+    }
+}
+
+/// What the tour's keys and buttons ask for.
+#[derive(Message, Debug, Clone)]
+pub enum TourControl {
+    Step(Step),
+    /// Leave the tour for the sandbox, on this scenario.
+    Leave(Box<Scenario>),
+    /// Open a tour (from the sandbox) at its first beat.
+    Open(Box<Tour>, Box<Scenario>),
+}
+
+pub(super) fn plugin(app: &mut App) {
+    app.add_message::<TourControl>()
+        .init_resource::<Following>()
+        .add_systems(Startup, open)
+        .add_systems(
+            Update,
+            steer.in_set(AppSet::Input).after(super::input::keyboard),
+        )
+        .add_systems(
+            Update,
+            (track, follow)
+                .chain()
+                .in_set(AppSet::Model)
+                .after(super::playback::read_model),
+        );
+}
+
+/// Sets the playback for a cue.
+fn cue(playback: &mut Playback, controls: &mut MessageWriter<Control>, cue: Cue) {
+    controls.write(Control::Seek(cue.at_ms));
+    playback.speed = cue.speed;
+    playback.stop_ms = Some(cue.stop_ms);
+    playback.paused = !cue.play;
+    playback.carry_ms = 0.0;
+}
+
+fn open(mut commands: Commands, options: Res<super::Options>, mut playback: ResMut<Playback>) {
+    let Some(open) = &options.tour else { return };
+    let place = Place::open(open.beat, open.at_end);
+    let c = place.cue(&open.tour);
+    playback.speed = c.speed;
+    playback.stop_ms = Some(c.stop_ms);
+    playback.paused = true;
+    commands.insert_resource(TourPlay {
+        tour: open.tour.clone(),
+        place,
+    });
+}
+
+fn steer(
+    mut commands: Commands,
+    mut requests: MessageReader<TourControl>,
+    mut tour: Option<ResMut<TourPlay>>,
+    mut playback: ResMut<Playback>,
+    mut controls: MessageWriter<Control>,
+    mut following: ResMut<Following>,
+) {
+    for request in requests.read() {
+        match request {
+            TourControl::Step(step) => {
+                let Some(tour) = tour.as_deref_mut() else {
+                    continue;
+                };
+                let TourPlay { tour, place } = tour;
+                if let Some(c) = place.step(tour, *step) {
+                    cue(&mut playback, &mut controls, c);
+                }
+            }
+            TourControl::Leave(scenario) => {
+                commands.remove_resource::<TourPlay>();
+                *following = Following::default();
+                playback.stop_ms = None;
+                playback.speed = super::Options::DEFAULT_SPEED;
+                playback.paused = false;
+                controls.write(Control::Load(scenario.clone()));
+            }
+            TourControl::Open(t, scenario) => {
+                let place = Place::open(0, false);
+                let c = place.cue(t);
+                *following = Following::default();
+                controls.write(Control::Load(scenario.clone()));
+                cue(&mut playback, &mut controls, c);
+                commands.insert_resource(TourPlay {
+                    tour: (**t).clone(),
+                    place,
+                });
+            }
+        }
+    }
+}
+
+/// A playing beat ends where the playback stopped.
+fn track(model: Res<Model>, tour: Option<ResMut<TourPlay>>) {
+    if let Some(mut tour) = tour {
+        let now = model.sim.now_ms();
+        let TourPlay { tour, place } = &mut *tour;
+        place.reached(tour, now);
+    }
+}
+
+/// Finds the tour's record once it exists, and where the followed record is now.
+fn follow(mut model: ResMut<Model>, tour: Option<Res<TourPlay>>, mut following: ResMut<Following>) {
+    let world = model.sim.world_mut();
+    if following.picked.is_none()
+        && let Some(record) = tour.as_ref().and_then(|t| t.tour.follow.as_ref())
+    {
+        following.picked = resolve(world, record);
+    }
+    let Some(picked) = following.picked else {
+        following.trace = None;
+        return;
+    };
+    let Following {
+        trace: t,
+        acks,
+        picked: p,
+    } = &mut *following;
+    *t = trace(world, picked, acks);
+    // Where it was seen is where to look first next time.
+    if let (Some(p), Some(offset)) = (p.as_mut(), t.as_ref().and_then(|t| t.offset)) {
+        p.offset = Some(offset);
+    }
+}

@@ -1,0 +1,459 @@
+//! Tours: a scenario told in beats. A tour names its scenario and lists its beats; each beat
+//! plays a span of sim time at its own speed, frames part of the scene, and says what to watch.
+//! The walkthrough is one; talks and labs are others. Tours are RON files in
+//! `scenarios/tours/`, compiled into the binary like the scenarios.
+
+use serde::{Deserialize, Serialize};
+
+use crate::scenario::{Scenario, ScenarioError, parse_ron, read_named_file};
+
+/// A built-in tour: its name and the RON text compiled in.
+pub struct BuiltInTour {
+    pub name: &'static str,
+    pub source: &'static str,
+}
+
+/// The tours in `scenarios/tours/`, embedded. The walkthrough comes first: it is the front door.
+pub const BUILT_IN_TOURS: &[BuiltInTour] = &[BuiltInTour {
+    name: "walkthrough",
+    source: include_str!("../scenarios/tours/walkthrough.ron"),
+}];
+
+/// The slowest and fastest a beat plays (sim time per wall time): slow enough to watch one
+/// millisecond's messages cross a link, fast enough to wait out a session timeout.
+pub const MIN_BEAT_SPEED: f64 = 0.001;
+pub const MAX_BEAT_SPEED: f64 = 100.0;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tour {
+    /// The name the command line and the page's address give (`walkthrough`).
+    pub name: String,
+    /// What the narration panel calls it.
+    pub title: String,
+    /// The scenario it plays: a built-in's name or a scenario file.
+    pub scenario: String,
+    /// The record the tour follows through the cluster.
+    #[serde(default)]
+    pub follow: Option<RecordRef>,
+    pub beats: Vec<Beat>,
+    /// Where the reader can go after the last beat.
+    #[serde(default)]
+    pub after: Vec<Exit>,
+}
+
+/// A record, named before it exists.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RecordRef {
+    /// The first record any producer sends with this key.
+    Key(String),
+    /// The record at this offset of a topic's partition (in its leader's log).
+    Offset(String, u32, u64),
+}
+
+/// The component of Kafka a beat is about: the seed's eight, in the walkthrough's order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Component {
+    Producer,
+    Leader,
+    Followers,
+    Isr,
+    Controller,
+    ConsumerGroup,
+    OffsetStore,
+    LagMonitor,
+}
+
+impl Component {
+    /// The id the tour file and `tour --json` use.
+    pub fn id(self) -> &'static str {
+        match self {
+            Component::Producer => "producer",
+            Component::Leader => "leader",
+            Component::Followers => "followers",
+            Component::Isr => "isr",
+            Component::Controller => "controller",
+            Component::ConsumerGroup => "consumer_group",
+            Component::OffsetStore => "offset_store",
+            Component::LagMonitor => "lag_monitor",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Beat {
+    pub title: String,
+    pub component: Component,
+    /// Two to four short sentences.
+    pub narration: String,
+    /// What to look at while it plays, a line each.
+    #[serde(default)]
+    pub watch_for: Vec<String>,
+    /// The span of sim time it plays: it opens at `from_ms` and stops at `to_ms`.
+    pub from_ms: u64,
+    pub to_ms: u64,
+    /// Sim time per wall time while it plays.
+    pub speed: f64,
+    /// What the camera frames; nothing frames the whole scene.
+    #[serde(default)]
+    pub frame: Vec<Focus>,
+    /// What stays lit while the rest of the scene dims (with what is framed).
+    #[serde(default)]
+    pub highlight: Vec<Focus>,
+    #[serde(default)]
+    pub annotations: Vec<Annotation>,
+}
+
+/// A part of the scene, by what it is rather than where it is drawn: a leader is found wherever
+/// leadership has moved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Focus {
+    Producer(String),
+    Controller,
+    Broker(u32),
+    /// Every replica of a topic's partition.
+    Partition(String, u32),
+    /// The replica that leads the partition now.
+    Leader(String, u32),
+    /// The replicas that follow it now.
+    Followers(String, u32),
+    Group(String),
+    /// The `__consumer_offsets` partition a group commits to.
+    OffsetsPartition(String),
+    /// The lag monitor's box.
+    LagMonitor,
+    /// The tour's record, wherever it is.
+    Record,
+    /// The way between two parts.
+    Route(Box<Focus>, Box<Focus>),
+}
+
+/// Something a beat draws on top of the scene.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Annotation {
+    /// The producer opened up: its partitioner (with the numbers for the tour's record), its
+    /// accumulator's batches as record cards, and the requests its sender has in flight.
+    ProducerInternals(String),
+    /// The leader's log end offset, large, beside its log.
+    LogEndOffset(String, u32),
+    /// Each follower's fetch offset (its own log end offset) on its row.
+    FetchOffsets(String, u32),
+    /// Each replica's high watermark, written out beside the bar.
+    HighWatermark(String, u32),
+    /// Each follower's time since it was last caught up, filling towards
+    /// `replica.lag.time.max.ms`, and the ISR as a set of chips.
+    IsrTimers(String, u32),
+    /// Each broker's time since its last heartbeat reached the controller, draining towards
+    /// `broker.session.timeout.ms`.
+    HeartbeatTimers,
+    /// The partition's leader epoch, large.
+    LeaderEpoch(String, u32),
+    /// The line consumers read below: the leader's high watermark.
+    ReadLimit(String, u32),
+    /// Which `__consumer_offsets` partition a group commits to, and why.
+    OffsetsPartition(String),
+    /// `kafka-consumer-groups`' arithmetic for one of a group's partitions.
+    Lag(String, String, u32),
+    /// A line of text beside a part of the scene.
+    Note(Focus, String),
+}
+
+/// A way out of the tour when it ends: a scenario to open in the sandbox.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Exit {
+    pub label: String,
+    /// One line on what it shows.
+    pub about: String,
+    /// The scenario it opens (a built-in's name).
+    pub scenario: String,
+}
+
+/// The beats as `kafkascope tour NAME --json` prints them.
+#[derive(Serialize)]
+struct BeatJson<'a> {
+    n: usize,
+    title: &'a str,
+    component: &'static str,
+    from_ms: u64,
+    to_ms: u64,
+}
+
+#[derive(Serialize)]
+struct TourJson<'a> {
+    name: &'a str,
+    scenario: &'a str,
+    beats: Vec<BeatJson<'a>>,
+}
+
+impl Tour {
+    /// Reads and checks a tour: its scenario must load, and every beat must fit it.
+    pub fn parse(source: &str, origin: &str) -> Result<(Tour, Scenario), ScenarioError> {
+        let tour: Tour = parse_ron(source, origin)?;
+        let scenario = Scenario::load(&tour.scenario).map_err(|e| ScenarioError::Invalid {
+            origin: origin.to_string(),
+            field: "scenario".into(),
+            message: e.to_string(),
+        })?;
+        tour.validate(origin, &scenario)?;
+        Ok((tour, scenario))
+    }
+
+    /// A built-in tour by name, with its scenario.
+    pub fn built_in(name: &str) -> Result<(Tour, Scenario), ScenarioError> {
+        let built_in = BUILT_IN_TOURS
+            .iter()
+            .find(|b| b.name == name)
+            .ok_or_else(|| ScenarioError::Invalid {
+                origin: name.to_string(),
+                field: "tour".into(),
+                message: format!(
+                    "no such file, and no built-in tour of that name (built-in: {})",
+                    names()
+                ),
+            })?;
+        Tour::parse(
+            built_in.source,
+            &format!("scenarios/tours/{}.ron", built_in.name),
+        )
+    }
+
+    /// A tour from a file path, or a built-in one by name.
+    pub fn load(name: &str) -> Result<(Tour, Scenario), ScenarioError> {
+        let built_in = BUILT_IN_TOURS.iter().any(|b| b.name == name);
+        match read_named_file(name, built_in, "tour")? {
+            Some(source) => Tour::parse(&source, name),
+            None => Tour::built_in(name),
+        }
+    }
+
+    /// The beat numbered `n` (from 1), or why there is none.
+    pub fn beat_index(&self, n: usize) -> Result<usize, String> {
+        if n == 0 || n > self.beats.len() {
+            return Err(format!(
+                "{n}: tour {:?} has beats 1 to {}",
+                self.name,
+                self.beats.len()
+            ));
+        }
+        Ok(n - 1)
+    }
+
+    /// `kafkascope tour NAME --json`.
+    pub fn to_json(&self) -> String {
+        let json = TourJson {
+            name: &self.name,
+            scenario: &self.scenario,
+            beats: self
+                .beats
+                .iter()
+                .enumerate()
+                .map(|(i, b)| BeatJson {
+                    n: i + 1,
+                    title: &b.title,
+                    component: b.component.id(),
+                    from_ms: b.from_ms,
+                    to_ms: b.to_ms,
+                })
+                .collect(),
+        };
+        serde_json::to_string_pretty(&json).expect("a tour serializes")
+    }
+
+    /// Refuses a tour its scenario cannot play, naming the field.
+    pub fn validate(&self, origin: &str, scenario: &Scenario) -> Result<(), ScenarioError> {
+        let bad = |field: String, message: String| ScenarioError::Invalid {
+            origin: origin.to_string(),
+            field,
+            message,
+        };
+        if self.name.is_empty() {
+            return Err(bad("name".into(), "a tour needs a name".into()));
+        }
+        if self.beats.is_empty() {
+            return Err(bad("beats".into(), "a tour has at least one beat".into()));
+        }
+        let names = Names { scenario };
+        if let Some(follow) = &self.follow {
+            names.record(follow).map_err(|m| bad("follow".into(), m))?;
+        }
+        let mut previous_end = 0;
+        for (i, beat) in self.beats.iter().enumerate() {
+            let at = |f: &str| format!("beats[{i}].{f}");
+            if beat.title.trim().is_empty() {
+                return Err(bad(at("title"), "a beat needs a title".into()));
+            }
+            if beat.narration.trim().is_empty() {
+                return Err(bad(at("narration"), "a beat needs its narration".into()));
+            }
+            if beat.from_ms < previous_end {
+                return Err(bad(
+                    at("from_ms"),
+                    format!(
+                        "{} ms is before the previous beat ends ({previous_end} ms): beats follow one another",
+                        beat.from_ms
+                    ),
+                ));
+            }
+            if beat.to_ms <= beat.from_ms {
+                return Err(bad(
+                    at("to_ms"),
+                    format!(
+                        "{} ms: a beat ends after it starts ({} ms)",
+                        beat.to_ms, beat.from_ms
+                    ),
+                ));
+            }
+            if beat.to_ms > scenario.duration_ms {
+                return Err(bad(
+                    at("to_ms"),
+                    format!(
+                        "{} ms is past the end of scenario {:?} ({} ms)",
+                        beat.to_ms, scenario.name, scenario.duration_ms
+                    ),
+                ));
+            }
+            previous_end = beat.to_ms;
+            if !(MIN_BEAT_SPEED..=MAX_BEAT_SPEED).contains(&beat.speed) {
+                return Err(bad(
+                    at("speed"),
+                    format!(
+                        "{}: a beat plays at {MIN_BEAT_SPEED} to {MAX_BEAT_SPEED} times real time",
+                        beat.speed
+                    ),
+                ));
+            }
+            for (j, focus) in beat.frame.iter().enumerate() {
+                names
+                    .focus(focus, self.follow.is_some())
+                    .map_err(|m| bad(format!("beats[{i}].frame[{j}]"), m))?;
+            }
+            for (j, focus) in beat.highlight.iter().enumerate() {
+                names
+                    .focus(focus, self.follow.is_some())
+                    .map_err(|m| bad(format!("beats[{i}].highlight[{j}]"), m))?;
+            }
+            for (j, annotation) in beat.annotations.iter().enumerate() {
+                names
+                    .annotation(annotation, self.follow.is_some())
+                    .map_err(|m| bad(format!("beats[{i}].annotations[{j}]"), m))?;
+            }
+        }
+        for (i, exit) in self.after.iter().enumerate() {
+            Scenario::built_in(&exit.scenario)
+                .map_err(|e| bad(format!("after[{i}].scenario"), e.to_string()))?;
+        }
+        Ok(())
+    }
+}
+
+/// The names of the built-in tours, for messages.
+pub fn names() -> String {
+    BUILT_IN_TOURS
+        .iter()
+        .map(|b| b.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Checks that what a tour names exists in its scenario.
+struct Names<'a> {
+    scenario: &'a Scenario,
+}
+
+impl Names<'_> {
+    fn partition(&self, topic: &str, partition: u32) -> Result<(), String> {
+        let t = self
+            .scenario
+            .topics
+            .iter()
+            .find(|t| t.name == topic)
+            .ok_or_else(|| format!("scenario {:?} has no topic {topic:?}", self.scenario.name))?;
+        if partition >= t.partitions {
+            return Err(format!(
+                "topic {topic:?} has partitions 0 to {}",
+                t.partitions - 1
+            ));
+        }
+        Ok(())
+    }
+
+    fn producer(&self, name: &str) -> Result<(), String> {
+        self.scenario
+            .producer_index(name)
+            .map(|_| ())
+            .ok_or_else(|| format!("scenario {:?} has no producer {name:?}", self.scenario.name))
+    }
+
+    fn group(&self, name: &str) -> Result<(), String> {
+        if self.scenario.consumer_groups.iter().any(|g| g.name == name) {
+            Ok(())
+        } else {
+            Err(format!(
+                "scenario {:?} has no consumer group {name:?}",
+                self.scenario.name
+            ))
+        }
+    }
+
+    fn record(&self, record: &RecordRef) -> Result<(), String> {
+        match record {
+            RecordRef::Key(key) if key.is_empty() => Err("an empty key names no record".into()),
+            RecordRef::Key(_) => Ok(()),
+            RecordRef::Offset(topic, partition, _) => self.partition(topic, *partition),
+        }
+    }
+
+    fn focus(&self, focus: &Focus, follows: bool) -> Result<(), String> {
+        match focus {
+            Focus::Producer(name) => self.producer(name),
+            Focus::Controller | Focus::LagMonitor => Ok(()),
+            Focus::Broker(b) => {
+                if (1..=self.scenario.cluster.brokers).contains(b) {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "broker {b}: the cluster has brokers 1 to {}",
+                        self.scenario.cluster.brokers
+                    ))
+                }
+            }
+            Focus::Partition(t, p) | Focus::Leader(t, p) | Focus::Followers(t, p) => {
+                self.partition(t, *p)
+            }
+            Focus::Group(g) | Focus::OffsetsPartition(g) => self.group(g),
+            Focus::Record if follows => Ok(()),
+            Focus::Record => Err("the tour follows no record (set `follow`)".into()),
+            Focus::Route(a, b) => {
+                self.focus(a, follows)?;
+                self.focus(b, follows)
+            }
+        }
+    }
+
+    fn annotation(&self, annotation: &Annotation, follows: bool) -> Result<(), String> {
+        match annotation {
+            Annotation::ProducerInternals(p) => self.producer(p),
+            Annotation::LogEndOffset(t, p)
+            | Annotation::FetchOffsets(t, p)
+            | Annotation::HighWatermark(t, p)
+            | Annotation::IsrTimers(t, p)
+            | Annotation::LeaderEpoch(t, p)
+            | Annotation::ReadLimit(t, p) => self.partition(t, *p),
+            Annotation::HeartbeatTimers => Ok(()),
+            Annotation::OffsetsPartition(g) => self.group(g),
+            Annotation::Lag(g, t, p) => {
+                self.group(g)?;
+                self.partition(t, *p)
+            }
+            Annotation::Note(focus, text) => {
+                if text.trim().is_empty() {
+                    return Err("a note needs its text".into());
+                }
+                self.focus(focus, follows)
+            }
+        }
+    }
+}

@@ -1,0 +1,807 @@
+//! What a tour's beat draws over the scene, computed headless: callouts with the numbers of the
+//! rule the beat is about (the partitioner's arithmetic, timers filling towards Kafka's
+//! timeouts, the lag calculation), labels on the logs, the routes it follows. The renderer
+//! paints these marks; tests read them.
+
+use bevy::math::{Rect, Vec2};
+
+use super::follow::Trace;
+use super::layout::Layout;
+use super::log_strip::StripPlace;
+use super::snapshot::{PartitionView, ProducerView, Snapshot};
+use super::tour::route_line;
+use crate::partitioner::{java_string_hash, offsets_partition_for_group};
+use crate::scenario::ClusterConfig;
+use crate::tour::{Annotation, Focus};
+
+/// How a mark is coloured: by meaning, which the palette turns into a colour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tone {
+    Text,
+    Muted,
+    /// In sync, done, safe.
+    Good,
+    /// Out of sync, timing out, lost.
+    Bad,
+    /// What the beat points at.
+    Accent,
+    Leader,
+    /// Written on a coloured cell.
+    OnCell,
+}
+
+/// One chip of a set (the ISR).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chip {
+    pub label: String,
+    pub member: bool,
+    /// How far it has moved out of the set since it left (0 in, 1 out), or into it since it
+    /// joined, over a moment of sim time: the chip is drawn that far below the row.
+    pub out: f32,
+}
+
+/// A record card in a producer's batch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Card {
+    pub key: String,
+    /// The record the tour follows.
+    pub followed: bool,
+}
+
+/// A row of a callout.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Row {
+    Text(String, Tone),
+    /// A heading within the callout.
+    Heading(String),
+    /// A timer: `fraction` of the way to its limit (1 and more: run out).
+    Bar {
+        label: String,
+        fraction: f32,
+        tone: Tone,
+    },
+    Chips(String, Vec<Chip>),
+    /// Record cards: a partition's batches in the accumulator, with how much of `linger.ms`
+    /// the first has waited, or a request's on its way.
+    Cards {
+        label: String,
+        cards: Vec<Card>,
+        lingered: Option<f32>,
+    },
+}
+
+/// Something drawn over the scene.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Mark {
+    /// A panel of rows.
+    Callout {
+        rect: Rect,
+        title: String,
+        rows: Vec<Row>,
+    },
+    /// A short text at a point (its centre).
+    Label {
+        at: Vec2,
+        text: String,
+        size: f32,
+        tone: Tone,
+    },
+    /// A straight line.
+    Line { from: Vec2, to: Vec2, tone: Tone },
+    /// An outline around a part of the scene.
+    Outline { rect: Rect, tone: Tone },
+    /// A tinted band: what lies beyond a limit.
+    Band { rect: Rect, tone: Tone },
+    /// A dot moving along a route, `t` of the way.
+    Pulse { from: Vec2, to: Vec2, t: f32 },
+}
+
+impl Mark {
+    /// The space it takes, so the camera can frame it.
+    pub fn rect(&self) -> Rect {
+        match self {
+            Mark::Callout { rect, .. } | Mark::Outline { rect, .. } | Mark::Band { rect, .. } => {
+                *rect
+            }
+            Mark::Label { at, text, size, .. } => Rect::from_center_half_size(
+                *at,
+                Vec2::new(text.chars().count() as f32 * size * 0.3, *size * 0.6),
+            ),
+            Mark::Line { from, to, .. } | Mark::Pulse { from, to, .. } => {
+                Rect::from_corners(*from, *to)
+            }
+        }
+    }
+}
+
+/// The latest change to a partition's ISR, from the event log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IsrChange {
+    pub at_ms: u64,
+    pub removed: Vec<u32>,
+    pub added: Vec<u32>,
+}
+
+/// What the marks are computed from.
+pub struct Context<'a> {
+    pub s: &'a Snapshot,
+    pub layout: &'a Layout,
+    pub cluster: &'a ClusterConfig,
+    pub trace: Option<&'a Trace>,
+    /// The instant shown, with the fraction of a millisecond the playhead is past it.
+    pub display_ms: f64,
+    /// For an `IsrTimers` annotation: the last ISR change of its partition, if any.
+    pub isr_change: Option<&'a IsrChange>,
+}
+
+/// How long a chip takes to leave or join the set, in sim time.
+const CHIP_MOVE_MS: f64 = 800.0;
+/// Callout text sizes, in scene units (the camera's zoom makes them larger on screen).
+pub const CALLOUT_TEXT: f32 = 15.0;
+pub const CALLOUT_ROW: f32 = 22.0;
+const CALLOUT_PAD: f32 = 10.0;
+/// The producer's insides take more room than its box.
+const PRODUCER_CALLOUT_WIDTH: f32 = 340.0;
+/// The sender's rows: room for this many requests in flight, so the callout keeps its size.
+const SENDER_ROWS: usize = 3;
+
+/// A callout's height for its rows.
+pub fn callout_height(rows: &[Row]) -> f32 {
+    let rows: f32 = rows
+        .iter()
+        .map(|r| match r {
+            Row::Cards { .. } | Row::Chips(..) => CALLOUT_ROW * 1.5,
+            _ => CALLOUT_ROW,
+        })
+        .sum();
+    CALLOUT_PAD * 2.0 + CALLOUT_ROW + rows
+}
+
+impl Context<'_> {
+    fn partition(&self, topic: &str, index: u32) -> Option<&PartitionView> {
+        self.s
+            .partitions
+            .iter()
+            .find(|p| p.topic == topic && p.index == index)
+    }
+
+    fn strip(&self, p: &PartitionView, broker: u32) -> Option<StripPlace> {
+        let slot = self.layout.replica(p.ordinal, broker)?;
+        Some(StripPlace::of(slot.rect, p))
+    }
+
+    fn broker_box(&self, broker: u32) -> Option<Rect> {
+        self.layout.brokers.get(broker as usize - 1).copied()
+    }
+
+    /// A callout under a broker's box, `slot` places down (several annotations stack).
+    fn under_broker(&self, broker: u32, slot: usize, title: String, rows: Vec<Row>) -> Mark {
+        let b = self.broker_box(broker).unwrap_or(self.layout.controller);
+        let h = callout_height(&rows);
+        let top = b.max.y + 12.0 + slot as f32 * (h + 8.0);
+        Mark::Callout {
+            rect: Rect::new(b.min.x, top, b.max.x, top + h),
+            title,
+            rows,
+        }
+    }
+
+    fn now(&self) -> u64 {
+        self.s.now_ms.saturating_sub(1)
+    }
+}
+
+/// Everything a beat's annotations draw, and the outline of the tour's record.
+pub fn marks(annotations: &[Annotation], ctx: &Context) -> Vec<Mark> {
+    let mut out = Vec::new();
+    for a in annotations {
+        annotate(a, ctx, &mut out);
+    }
+    if let Some(t) = ctx.trace {
+        for rect in super::tour::record_rects(t, ctx.s, ctx.layout, ctx.display_ms, false) {
+            out.push(Mark::Outline {
+                rect: rect.inflate(2.5),
+                tone: Tone::Accent,
+            });
+        }
+    }
+    out
+}
+
+fn seconds(ms: u64) -> String {
+    format!("{:.1} s", ms as f64 / 1000.0)
+}
+
+fn annotate(a: &Annotation, ctx: &Context, out: &mut Vec<Mark>) {
+    match a {
+        Annotation::ProducerInternals(name) => producer_internals(name, ctx, out),
+        Annotation::LogEndOffset(t, i) => {
+            let Some(p) = ctx.partition(t, *i) else {
+                return;
+            };
+            let Some(leader) = p.leader_replica() else {
+                return;
+            };
+            let Some(strip) = ctx.strip(p, leader.broker) else {
+                return;
+            };
+            // The offsets above the leader's cells, and the log end offset where the log ends.
+            for i in 0..strip.cells {
+                let offset = strip.first + i as u64;
+                if offset >= leader.log_end_offset {
+                    break;
+                }
+                let c = strip.cell(i);
+                out.push(Mark::Label {
+                    at: c.center(),
+                    text: offset.to_string(),
+                    size: if offset < 100 { 8.0 } else { 6.0 },
+                    tone: Tone::OnCell,
+                });
+            }
+            if let Some(x) = strip.offset_x(leader.log_end_offset) {
+                out.push(Mark::Line {
+                    from: Vec2::new(x + 1.0, strip.rect.min.y - 2.0),
+                    to: Vec2::new(x + 1.0, strip.rect.max.y + 2.0),
+                    tone: Tone::Accent,
+                });
+            }
+            out.push(ctx.under_broker(
+                leader.broker,
+                0,
+                format!("Leader of {}: broker {}", p.name(), leader.broker),
+                vec![
+                    Row::Text(
+                        format!("log end offset (LEO) {}", leader.log_end_offset),
+                        Tone::Accent,
+                    ),
+                    Row::Text(
+                        format!("the next record gets offset {}", leader.log_end_offset),
+                        Tone::Muted,
+                    ),
+                ],
+            ));
+        }
+        Annotation::FetchOffsets(t, i) => {
+            let Some(p) = ctx.partition(t, *i) else {
+                return;
+            };
+            for r in p.replicas.iter().filter(|r| Some(r.broker) != p.leader) {
+                out.push(ctx.under_broker(
+                    r.broker,
+                    0,
+                    format!("Follower on broker {}", r.broker),
+                    vec![
+                        Row::Text(
+                            format!("fetches from offset {}", r.log_end_offset),
+                            Tone::Accent,
+                        ),
+                        Row::Text(
+                            format!("(its log end offset; high watermark {})", r.high_watermark),
+                            Tone::Muted,
+                        ),
+                    ],
+                ));
+            }
+        }
+        Annotation::HighWatermark(t, i) => {
+            let Some(p) = ctx.partition(t, *i) else {
+                return;
+            };
+            for r in &p.replicas {
+                let Some(strip) = ctx.strip(p, r.broker) else {
+                    continue;
+                };
+                if let Some(x) = strip.offset_x(r.high_watermark) {
+                    out.push(Mark::Label {
+                        at: Vec2::new(x, strip.rect.max.y + 9.0),
+                        text: format!("HW {}", r.high_watermark),
+                        size: 11.0,
+                        tone: Tone::Text,
+                    });
+                }
+            }
+        }
+        Annotation::IsrTimers(t, i) => isr_timers(t, *i, ctx, out),
+        Annotation::HeartbeatTimers => heartbeat_timers(ctx, out),
+        Annotation::LeaderEpoch(t, i) => {
+            let Some(p) = ctx.partition(t, *i) else {
+                return;
+            };
+            let rows = vec![
+                Row::Text(format!("leader epoch {}", p.leader_epoch), Tone::Accent),
+                Row::Text(
+                    match p.leader {
+                        Some(l) => format!("leader: broker {l}, ISR {:?}", p.isr),
+                        None => "no leader: offline".into(),
+                    },
+                    Tone::Text,
+                ),
+            ];
+            let c = ctx.layout.controller;
+            let h = callout_height(&rows);
+            out.push(Mark::Callout {
+                rect: Rect::new(c.min.x - 292.0, c.max.y - h, c.min.x - 12.0, c.max.y),
+                title: p.name(),
+                rows,
+            });
+        }
+        Annotation::ReadLimit(t, i) => read_limit(t, *i, ctx, out),
+        Annotation::OffsetsPartition(g) => offsets_partition(g, ctx, out),
+        Annotation::Lag(g, t, i) => lag(g, t, *i, ctx, out),
+        Annotation::Note(focus, text) => {
+            let rects =
+                super::tour::focus_rects(focus, ctx.s, ctx.layout, ctx.trace, ctx.display_ms);
+            if let Some(r) = rects.into_iter().reduce(|a, b| a.union(b)) {
+                let rows = vec![Row::Text(text.clone(), Tone::Text)];
+                let h = callout_height(&rows);
+                let w = (text.chars().count() as f32 * CALLOUT_TEXT * 0.55 + 24.0).max(160.0);
+                out.push(Mark::Callout {
+                    rect: Rect::new(r.min.x, r.max.y + 10.0, r.min.x + w, r.max.y + 10.0 + h),
+                    title: String::new(),
+                    rows,
+                });
+            }
+        }
+    }
+}
+
+fn producer_internals(name: &str, ctx: &Context, out: &mut Vec<Mark>) {
+    let Some(i) = ctx.s.producers.iter().position(|p| p.name == name) else {
+        return;
+    };
+    let (p, r) = (&ctx.s.producers[i], ctx.layout.producers[i]);
+    let mut rows = vec![Row::Heading("Partitioner".into())];
+    let followed = ctx.trace.filter(|t| t.producer == p.name);
+    match followed.and_then(|t| Some((t.key.as_deref()?, t.partitioner?))) {
+        Some((key, math)) => {
+            for line in math.lines(key) {
+                rows.push(Row::Text(line, Tone::Text));
+            }
+            rows.push(Row::Text(
+                format!("key {key:?} goes to {}-{}", p.topic, math.partition),
+                Tone::Accent,
+            ));
+        }
+        None => rows.push(Row::Text(
+            "murmur2(key) & 0x7fffffff % partitions".into(),
+            Tone::Muted,
+        )),
+    }
+    rows.push(Row::Heading(format!(
+        "Accumulator: linger.ms {}, batch.size {}",
+        p.linger_ms, p.batch_size
+    )));
+    rows.extend(accumulator(p, followed, ctx));
+    rows.push(Row::Heading("Sender: ProduceRequests in flight".into()));
+    // A fixed number of rows, so the callout keeps its size as requests come and go.
+    for i in 0..SENDER_ROWS {
+        let row = match p.in_flight.get(i) {
+            Some(f) => Row::Cards {
+                label: format!("acks={} to {}", p.acks, f.broker),
+                cards: f
+                    .batches
+                    .iter()
+                    .flat_map(|b| &b.records)
+                    .map(|r| Card {
+                        key: r.key.clone().unwrap_or_else(|| "(no key)".into()),
+                        followed: followed.is_some_and(|t| t.id == r.id),
+                    })
+                    .collect(),
+                lingered: None,
+            },
+            None => Row::Cards {
+                label: if i == 0 { "none".into() } else { String::new() },
+                cards: Vec::new(),
+                lingered: None,
+            },
+        };
+        rows.push(row);
+    }
+    let h = callout_height(&rows);
+    let top = r.center().y - h / 2.0;
+    // Over the producer's box, reaching left of it, so the requests still leave from its right
+    // edge.
+    out.push(Mark::Callout {
+        rect: Rect::new(r.max.x - PRODUCER_CALLOUT_WIDTH, top, r.max.x, top + h),
+        title: format!("Producer {}, opened up", p.name),
+        rows,
+    });
+}
+
+/// One row per partition: its first batch's cards (the others wait behind it).
+fn accumulator(p: &ProducerView, followed: Option<&Trace>, ctx: &Context) -> Vec<Row> {
+    let now = ctx.now();
+    (0..p.partitions)
+        .map(|partition| {
+            let batches: Vec<_> = p
+                .batches
+                .iter()
+                .filter(|b| b.partition == partition)
+                .collect();
+            let cards = batches
+                .iter()
+                .flat_map(|b| &b.records)
+                .map(|r| Card {
+                    key: r.key.clone().unwrap_or_else(|| "(no key)".into()),
+                    followed: followed.is_some_and(|t| t.id == r.id),
+                })
+                .collect();
+            let lingered = batches
+                .first()
+                .map(|b| now.saturating_sub(b.created_ms) as f32 / p.linger_ms.max(1) as f32);
+            Row::Cards {
+                label: format!("{}-{partition}", p.topic),
+                cards,
+                lingered,
+            }
+        })
+        .collect()
+}
+
+fn isr_timers(topic: &str, index: u32, ctx: &Context, out: &mut Vec<Mark>) {
+    let Some(p) = ctx.partition(topic, index) else {
+        return;
+    };
+    let now = ctx.now();
+    let lag_max = ctx.cluster.replica_lag_time_max_ms;
+    for f in &p.followers {
+        let in_isr = p.isr.contains(&f.broker);
+        let since = f.last_caught_up_ms.map(|t| now.saturating_sub(t));
+        let (label, fraction) = match since {
+            Some(ms) => (
+                format!("last caught up {} ago", seconds(ms)),
+                ms as f32 / lag_max as f32,
+            ),
+            None => ("never caught up with this leader".into(), 1.0),
+        };
+        let tone = if !in_isr {
+            Tone::Bad
+        } else if fraction > 0.5 {
+            Tone::Accent
+        } else {
+            Tone::Good
+        };
+        out.push(ctx.under_broker(
+            f.broker,
+            0,
+            format!(
+                "Follower on broker {}: {}",
+                f.broker,
+                if in_isr {
+                    "in the ISR"
+                } else {
+                    "out of the ISR"
+                }
+            ),
+            vec![
+                Row::Bar {
+                    label,
+                    fraction,
+                    tone,
+                },
+                Row::Text(
+                    format!("replica.lag.time.max.ms = {}", seconds(lag_max)),
+                    Tone::Muted,
+                ),
+            ],
+        ));
+    }
+    // The ISR as a set of chips, the leader's: a chip slides out when its replica leaves.
+    let moving = |b: u32| -> f32 {
+        let Some(change) = ctx.isr_change else {
+            return 0.0;
+        };
+        let t = ((ctx.display_ms - change.at_ms as f64) / CHIP_MOVE_MS).clamp(0.0, 1.0) as f32;
+        if change.removed.contains(&b) {
+            t
+        } else if change.added.contains(&b) {
+            1.0 - t
+        } else {
+            0.0
+        }
+    };
+    let chips = p
+        .assignment
+        .iter()
+        .map(|b| {
+            let member = p.isr.contains(b);
+            let out = moving(*b);
+            Chip {
+                label: format!("{b}"),
+                member,
+                out: if member || out > 0.0 { out } else { 1.0 },
+            }
+        })
+        .collect();
+    if let Some(leader) = p.leader {
+        out.push(ctx.under_broker(
+            leader,
+            0,
+            format!("Leader of {}: broker {leader}", p.name()),
+            vec![
+                Row::Chips("ISR".into(), chips),
+                Row::Text(
+                    format!(
+                        "high watermark {}; log end offset {}",
+                        p.leader_replica().map_or(0, |r| r.high_watermark),
+                        p.leader_replica().map_or(0, |r| r.log_end_offset)
+                    ),
+                    Tone::Text,
+                ),
+            ],
+        ));
+    }
+}
+
+fn heartbeat_timers(ctx: &Context, out: &mut Vec<Mark>) {
+    let now = ctx.now();
+    let session = ctx.cluster.session_timeout_ms;
+    let mut rows = Vec::new();
+    for b in &ctx.s.brokers {
+        let last = ctx.s.last_heartbeat_ms.get(b.id as usize).copied();
+        let (label, fraction, tone) = if b.fenced {
+            (format!("broker {}: fenced", b.id), 1.0, Tone::Bad)
+        } else {
+            let since = last.map_or(0, |t| now.saturating_sub(t));
+            let f = since as f32 / session as f32;
+            (
+                format!("broker {}: last heartbeat {} ago", b.id, seconds(since)),
+                f,
+                if b.alive && f < 0.5 {
+                    Tone::Good
+                } else {
+                    Tone::Bad
+                },
+            )
+        };
+        rows.push(Row::Bar {
+            label,
+            fraction,
+            tone,
+        });
+    }
+    rows.push(Row::Text(
+        format!("broker.session.timeout.ms = {}", seconds(session)),
+        Tone::Muted,
+    ));
+    // Beside the controller, rising above it, clear of the brokers below.
+    let c = ctx.layout.controller;
+    let h = callout_height(&rows);
+    out.push(Mark::Callout {
+        rect: Rect::new(c.max.x + 12.0, c.max.y - h, c.max.x + 392.0, c.max.y),
+        title: "Time since each heartbeat".into(),
+        rows,
+    });
+}
+
+fn read_limit(topic: &str, index: u32, ctx: &Context, out: &mut Vec<Mark>) {
+    let Some(p) = ctx.partition(topic, index) else {
+        return;
+    };
+    let Some(leader) = p.leader_replica() else {
+        return;
+    };
+    let Some(strip) = ctx.strip(p, leader.broker) else {
+        return;
+    };
+    let hw = leader.high_watermark;
+    out.push(ctx.under_broker(
+        leader.broker,
+        0,
+        format!("The read limit of {}", p.name()),
+        vec![
+            Row::Text(format!("consumers read below HW {hw}"), Tone::Accent),
+            Row::Text(
+                format!(
+                    "{} record{} above it, not yet on every ISR member",
+                    leader.log_end_offset - hw,
+                    if leader.log_end_offset - hw == 1 {
+                        ""
+                    } else {
+                        "s"
+                    }
+                ),
+                Tone::Muted,
+            ),
+        ],
+    ));
+    if let Some(x) = strip.offset_x(hw) {
+        out.push(Mark::Line {
+            from: Vec2::new(x, strip.rect.min.y - 4.0),
+            to: Vec2::new(x, strip.rect.max.y + 4.0),
+            tone: Tone::Accent,
+        });
+        if leader.log_end_offset > hw
+            && let Some(end) = strip.offset_x(leader.log_end_offset)
+        {
+            out.push(Mark::Band {
+                rect: Rect::new(x + 1.0, strip.rect.min.y, end + 1.0, strip.rect.max.y),
+                tone: Tone::Bad,
+            });
+        }
+    }
+    // Each member reading the partition: where it reads from, and how far it may.
+    for (gi, g) in ctx.s.groups.iter().enumerate() {
+        for (mi, m) in g.members.iter().enumerate() {
+            let Some((_, position, _)) = m.progress.iter().find(|(o, _, _)| *o == p.ordinal) else {
+                continue;
+            };
+            let Some(r) = ctx.layout.member(gi, mi) else {
+                continue;
+            };
+            let rows = vec![
+                Row::Text(
+                    format!("fetches from broker {}, the leader", leader.broker),
+                    Tone::Text,
+                ),
+                Row::Text(
+                    format!("position {position}; may read up to offset {hw}"),
+                    Tone::Accent,
+                ),
+            ];
+            let h = callout_height(&rows);
+            let gr = ctx.layout.groups[gi];
+            out.push(Mark::Callout {
+                rect: Rect::new(
+                    gr.max.x - 380.0,
+                    gr.max.y + 12.0,
+                    gr.max.x,
+                    gr.max.y + 12.0 + h,
+                ),
+                title: format!("{} reads {}", m.name, p.name()),
+                rows,
+            });
+            out.push(Mark::Outline {
+                rect: r.inflate(2.0),
+                tone: Tone::Accent,
+            });
+        }
+    }
+}
+
+fn offsets_partition(group: &str, ctx: &Context, out: &mut Vec<Mark>) {
+    let Some((gi, g)) = ctx
+        .s
+        .groups
+        .iter()
+        .enumerate()
+        .find(|(_, g)| g.name == group)
+    else {
+        return;
+    };
+    let n = ctx.cluster.offsets_topic_partitions;
+    let hash = java_string_hash(group);
+    let partition = offsets_partition_for_group(group, n);
+    let leader = ctx
+        .s
+        .partitions
+        .get(g.offsets_partition as usize)
+        .and_then(|p| p.leader);
+    let mut rows = vec![
+        Row::Text(format!("hash(\"{group}\") = {hash}"), Tone::Text),
+        Row::Text(format!("abs({hash}) % {n} = {partition}"), Tone::Text),
+        Row::Text(
+            match leader {
+                Some(l) => format!("__consumer_offsets-{partition}: leader broker {l}"),
+                None => format!("__consumer_offsets-{partition}: no leader"),
+            },
+            Tone::Accent,
+        ),
+        Row::Heading("Committed".into()),
+    ];
+    for o in &g.offsets {
+        rows.push(Row::Text(
+            format!(
+                "{}: {}",
+                o.partition,
+                o.committed.map_or("none yet".into(), |c| c.to_string())
+            ),
+            Tone::Text,
+        ));
+    }
+    let r = ctx.layout.groups[gi];
+    let h = callout_height(&rows);
+    out.push(Mark::Callout {
+        rect: Rect::new(r.min.x - 60.0, r.max.y + 12.0, r.max.x, r.max.y + 12.0 + h),
+        title: format!("Where {group} commits"),
+        rows,
+    });
+    if let Some(p) = ctx.s.partitions.get(g.offsets_partition as usize) {
+        for b in &p.assignment {
+            if let Some(slot) = ctx.layout.replica(p.ordinal, *b) {
+                out.push(Mark::Outline {
+                    rect: slot.rect.inflate(2.0),
+                    tone: Tone::Accent,
+                });
+            }
+        }
+    }
+}
+
+/// `kafka-consumer-groups --describe`'s columns and arithmetic, for one partition of a group.
+pub fn lag_line(log_end: u64, committed: Option<u64>) -> String {
+    match committed {
+        Some(c) => format!(
+            "LOG-END-OFFSET {log_end} - CURRENT-OFFSET {c} = LAG {}",
+            log_end.saturating_sub(c)
+        ),
+        None => format!("LOG-END-OFFSET {log_end} - CURRENT-OFFSET - = LAG -"),
+    }
+}
+
+fn lag(group: &str, topic: &str, index: u32, ctx: &Context, out: &mut Vec<Mark>) {
+    let Some(g) = ctx.s.groups.iter().find(|g| g.name == group) else {
+        return;
+    };
+    let Some(monitor) = ctx.layout.lag_monitor else {
+        return;
+    };
+    let name = format!("{topic}-{index}");
+    let Some(o) = g.offsets.iter().find(|o| o.partition == name) else {
+        return;
+    };
+    let rows = vec![
+        Row::Text(format!("TOPIC {topic}  PARTITION {index}"), Tone::Muted),
+        Row::Text(lag_line(o.high_watermark, o.committed), Tone::Accent),
+        Row::Text(
+            format!(
+                "LOG-END-OFFSET is the high watermark ({}), the end a consumer can read",
+                o.high_watermark
+            ),
+            Tone::Muted,
+        ),
+    ];
+    let h = callout_height(&rows);
+    // The monitor opened up: over its box, reaching left.
+    let opened = Rect::new(
+        monitor.max.x - 600.0,
+        monitor.min.y,
+        monitor.max.x,
+        monitor.min.y + h,
+    );
+    out.push(Mark::Callout {
+        rect: opened,
+        title: format!("Lag monitor: kafka-consumer-groups --describe --group {group}"),
+        rows,
+    });
+    // The committed offset's way to the monitor: from the group's coordinator.
+    let route = route_line(
+        &Focus::OffsetsPartition(group.into()),
+        &Focus::LagMonitor,
+        ctx.s,
+        ctx.layout,
+    );
+    if let Some((from, _)) = route {
+        let to = from.clamp(opened.min, opened.max);
+        out.push(Mark::Line {
+            from,
+            to,
+            tone: Tone::Accent,
+        });
+        // A pulse every second of sim time, as the monitor asks again.
+        let t = (ctx.display_ms.rem_euclid(1000.0) / 1000.0) as f32;
+        out.push(Mark::Pulse { from, to, t });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lag_line_is_kafka_consumer_groups_arithmetic() {
+        assert_eq!(
+            lag_line(42, Some(42)),
+            "LOG-END-OFFSET 42 - CURRENT-OFFSET 42 = LAG 0"
+        );
+        assert_eq!(
+            lag_line(50, Some(42)),
+            "LOG-END-OFFSET 50 - CURRENT-OFFSET 42 = LAG 8"
+        );
+        assert_eq!(
+            lag_line(7, None),
+            "LOG-END-OFFSET 7 - CURRENT-OFFSET - = LAG -"
+        );
+    }
+}

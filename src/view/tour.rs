@@ -1,0 +1,369 @@
+//! A tour as the window plays it, computed headless: which beat is on and where a reader's keys
+//! take it, what a beat frames and lights on the scene, and the rest, which dims.
+
+use bevy::math::{Rect, Vec2};
+
+use super::follow::Trace;
+use super::layout::Layout;
+use super::log_strip::StripPlace;
+use super::snapshot::{PartitionView, Snapshot};
+use crate::sim::Node;
+use crate::tour::{Beat, Focus, Tour};
+
+/// Where the reader is in a beat.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// At the beat's start, paused, waiting for the reader to start it.
+    Ready,
+    /// Playing towards the beat's end.
+    Playing,
+    /// Stopped at its end.
+    Ended,
+    /// The last beat has ended and the reader moved on: the ways out are shown.
+    Finished,
+}
+
+/// Where a key or a button takes the tour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    Next,
+    Previous,
+    First,
+    Last,
+    /// The current beat again, from its start.
+    Replay,
+    /// Beat `n` (an index).
+    Go(usize),
+}
+
+/// What the playback does for a step: seek exactly to `at_ms`, then play at `speed` until
+/// `stop_ms`, or stay paused.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Cue {
+    pub at_ms: u64,
+    pub speed: f64,
+    pub stop_ms: u64,
+    pub play: bool,
+}
+
+/// The reader's place in a tour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Place {
+    /// The beat on screen (an index).
+    pub beat: usize,
+    pub stage: Stage,
+}
+
+impl Place {
+    /// Opening a tour at a beat: paused at its start, or at its end (as a shot shows it).
+    pub fn open(beat: usize, at_end: bool) -> Place {
+        Place {
+            beat,
+            stage: if at_end { Stage::Ended } else { Stage::Ready },
+        }
+    }
+
+    /// The cue that opens the beat, for the playback.
+    pub fn cue(&self, tour: &Tour) -> Cue {
+        let b = &tour.beats[self.beat];
+        let at_end = matches!(self.stage, Stage::Ended | Stage::Finished);
+        Cue {
+            at_ms: if at_end { b.to_ms } else { b.from_ms },
+            speed: b.speed,
+            stop_ms: b.to_ms,
+            play: self.stage == Stage::Playing,
+        }
+    }
+
+    /// Takes a step: the new place, and what the playback must do for it (`None`: nothing).
+    /// Every beat is reached by an exact seek to its start, backwards as well as forwards, so a
+    /// beat always starts from the same state.
+    pub fn step(&mut self, tour: &Tour, step: Step) -> Option<Cue> {
+        let last = tour.beats.len() - 1;
+        let to = match (step, self.stage) {
+            (Step::Next, Stage::Ready) => self.beat,
+            (Step::Next, Stage::Finished) => return None,
+            (Step::Next, _) if self.beat == last => {
+                // Past the last beat: its end, with the ways out.
+                self.stage = Stage::Finished;
+                return Some(self.cue(tour));
+            }
+            (Step::Next, _) => self.beat + 1,
+            (Step::Previous, Stage::Finished) => last,
+            (Step::Previous, _) => self.beat.saturating_sub(1),
+            (Step::First, _) => 0,
+            (Step::Last, _) => last,
+            (Step::Replay, Stage::Finished) => last,
+            (Step::Replay, _) => self.beat,
+            (Step::Go(n), _) => n.min(last),
+        };
+        *self = Place {
+            beat: to,
+            stage: Stage::Playing,
+        };
+        Some(self.cue(tour))
+    }
+
+    /// The playhead reached `now_ms`: a playing beat ends at its end.
+    pub fn reached(&mut self, tour: &Tour, now_ms: u64) {
+        if self.stage == Stage::Playing && now_ms >= tour.beats[self.beat].to_ms {
+            self.stage = Stage::Ended;
+        }
+    }
+}
+
+/// The rectangles of the scene a focus names, at this instant (a leader is wherever leadership
+/// is now; the record wherever it is).
+pub fn focus_rects(
+    focus: &Focus,
+    s: &Snapshot,
+    layout: &Layout,
+    trace: Option<&Trace>,
+    display_ms: f64,
+) -> Vec<Rect> {
+    let partition = |topic: &str, index: u32| {
+        s.partitions
+            .iter()
+            .find(|p| p.topic == topic && p.index == index)
+    };
+    let rows = |p: &PartitionView, keep: &dyn Fn(u32) -> bool| -> Vec<Rect> {
+        p.assignment
+            .iter()
+            .filter(|b| keep(**b))
+            .filter_map(|b| layout.replica(p.ordinal, *b))
+            .map(|slot| slot.rect)
+            .collect()
+    };
+    let group = |name: &str| s.groups.iter().position(|g| g.name == name);
+    match focus {
+        Focus::Producer(name) => s
+            .producers
+            .iter()
+            .position(|p| p.name == *name)
+            .and_then(|i| layout.producers.get(i).copied())
+            .into_iter()
+            .collect(),
+        Focus::Controller => vec![layout.controller],
+        Focus::Broker(b) => layout
+            .brokers
+            .get((*b as usize).wrapping_sub(1))
+            .copied()
+            .into_iter()
+            .collect(),
+        Focus::Partition(t, i) => partition(t, *i).map_or_else(Vec::new, |p| rows(p, &|_| true)),
+        Focus::Leader(t, i) => partition(t, *i).map_or_else(Vec::new, |p| match p.leader {
+            Some(leader) => layout
+                .brokers
+                .get(leader as usize - 1)
+                .copied()
+                .into_iter()
+                .collect(),
+            None => rows(p, &|_| true),
+        }),
+        Focus::Followers(t, i) => {
+            partition(t, *i).map_or_else(Vec::new, |p| rows(p, &|b| Some(b) != p.leader))
+        }
+        Focus::Group(name) => group(name)
+            .and_then(|g| layout.groups.get(g).copied())
+            .into_iter()
+            .collect(),
+        Focus::OffsetsPartition(name) => group(name)
+            .and_then(|g| s.partitions.get(s.groups[g].offsets_partition as usize))
+            .map_or_else(Vec::new, |p| rows(p, &|_| true)),
+        Focus::LagMonitor => layout.lag_monitor.into_iter().collect(),
+        Focus::Record => {
+            trace.map_or_else(Vec::new, |t| record_rects(t, s, layout, display_ms, true))
+        }
+        Focus::Route(a, b) => {
+            let ends = [a, b].map(|f| {
+                focus_rects(f, s, layout, trace, display_ms)
+                    .into_iter()
+                    .reduce(|x, y| x.union(y))
+            });
+            match ends {
+                [Some(x), Some(y)] => vec![x.union(y)],
+                [Some(x), None] | [None, Some(x)] => vec![x],
+                [None, None] => Vec::new(),
+            }
+        }
+    }
+}
+
+/// Where a followed record is drawn: its cells in the logs that hold it, the messages carrying
+/// it, the members that fetched it, and (with `producer`) its producer's box while it waits in a
+/// batch there.
+pub fn record_rects(
+    t: &Trace,
+    s: &Snapshot,
+    layout: &Layout,
+    display_ms: f64,
+    producer: bool,
+) -> Vec<Rect> {
+    let mut rects = Vec::new();
+    if let (Some(offset), Some(p)) = (t.offset, s.partitions.get(t.ordinal as usize)) {
+        for broker in &t.replicas {
+            if let Some(slot) = layout.replica(t.ordinal, *broker)
+                && let Some(cell) = StripPlace::of(slot.rect, p).cell_of(offset)
+            {
+                rects.push(cell);
+            }
+        }
+    }
+    for m in s.messages.iter().filter(|m| t.wires.contains(&m.wire.id)) {
+        if let Some((at, _)) = layout.message_at(s, &m.wire, display_ms) {
+            rects.push(Rect::from_center_half_size(at, Vec2::splat(10.0)));
+        }
+    }
+    if producer
+        && t.in_batch
+        && let Some(i) = s.producers.iter().position(|p| p.name == t.producer)
+        && let Some(r) = layout.producers.get(i)
+    {
+        rects.push(*r);
+    }
+    for c in &t.fetched_by {
+        if let Some((g, i)) = s.member_of(*c)
+            && let Some(r) = layout.member(g, i)
+        {
+            rects.push(r);
+        }
+    }
+    rects
+}
+
+/// What a beat frames: the union of its frame's parts, or `None` to frame the whole scene.
+pub fn framing(beat: &Beat, s: &Snapshot, layout: &Layout, trace: Option<&Trace>) -> Option<Rect> {
+    beat.frame
+        .iter()
+        .flat_map(|f| focus_rects(f, s, layout, trace, s.now_ms as f64))
+        // A replica's row is framed with its broker's box, so its broker is named on screen.
+        .map(|r| {
+            layout
+                .brokers
+                .iter()
+                .find(|b| b.contains(r.center()))
+                .map_or(r, |b| r.union(*b))
+        })
+        .reduce(|a, b| a.union(b))
+}
+
+/// The parts of `area` outside every rectangle in `lit`, as rectangles: the scene dims them.
+/// Cuts `area` into a grid along the lit rectangles' edges and keeps the cells no lit
+/// rectangle covers, joining neighbours along each row.
+pub fn unlit(area: Rect, lit: &[Rect]) -> Vec<Rect> {
+    let lit: Vec<Rect> = lit
+        .iter()
+        .map(|r| r.intersect(area))
+        .filter(|r| !r.is_empty())
+        .collect();
+    if lit.is_empty() {
+        return vec![area];
+    }
+    let mut xs: Vec<f32> = vec![area.min.x, area.max.x];
+    let mut ys: Vec<f32> = vec![area.min.y, area.max.y];
+    for r in &lit {
+        xs.extend([r.min.x, r.max.x]);
+        ys.extend([r.min.y, r.max.y]);
+    }
+    for v in [&mut xs, &mut ys] {
+        v.sort_by(f32::total_cmp);
+        v.dedup();
+    }
+    let mut out = Vec::new();
+    for y in ys.windows(2) {
+        let mut run: Option<Rect> = None;
+        for x in xs.windows(2) {
+            let cell = Rect::new(x[0], y[0], x[1], y[1]);
+            let covered = lit.iter().any(|r| r.contains(cell.center()));
+            match (&mut run, covered) {
+                (Some(r), false) => r.max.x = cell.max.x,
+                (None, false) => run = Some(cell),
+                (Some(_), true) => out.extend(run.take()),
+                (None, true) => {}
+            }
+        }
+        out.extend(run);
+    }
+    out
+}
+
+/// The line a route's focus draws: between the anchors messages use when both ends are nodes,
+/// else between the nearest points of the two parts' boxes.
+pub fn route_line(a: &Focus, b: &Focus, s: &Snapshot, layout: &Layout) -> Option<(Vec2, Vec2)> {
+    let node = |f: &Focus| -> Option<Node> {
+        match f {
+            Focus::Producer(name) => s
+                .producers
+                .iter()
+                .position(|p| p.name == *name)
+                .map(|i| Node::Producer(i as u32)),
+            Focus::Controller => Some(Node::Controller),
+            Focus::Broker(b) => Some(Node::Broker(*b)),
+            Focus::Leader(t, i) => s
+                .partitions
+                .iter()
+                .find(|p| p.topic == *t && p.index == *i)?
+                .leader
+                .map(Node::Broker),
+            Focus::OffsetsPartition(g) => {
+                let g = s.groups.iter().find(|x| x.name == *g)?;
+                s.partitions
+                    .get(g.offsets_partition as usize)?
+                    .leader
+                    .map(Node::Broker)
+            }
+            _ => None,
+        }
+    };
+    if let (Some(na), Some(nb)) = (node(a), node(b)) {
+        return Some((layout.route_end(s, na, nb)?, layout.route_end(s, nb, na)?));
+    }
+    // A node's box (a broker for a partition's leader), or the part's own.
+    let area = |f: &Focus| -> Option<Rect> {
+        match node(f) {
+            Some(Node::Broker(b)) => layout.brokers.get(b as usize - 1).copied(),
+            _ => focus_rects(f, s, layout, None, s.now_ms as f64)
+                .into_iter()
+                .reduce(|x, y| x.union(y)),
+        }
+    };
+    let (ra, rb) = (area(a)?, area(b)?);
+    let nearest = |r: Rect, to: Vec2| to.clamp(r.min, r.max);
+    let from = nearest(ra, rb.center());
+    Some((from, nearest(rb, from)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn area(r: &[Rect]) -> f32 {
+        r.iter().map(|r| r.width() * r.height()).sum()
+    }
+
+    #[test]
+    fn the_unlit_parts_cover_the_rest_exactly() {
+        let scene = Rect::new(0.0, 0.0, 100.0, 50.0);
+        assert_eq!(unlit(scene, &[]), vec![scene]);
+        let lit = [
+            Rect::new(10.0, 10.0, 30.0, 20.0),
+            Rect::new(60.0, 5.0, 90.0, 45.0),
+        ];
+        let dim = unlit(scene, &lit);
+        // Nothing lit is dimmed, nothing overlaps, and together they are the whole scene.
+        for d in &dim {
+            for l in &lit {
+                assert!(d.intersect(*l).is_empty(), "{d:?} dims {l:?}");
+            }
+        }
+        for (i, a) in dim.iter().enumerate() {
+            for b in &dim[i + 1..] {
+                assert!(a.intersect(*b).is_empty());
+            }
+        }
+        assert!((area(&dim) + area(&lit) - 100.0 * 50.0).abs() < 1e-3);
+        // A lit rectangle past the edge counts only inside.
+        let dim = unlit(scene, &[Rect::new(-10.0, -10.0, 50.0, 100.0)]);
+        assert!((area(&dim) - 50.0 * 50.0).abs() < 1e-3);
+    }
+}
