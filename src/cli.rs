@@ -155,8 +155,9 @@ enum Command {
     /// Measure the CPU time per frame of the app's own systems (model, scene, overlay), in a
     /// window, at real-time speed.
     BenchFrames {
-        /// Scenarios to measure (files or built-in names).
-        #[arg(default_values_t = ["quickstart".to_string(), "large".to_string()])]
+        /// Scenarios to measure (files or built-in names); a tour's name measures the tour, on
+        /// its longest beat.
+        #[arg(default_values_t = ["quickstart".to_string(), "walkthrough".to_string(), "large".to_string()])]
         scenarios: Vec<String>,
         /// Frames to measure in each.
         #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(10..=100_000))]
@@ -210,6 +211,25 @@ fn app_options(scenario: Scenario, at_ms: u64, look: &Look) -> Result<crate::app
         crate::app::Options::at(scenario, at_ms).map_err(|e| format!("--at-ms {e}"))?;
     look.apply(&mut options);
     Ok(options)
+}
+
+/// What `bench-frames` opens for a name, and what it calls it: a tour, playing its longest beat
+/// (in wall time), or a scenario from `at_ms` (at most 10 s before its end).
+fn bench_options(name: &str, at_ms: u64) -> Result<(String, crate::app::Options), String> {
+    if let Ok((tour, scenario)) = crate::tour::Tour::load(name) {
+        let wall = |b: &crate::tour::Beat| (b.to_ms - b.from_ms) as f64 / b.speed;
+        let longest = (0..tour.beats.len())
+            .max_by(|a, b| wall(&tour.beats[*a]).total_cmp(&wall(&tour.beats[*b])))
+            .unwrap_or(0);
+        let title = format!("tour {} (beat {})", tour.name, longest + 1);
+        let mut options = crate::app::Options::tour(tour, scenario, longest, false);
+        options.paused = false;
+        return Ok((title, options));
+    }
+    let scenario = Scenario::load(name).map_err(|e| e.to_string())?;
+    let start = at_ms.min(scenario.duration_ms.saturating_sub(10_000));
+    let options = app_options(scenario.clone(), start, &Look::default())?;
+    Ok((scenario.name, options))
 }
 
 /// The window's options for beat `beat` (from 1; the first when `None`) of a tour.
@@ -385,16 +405,13 @@ fn run(cli: Cli) -> Result<(), String> {
             check_display()?;
             let mut results = Vec::new();
             if let [name] = scenarios.as_slice() {
-                let scenario = Scenario::load(name).map_err(|e| e.to_string())?;
-                let look = Look::default();
-                let start = at_ms.min(scenario.duration_ms.saturating_sub(10_000));
-                let options = app_options(scenario.clone(), start, &look)?;
+                let (title, options) = bench_options(name, at_ms)?;
                 let bench = crate::app::bench_frames(options, frames as usize);
                 let frames = bench.overlay_us.len();
                 outln!(
                     "{}",
                     frame_line(
-                        &scenario.name,
+                        &title,
                         frames,
                         (bench.sim_end_ms - bench.sim_start_ms) as f64 / frames.max(1) as f64,
                         [
@@ -409,7 +426,7 @@ fn run(cli: Cli) -> Result<(), String> {
             // A process opens one window event loop in its life: each scenario gets its own.
             let exe = std::env::current_exe().map_err(|e| format!("finding this program: {e}"))?;
             for name in &scenarios {
-                Scenario::load(name).map_err(|e| e.to_string())?;
+                bench_options(name, at_ms)?;
                 let child = std::process::Command::new(&exe)
                     .args(["bench-frames", name, "--frames", &frames.to_string()])
                     .args(["--at-ms", &at_ms.to_string()])
@@ -752,13 +769,14 @@ pub fn summary(scenario: &Scenario, report: &Report) -> String {
 /// How `bench-frames` ends the line of one scenario, after its total per frame.
 const PER_FRAME: &str = " ms per frame of the 16.7 ms a 60 fps frame has";
 
-/// The line `bench-frames` prints for one scenario: the mean and 95th percentile of the model's,
-/// the scene's and the overlay's CPU time per frame (ms), then their total.
+/// The line `bench-frames` prints for one scenario: how much sim time a frame plays, the mean and
+/// 95th percentile of the model's, the scene's and the overlay's CPU time per frame (ms), then
+/// their total.
 fn frame_line(name: &str, frames: usize, sim_ms_each: f64, parts: [(f64, f64); 3]) -> String {
     let [(model, model95), (view, view95), (overlay, overlay95)] = parts;
     let total = model + view + overlay;
     format!(
-        "{name}: {frames} frames at 1x ({sim_ms_each:.2} sim ms each): model {model:.2} ms (p95 {model95:.2}), scene {view:.2} ms (p95 {view95:.2}), overlay {overlay:.2} ms (p95 {overlay95:.2}); {total:.2}{PER_FRAME}"
+        "{name}: {frames} frames ({sim_ms_each:.2} sim ms each): model {model:.2} ms (p95 {model95:.2}), scene {view:.2} ms (p95 {view95:.2}), overlay {overlay:.2} ms (p95 {overlay95:.2}); {total:.2}{PER_FRAME}"
     )
 }
 

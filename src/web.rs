@@ -82,13 +82,14 @@ pub fn parse_query(query: &str) -> Result<Page, String> {
         }
     };
 
-    if params.is_empty() {
-        return crate::app::Options::front_door().map(|o| Page::View(Box::new(o)));
-    }
-    if let Some(name) = get("tour") {
-        for key in [
-            "scenario", "at_ms", "speed", "paused", "seed", "report", "until_ms",
-        ] {
+    // A scenario's parameters open the sandbox; without any, the page opens a tour: the one
+    // named, or the walkthrough.
+    const SCENARIO: [&str; 7] = [
+        "scenario", "at_ms", "speed", "paused", "seed", "report", "until_ms",
+    ];
+    let sandbox = SCENARIO.iter().any(|k| get(k).is_some());
+    if let Some(name) = get("tour").or((!sandbox).then_some("walkthrough")) {
+        for key in SCENARIO {
             if get(key).is_some() {
                 return Err(format!(
                     "{key} is for a scenario; a tour takes beat, theme, text_scale and talk"

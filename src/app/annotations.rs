@@ -153,7 +153,7 @@ fn tone(palette: &Palette, tone: Tone) -> Srgba {
 
 fn paint_marks(shown: Res<Shown>, marks: Res<BeatMarks>, mut paint: ResMut<Paint>) {
     let palette = shown.palette();
-    let k = shown.text_factor();
+    let k = shown.text_scale;
     if !marks.lit.is_empty() {
         // Everything but what the beat is about dims, so the eye goes there.
         let lit: Vec<Rect> = marks.lit.iter().map(|r| r.inflate(6.0)).collect();
@@ -161,8 +161,13 @@ fn paint_marks(shown: Res<Shown>, marks: Res<BeatMarks>, mut paint: ResMut<Paint
             .iter()
             .fold(shown.layout.bounds(), |a, r| a.union(*r))
             .inflate(4000.0);
+        // Blending is linear: a light background washes out more at the same opacity.
+        let dim = match shown.theme {
+            crate::view::palette::Theme::Dark => 0.7,
+            crate::view::palette::Theme::Light => 0.55,
+        };
         for r in unlit(area, &lit) {
-            paint.rect(r, palette.background.with_alpha(0.7), 7.0);
+            paint.rect(r, palette.background.with_alpha(dim), 7.0);
         }
     }
     for m in &marks.marks {

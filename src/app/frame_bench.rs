@@ -115,9 +115,12 @@ pub(super) fn plugin(app: &mut App) {
     );
 }
 
-/// Runs the app on a scenario at real-time speed and returns the timings.
+/// Runs the app on a scenario at real-time speed (a tour at its beat's speed) and returns the
+/// timings.
 pub fn bench_frames(mut options: Options, frames: usize) -> FrameBench {
-    options.speed = 1.0;
+    if options.tour.is_none() {
+        options.speed = 1.0;
+    }
     options.paused = false;
     options.shot = None;
     let mut app = super::window_app(options);

@@ -13,7 +13,7 @@ use crate::view::tour::{Stage, Step};
 
 /// Text sizes of the panel (egui points, before the reader's text size and the talk preset).
 const TITLE: f32 = 26.0;
-const NARRATION: f32 = 21.0;
+const NARRATION: f32 = 22.0;
 const WATCH: f32 = 17.0;
 
 fn color(c: Srgba) -> Color32 {
@@ -21,57 +21,72 @@ fn color(c: Srgba) -> Color32 {
     Color32::from_rgba_unmultiplied(r, g, b, a)
 }
 
-/// The panel's contents.
+/// The panel's contents. With the talk preset it keeps to the narration, across the window: the
+/// speaker's clicker moves the beats, and the scene needs the room.
 pub(super) fn narration(
     ui: &mut egui::Ui,
     tour: &TourPlay,
     trace: Option<&Trace>,
     palette: &Palette,
+    talk: bool,
     steps: &mut MessageWriter<TourControl>,
 ) {
-    let t = &tour.tour;
     let place = tour.place;
-    let beat = &t.beats[place.beat];
-    let n = t.beats.len();
     ui.add_space(6.0);
     if place.stage == Stage::Finished {
         finished(ui, tour, palette, steps);
         return;
     }
-    ui.columns(2, |cols| {
-        let (left, right) = cols.split_at_mut(1);
-        let left = &mut left[0];
-        let right = &mut right[0];
-        left.label(
+    if talk {
+        text(ui, tour, palette);
+    } else {
+        ui.columns(2, |cols| {
+            let (left, right) = cols.split_at_mut(1);
+            left[0].with_layout(egui::Layout::top_down(egui::Align::LEFT), |ui| {
+                text(ui, tour, palette)
+            });
+            right[0].with_layout(egui::Layout::top_down(egui::Align::LEFT), |ui| {
+                buttons(ui, tour, steps);
+                if let Some(trace) = trace {
+                    ui.add_space(8.0);
+                    record_card(ui, trace, palette);
+                }
+            });
+        });
+    }
+    ui.add_space(6.0);
+}
+
+/// Which beat this is, its title, its narration and what to watch for.
+fn text(ui: &mut egui::Ui, tour: &TourPlay, palette: &Palette) {
+    let t = &tour.tour;
+    let beat = &t.beats[tour.place.beat];
+    ui.horizontal_wrapped(|ui| {
+        ui.label(RichText::new(&beat.title).size(TITLE).strong());
+        ui.label(
             RichText::new(format!(
-                "Beat {} of {n}  ·  {}",
-                place.beat + 1,
+                "beat {} of {}  ·  {}",
+                tour.place.beat + 1,
+                t.beats.len(),
                 beat.component.id()
             ))
             .size(WATCH)
             .color(color(palette.muted)),
         );
-        left.label(RichText::new(&beat.title).size(TITLE).strong());
-        left.add(egui::Label::new(RichText::new(&beat.narration).size(NARRATION)).wrap());
-        if !beat.watch_for.is_empty() {
-            left.add_space(4.0);
-            left.label(
-                RichText::new("Watch for")
-                    .size(WATCH)
-                    .strong()
-                    .color(color(palette.produce)),
-            );
-            for line in &beat.watch_for {
-                left.add(egui::Label::new(RichText::new(format!("•  {line}")).size(WATCH)).wrap());
-            }
-        }
-        buttons(right, tour, steps);
-        if let Some(trace) = trace {
-            right.add_space(8.0);
-            record_card(right, trace, palette);
-        }
     });
-    ui.add_space(6.0);
+    ui.add(egui::Label::new(RichText::new(&beat.narration).size(NARRATION)).wrap());
+    if !beat.watch_for.is_empty() {
+        ui.add_space(4.0);
+        ui.label(
+            RichText::new("Watch for")
+                .size(WATCH)
+                .strong()
+                .color(color(palette.produce)),
+        );
+        for line in &beat.watch_for {
+            ui.add(egui::Label::new(RichText::new(format!("•  {line}")).size(WATCH)).wrap());
+        }
+    }
 }
 
 fn buttons(ui: &mut egui::Ui, tour: &TourPlay, steps: &mut MessageWriter<TourControl>) {
@@ -97,7 +112,7 @@ fn buttons(ui: &mut egui::Ui, tour: &TourPlay, steps: &mut MessageWriter<TourCon
         }
         let next = match place.stage {
             Stage::Ready => "Play this beat",
-            _ if place.beat + 1 == n => "Finish",
+            _ if place.beat + 1 == n => "Where next >",
             _ => "Next >",
         };
         if ui

@@ -98,7 +98,7 @@ fn overlay(
         // A shot shows no tooltip of wherever the display's pointer happens to be.
         ctx.global_style_mut(|s| s.interaction.tooltip_delay = f32::MAX);
     }
-    ctx.set_zoom_factor(shown.text_factor());
+    ctx.set_zoom_factor(shown.panel_text());
     let events = &model.sim.world().resource::<EventLog>().events;
     let mut root = egui::Ui::new(
         ctx.clone(),
@@ -168,6 +168,7 @@ fn overlay(
                     tour,
                     following.trace.as_ref(),
                     &palette,
+                    talk,
                     &mut steps,
                 )
             })
@@ -193,11 +194,26 @@ fn overlay(
             .width()
     } else if talk && !shown.snapshot.groups.is_empty() {
         egui::Panel::right("lag monitor")
-            .default_size(300.0)
+            .resizable(false)
             .show(&mut root, |ui| {
                 ui.heading("Lag monitor");
                 for g in &shown.snapshot.groups {
-                    lag_table(ui, g);
+                    ui.strong(&g.name);
+                    egui::Grid::new(("talk lag", &g.name))
+                        .striped(true)
+                        .show(ui, |ui| {
+                            for h in ["", "log end", "committed", "lag"] {
+                                ui.label(RichText::new(h).weak());
+                            }
+                            ui.end_row();
+                            for o in &g.offsets {
+                                ui.monospace(&o.partition);
+                                ui.label(o.high_watermark.to_string());
+                                ui.label(o.committed.map_or("-".into(), |c| c.to_string()));
+                                ui.strong(o.lag.to_string());
+                                ui.end_row();
+                            }
+                        });
                 }
             })
             .response
@@ -208,7 +224,7 @@ fn overlay(
     };
 
     // The scene's camera draws into what the panels leave.
-    let k = window.scale_factor() * shown.text_factor();
+    let k = window.scale_factor() * shown.panel_text();
     let (w, h) = (window.physical_width(), window.physical_height());
     let pos = UVec2::new(0, (top * k) as u32);
     let size = UVec2::new(

@@ -98,8 +98,9 @@ impl Shown {
         Palette::of(self.theme)
     }
 
-    /// How much larger than the default every text is: the reader's size, and the talk preset's.
-    pub fn text_factor(&self) -> f32 {
+    /// How much larger than the default the panels' text is: the reader's size, and the talk
+    /// preset's. (The scene's text is the reader's size: the camera's framing enlarges it.)
+    pub fn panel_text(&self) -> f32 {
         self.text_scale * if self.talk { TALK_TEXT } else { 1.0 }
     }
 

@@ -522,7 +522,7 @@ pub(super) fn paint_scene(
     let s = &shown.snapshot;
     let layout = &shown.layout;
     let palette = shown.palette();
-    let k = shown.text_factor();
+    let k = shown.text_scale;
     let text = srgba(palette.text);
     let muted = srgba(palette.muted);
 

@@ -9,7 +9,7 @@ use super::playback::{Control, Model, Playback};
 use crate::scenario::Scenario;
 use crate::tour::Tour;
 use crate::view::follow::{AckScan, Picked, Trace, resolve, trace};
-use crate::view::tour::{Cue, Place, Step};
+use crate::view::tour::{Cue, Place, Stage, Step};
 
 /// The tour being told.
 #[derive(Resource)]
@@ -74,11 +74,15 @@ fn cue(playback: &mut Playback, controls: &mut MessageWriter<Control>, cue: Cue)
 
 fn open(mut commands: Commands, options: Res<super::Options>, mut playback: ResMut<Playback>) {
     let Some(open) = &options.tour else { return };
-    let place = Place::open(open.beat, open.at_end);
+    let mut place = Place::open(open.beat, open.at_end);
+    // Opened unpaused (the frame benchmark), the beat plays at once.
+    if !options.paused && !open.at_end {
+        place.stage = Stage::Playing;
+    }
     let c = place.cue(&open.tour);
     playback.speed = c.speed;
     playback.stop_ms = Some(c.stop_ms);
-    playback.paused = true;
+    playback.paused = !c.play;
     commands.insert_resource(TourPlay {
         tour: open.tour.clone(),
         place,

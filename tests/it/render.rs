@@ -49,22 +49,42 @@ fn app(prefix: &[String]) -> Command {
 }
 
 fn shot(scenario: &str, at_ms: u64, theme: &str) -> Option<PathBuf> {
+    shoot(
+        scenario,
+        &["--at-ms", &at_ms.to_string()],
+        theme,
+        &format!("{at_ms}"),
+    )
+}
+
+/// A shot of a tour's beat, at its end.
+fn beat_shot(tour: &str, beat: u32, theme: &str, extra: &[&str]) -> Option<PathBuf> {
+    let n = beat.to_string();
+    let mut args = vec!["--beat", &n];
+    args.extend(extra);
+    shoot(
+        tour,
+        &args,
+        theme,
+        &format!("beat-{beat}{}", extra.join("")),
+    )
+}
+
+fn shoot(scenario: &str, when: &[&str], theme: &str, tag: &str) -> Option<PathBuf> {
     let prefix = display()?;
     let dir = std::env::temp_dir().join(format!("kafkascope-render-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let out = dir.join(format!("{scenario}-{at_ms}-{theme}.png"));
-    let args = [
-        "shot",
-        scenario,
-        "--at-ms",
-        &at_ms.to_string(),
+    let out = dir.join(format!("{scenario}-{tag}-{theme}.png"));
+    let mut args = vec!["shot", scenario];
+    args.extend(when);
+    args.extend([
         "--out",
         out.to_str().unwrap(),
         "--size",
         "1600x900",
         "--theme",
         theme,
-    ];
+    ]);
     let result = app(&prefix).args(args).output().expect("the shot runs");
     assert!(
         result.status.success(),
@@ -157,6 +177,74 @@ fn a_shrunk_isr_shows_its_followers_out_of_sync() {
     check_theme_colours("isr-shrink", 50_000, Theme::Dark, true);
 }
 
+/// How many pixels of a region (fractions of the picture) are within a small distance of a colour.
+fn count_in(
+    (w, h): (u32, u32),
+    px: &[[u8; 3]],
+    (x0, y0, x1, y1): (f32, f32, f32, f32),
+    c: Srgba,
+) -> usize {
+    let (w, h) = (w as usize, h as usize);
+    let rows = (h as f32 * y0) as usize..(h as f32 * y1) as usize;
+    let cols = (w as f32 * x0) as usize..(w as f32 * x1) as usize;
+    rows.map(|y| count(&px[y * w + cols.start..y * w + cols.end], c))
+        .sum()
+}
+
+#[test]
+fn a_beat_shows_its_narration_its_callouts_and_dims_the_rest() {
+    for theme in [Theme::Dark, Theme::Light] {
+        let name = if theme == Theme::Dark {
+            "dark"
+        } else {
+            "light"
+        };
+        let Some(path) = beat_shot("walkthrough", 4, name, &[]) else {
+            return;
+        };
+        let (w, h, px) = pixels(&path);
+        let palette = Palette::of(theme);
+        // The narration panel, across the bottom: text on the panel's colour.
+        let text = count_in((w, h), &px, (0.0, 0.62, 0.5, 0.92), palette.text);
+        let panel = count_in((w, h), &px, (0.0, 0.62, 0.5, 0.92), palette.panel);
+        assert!(text > 1500, "{name}: {text} pixels of narration text");
+        assert!(
+            panel > 50_000,
+            "{name}: {panel} pixels of the narration panel"
+        );
+        // The beat's callouts, framed in the accent colour, above the narration.
+        let framed = count_in((w, h), &px, (0.0, 0.0, 1.0, 0.62), palette.produce);
+        assert!(framed > 1500, "{name}: {framed} accent pixels of callouts");
+        // The followers' and the leader's rows are lit in their colours.
+        let lit = count(&px, palette.in_sync) + count(&px, palette.leader);
+        assert!(lit > 2000, "{name}: {lit} pixels of lit replicas");
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+#[test]
+fn the_talk_preset_shows_only_the_narration_and_the_lag_monitor() {
+    let Some(path) = beat_shot("walkthrough", 8, "dark", &["--talk"]) else {
+        return;
+    };
+    let (w, h, px) = pixels(&path);
+    // The talk preset is light whatever the theme asked, and has no transport bar: the top rows
+    // are the scene's background, not a panel.
+    let palette = Palette::of(Theme::Light);
+    let top = count_in((w, h), &px, (0.0, 0.0, 0.6, 0.02), palette.background);
+    let region = (w as f32 * 0.6) * (h as f32 * 0.02);
+    assert!(
+        top as f32 > region * 0.9,
+        "{top} of {region} pixels in the top rows are background: a panel is there"
+    );
+    let light = count(&px, palette.background) + count(&px, palette.panel);
+    assert!(
+        light > px.len() / 3,
+        "{light} light pixels: not the light theme"
+    );
+    let _ = std::fs::remove_file(path);
+}
+
 #[test]
 fn the_app_plays_live_and_reports_its_frame_times() {
     // Playing at real time through the crash of a leader: playback, tweens, overlay, every frame.
@@ -179,7 +267,9 @@ fn the_app_plays_live_and_reports_its_frame_times() {
         String::from_utf8_lossy(&result.stderr)
     );
     assert!(
-        out.starts_with("clean-failover: 40 frames at 1x (") && out.contains("overlay"),
+        out.starts_with("clean-failover: 40 frames (")
+            && out.contains("sim ms each")
+            && out.contains("overlay"),
         "{out}"
     );
 }

@@ -41,6 +41,9 @@ fn a_tour_link_opens_its_beat() {
     assert_eq!(options.theme, Theme::Light);
     assert!(options.talk && options.paused);
     assert_eq!(view("tour=walkthrough").tour.unwrap().beat, 0);
+    // A look alone opens the walkthrough in that look; a scenario's settings, the sandbox.
+    assert_eq!(view("theme=light").tour.unwrap().tour.name, "walkthrough");
+    assert!(view("paused=1").tour.is_none());
     // The sandbox is a scenario's link.
     assert!(view("scenario=quickstart").tour.is_none());
 }
@@ -115,7 +118,7 @@ fn bad_parameters_say_what_is_wrong() {
         ),
         ("tour=walkthrough&beat=zero", "expected a beat number"),
         ("tour=walkthrough&at_ms=5", "at_ms is for a scenario"),
-        ("beat=2", "beat is a tour's"),
+        ("scenario=quickstart&beat=2", "beat is a tour's"),
         ("talk=maybe", "expected 1 or 0"),
     ] {
         let message = error(query);

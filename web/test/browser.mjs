@@ -6,7 +6,8 @@
 //   node browser.mjs bench BASE_URL [RUNS]
 //     Time from navigation to the first frame drawn, fresh cache each time.
 //
-// The app tells the page what it shows on its canvas: data-scenario, data-sim-ms, data-frames.
+// The app tells the page what it shows on its canvas: data-scenario, data-sim-ms, data-frames,
+// and in a tour data-tour, data-beat (from 1) and data-stage (ready, playing, ended, finished).
 
 import { chromium } from 'playwright-core';
 import { writeFileSync, mkdirSync } from 'node:fs';
@@ -108,8 +109,39 @@ async function test(base, native, outDir) {
     check(page.errors.length === 0, `no console errors (${page.errors.join('; ')})`);
     await page.context().close();
 
-    // No parameters, embedded in another page's iframe on a high-density screen: quickstart,
-    // dark, playing, drawn at the device's pixel ratio.
+    // A beat's link: the tour opens at that beat, paused at its start, and the address bar
+    // follows the reader from beat to beat.
+    const tour = await newPage(browser);
+    await tour.goto(`${base}/?tour=walkthrough&beat=5&theme=light`);
+    await waitFrames(tour, 5);
+    check(await canvasData(tour, 'tour') === 'walkthrough', 'a beat link opens its tour');
+    check(await canvasData(tour, 'beat') === '5' && await canvasData(tour, 'stage') === 'ready',
+      `at the linked beat, ready (${await canvasData(tour, 'beat')}, ${await canvasData(tour, 'stage')})`);
+    check(await canvasData(tour, 'scenario') === 'walkthrough', 'on the tour\'s scenario');
+    const beat5 = await simMs(tour);
+    check(beat5 === 20_999, `at the beat's start, 21 s (${beat5} ms drawn)`);
+    const beatShot = await tour.locator('#kafkascope').screenshot();
+    writeFileSync(`${outDir}/web-walkthrough-beat-5-light.png`, beatShot);
+    const beatLook = await pixels(tour, beatShot);
+    check(beatLook.colours >= 50 && beatLook.light > 150,
+      `the beat is drawn, in the light theme (${beatLook.colours} colours, mean ${beatLook.light.toFixed(0)})`);
+    await tour.keyboard.press('Space');
+    await tour.waitForFunction(() => document.getElementById('kafkascope').dataset.stage === 'playing',
+      null, { timeout: 60_000 });
+    await tour.waitForFunction((at) => Number(document.getElementById('kafkascope').dataset.simMs) > at,
+      beat5, { timeout: 60_000 });
+    check(true, 'space plays the beat');
+    await tour.keyboard.press('End');
+    await tour.waitForFunction(() => document.getElementById('kafkascope').dataset.beat === '8',
+      null, { timeout: 60_000 });
+    await tour.waitForFunction(() => location.search === '?tour=walkthrough&beat=8&theme=light',
+      null, { timeout: 30_000 });
+    check(true, 'End goes to the last beat, and the address bar links to it');
+    check(tour.errors.length === 0, `no console errors (${tour.errors.join('; ')})`);
+    await tour.context().close();
+
+    // No parameters, embedded in another page's iframe on a high-density screen: the walkthrough
+    // at beat 1, dark, paused on its Start button, drawn at the device's pixel ratio.
     const hiDpi = await launch(['--force-device-scale-factor=2', '--window-size=1280,720']);
     hiDpi.ownDensity = true;
     const plain = await newPage(hiDpi);
@@ -117,7 +149,9 @@ async function test(base, native, outDir) {
       <iframe src="${base}/" style="width:800px;height:450px;border:0"></iframe></body>`);
     const frame = await (await plain.waitForSelector('iframe')).contentFrame();
     await waitFrames(frame, 5);
-    check(await canvasData(frame, 'scenario') === 'quickstart', 'without parameters, in an iframe, it shows quickstart');
+    check(await canvasData(frame, 'tour') === 'walkthrough' && await canvasData(frame, 'beat') === '1'
+      && await canvasData(frame, 'stage') === 'ready',
+      'without parameters, in an iframe, it opens the walkthrough at beat 1, on Start');
     const size = await frame.evaluate(() => {
       const c = document.getElementById('kafkascope');
       return [c.width, c.height, c.clientWidth, c.clientHeight];
@@ -129,11 +163,13 @@ async function test(base, native, outDir) {
       null, { timeout: 60_000 });
     check(true, 'the canvas follows its container when it is resized (1200 pixels for 600)');
     const start = await simMs(frame);
+    await frame.locator('#kafkascope').focus();
+    await plain.keyboard.press('Space');
     await frame.waitForFunction((s) => Number(document.getElementById('kafkascope').dataset.simMs) > s,
       start, { timeout: 60_000 });
-    check(true, 'it plays');
+    check(true, 'space starts the walkthrough');
     const darkShot = await plain.locator('iframe').screenshot();
-    writeFileSync(`${outDir}/web-quickstart-dark.png`, darkShot);
+    writeFileSync(`${outDir}/web-walkthrough-dark.png`, darkShot);
     const dark = await pixels(plain, darkShot);
     check(dark.colours >= 50 && dark.light < 100, `the dark theme is dark (${dark.colours} colours, mean ${dark.light.toFixed(0)})`);
     // The browser refuses autofocus inside a cross-origin iframe until the reader clicks, and says
