@@ -155,9 +155,9 @@ enum Command {
     /// Measure the CPU time per frame of the app's own systems (model, scene, overlay), in a
     /// window, at real-time speed.
     BenchFrames {
-        /// Scenarios to measure (files or built-in names); a tour's name measures the tour, on
-        /// its longest beat.
-        #[arg(default_values_t = ["quickstart".to_string(), "walkthrough".to_string(), "large".to_string()])]
+        /// Scenarios to measure (files or built-in names); `tour:NAME` measures a tour, from its
+        /// longest beat on, going to the next beat as each ends.
+        #[arg(default_values_t = ["quickstart".to_string(), "tour:walkthrough".to_string(), "large".to_string()])]
         scenarios: Vec<String>,
         /// Frames to measure in each.
         #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(10..=100_000))]
@@ -213,10 +213,11 @@ fn app_options(scenario: Scenario, at_ms: u64, look: &Look) -> Result<crate::app
     Ok(options)
 }
 
-/// What `bench-frames` opens for a name, and what it calls it: a tour, playing its longest beat
-/// (in wall time), or a scenario from `at_ms` (at most 10 s before its end).
+/// What `bench-frames` opens for a name, and what it calls it: `tour:NAME`, playing the tour's
+/// longest beat (in wall time), or a scenario from `at_ms` (at most 10 s before its end).
 fn bench_options(name: &str, at_ms: u64) -> Result<(String, crate::app::Options), String> {
-    if let Ok((tour, scenario)) = crate::tour::Tour::load(name) {
+    if let Some(tour) = name.strip_prefix("tour:") {
+        let (tour, scenario, _) = load_tour(tour, None)?;
         let wall = |b: &crate::tour::Beat| (b.to_ms - b.from_ms) as f64 / b.speed;
         let longest = (0..tour.beats.len())
             .max_by(|a, b| wall(&tour.beats[*a]).total_cmp(&wall(&tour.beats[*b])))
@@ -232,6 +233,19 @@ fn bench_options(name: &str, at_ms: u64) -> Result<(String, crate::app::Options)
     Ok((scenario.name, options))
 }
 
+/// A tour (file or built-in) with its scenario, and its beat `beat` (from 1; the first when
+/// `None`) as an index.
+fn load_tour(
+    name: &str,
+    beat: Option<usize>,
+) -> Result<(crate::tour::Tour, Scenario, usize), String> {
+    let (tour, scenario) = crate::tour::Tour::load(name).map_err(|e| e.to_string())?;
+    let beat = tour
+        .beat_index(beat.unwrap_or(1))
+        .map_err(|e| format!("--beat {e}"))?;
+    Ok((tour, scenario, beat))
+}
+
 /// The window's options for beat `beat` (from 1; the first when `None`) of a tour.
 fn tour_options(
     name: &str,
@@ -239,10 +253,7 @@ fn tour_options(
     at_end: bool,
     look: &Look,
 ) -> Result<crate::app::Options, String> {
-    let (tour, scenario) = crate::tour::Tour::load(name).map_err(|e| e.to_string())?;
-    let beat = tour
-        .beat_index(beat.unwrap_or(1))
-        .map_err(|e| format!("--beat {e}"))?;
+    let (tour, scenario, beat) = load_tour(name, beat)?;
     let mut options = crate::app::Options::tour(tour, scenario, beat, at_end);
     look.apply(&mut options);
     Ok(options)
@@ -337,13 +348,14 @@ fn run(cli: Cli) -> Result<(), String> {
             json,
             look,
         }) => {
-            let options = tour_options(&name, beat, false, &look)?;
+            let (tour, scenario, beat) = load_tour(&name, beat)?;
             if json {
-                let tour = &options.tour.as_ref().expect("a tour's options").tour;
                 outln!("{}", tour.to_json());
                 return Ok(());
             }
             check_display()?;
+            let mut options = crate::app::Options::tour(tour, scenario, beat, false);
+            look.apply(&mut options);
             exit_status(crate::app::run(options))
         }
         Some(Command::View {

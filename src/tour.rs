@@ -19,10 +19,7 @@ pub const BUILT_IN_TOURS: &[BuiltInTour] = &[BuiltInTour {
     source: include_str!("../scenarios/tours/walkthrough.ron"),
 }];
 
-/// The slowest and fastest a beat plays (sim time per wall time): slow enough to watch one
-/// millisecond's messages cross a link, fast enough to wait out a session timeout.
-pub const MIN_BEAT_SPEED: f64 = 0.001;
-pub const MAX_BEAT_SPEED: f64 = 100.0;
+use crate::app::options::{MAX_SPEED, MIN_SPEED};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -316,11 +313,11 @@ impl Tour {
                 ));
             }
             previous_end = beat.to_ms;
-            if !(MIN_BEAT_SPEED..=MAX_BEAT_SPEED).contains(&beat.speed) {
+            if !(MIN_SPEED..=MAX_SPEED).contains(&beat.speed) {
                 return Err(bad(
                     at("speed"),
                     format!(
-                        "{}: a beat plays at {MIN_BEAT_SPEED} to {MAX_BEAT_SPEED} times real time",
+                        "{}: a beat plays at {MIN_SPEED} to {MAX_SPEED} times real time",
                         beat.speed
                     ),
                 ));

@@ -25,9 +25,9 @@ const MARGIN: f32 = 28.0;
 #[derive(Component, Debug, Clone, Copy)]
 pub struct Framing {
     pub rect: Rect,
-    /// Where it is heading, and the jump count it last snapped at.
+    /// Where it is heading, and the layout it last snapped to.
     target: Rect,
-    jumps: u64,
+    layout: Option<u64>,
 }
 
 /// Moves a framing between two rectangles, corner by corner.
@@ -70,7 +70,7 @@ fn spawn_camera(mut commands: Commands) {
         Framing {
             rect: whole,
             target: whole,
-            jumps: u64::MAX,
+            layout: None,
         },
     ));
 }
@@ -114,16 +114,19 @@ fn frame(
 ) {
     let to = target(&shown, tour.as_deref(), &following, &marks);
     for (e, mut framing) in &mut cameras {
-        // A jump snaps; so does a shot, which must show the framing it asks for.
-        let snap = framing.jumps != shown.jumps || options.shot.is_some();
+        // A new layout (a scenario loaded, the first frame) snaps; so does a shot, which must
+        // show the framing it asks for. Going from beat to beat moves the camera.
+        let snap = framing.layout != Some(shown.layout_version) || options.shot.is_some();
         let moved = (framing.target.min - to.min).length() + (framing.target.max - to.max).length();
-        if snap && (moved > 0.5 || framing.rect != to) {
-            commands.entity(e).remove::<TweenAnim>();
-            *framing = Framing {
-                rect: to,
-                target: to,
-                jumps: shown.jumps,
-            };
+        if snap {
+            if framing.rect != to || framing.layout != Some(shown.layout_version) {
+                commands.entity(e).remove::<TweenAnim>();
+                *framing = Framing {
+                    rect: to,
+                    target: to,
+                    layout: Some(shown.layout_version),
+                };
+            }
         } else if moved > 2.0 {
             framing.target = to;
             let tween = Tween::new(

@@ -65,6 +65,19 @@ pub(super) fn plugin(app: &mut App) {
     app.add_systems(PostStartup, |mut playback: ResMut<super::Playback>| {
         playback.fixed_frame_ms = Some(1000.0 / 60.0)
     })
+    // A tour measured goes on to its next beat as each ends, as a reader pressing Next would.
+    .add_systems(
+        Update,
+        (|tour: Option<Res<super::tour::TourPlay>>,
+          mut steps: MessageWriter<super::tour::TourControl>| {
+            if tour.is_some_and(|t| t.place.stage == crate::view::tour::Stage::Ended) {
+                steps.write(super::tour::TourControl::Step(
+                    crate::view::tour::Step::Next,
+                ));
+            }
+        })
+        .in_set(AppSet::Input),
+    )
     .add_systems(
         Update,
         (

@@ -192,6 +192,7 @@ fn mouse(
     mut contexts: EguiContexts,
     shown: Res<Shown>,
     model: Res<super::playback::Model>,
+    tour: Option<Res<TourPlay>>,
     mut following: ResMut<Following>,
     mut pointer: ResMut<Pointer>,
 ) {
@@ -224,11 +225,16 @@ fn mouse(
         let picked =
             cell.and_then(|(ordinal, offset)| at_offset(model.sim.world(), ordinal, offset));
         if let Some(picked) = picked {
-            *following = Following::pick(picked);
+            *following = Following::pick(picked, shown.layout_version);
             pointer.menu = None;
         } else {
+            // A tour's beats are its scenario's run: breaking the cluster is the sandbox's.
             pointer.menu = match pointer.hover {
-                Some(Target::Broker(b)) | Some(Target::Replica { broker: b, .. }) => Some(b),
+                Some(Target::Broker(b)) | Some(Target::Replica { broker: b, .. })
+                    if tour.is_none() =>
+                {
+                    Some(b)
+                }
                 _ => None,
             };
         }

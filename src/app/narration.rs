@@ -21,14 +21,15 @@ fn color(c: Srgba) -> Color32 {
     Color32::from_rgba_unmultiplied(r, g, b, a)
 }
 
-/// The panel's contents. With the talk preset it keeps to the narration, across the window: the
-/// speaker's clicker moves the beats, and the scene needs the room.
+/// The panel's contents. `compact` (the talk preset, a small window) keeps to the narration,
+/// across the window, and the buttons: the scene needs the room, and a speaker's clicker moves
+/// the beats.
 pub(super) fn narration(
     ui: &mut egui::Ui,
     tour: &TourPlay,
     trace: Option<&Trace>,
     palette: &Palette,
-    talk: bool,
+    compact: bool,
     steps: &mut MessageWriter<TourControl>,
 ) {
     let place = tour.place;
@@ -37,8 +38,9 @@ pub(super) fn narration(
         finished(ui, tour, palette, steps);
         return;
     }
-    if talk {
+    if compact {
         text(ui, tour, palette);
+        buttons(ui, tour, steps);
     } else {
         ui.columns(2, |cols| {
             let (left, right) = cols.split_at_mut(1);
@@ -236,7 +238,9 @@ pub(super) fn card_lines(t: &Trace) -> Vec<(String, String)> {
     let on: Vec<String> = t.replicas.iter().map(|b| format!("broker {b}")).collect();
     lines.push((
         "in the logs of".into(),
-        if on.is_empty() {
+        if t.lost {
+            "no broker: acknowledged, and lost".into()
+        } else if on.is_empty() {
             "no broker yet".into()
         } else {
             on.join(", ")

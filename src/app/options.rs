@@ -110,11 +110,16 @@ pub fn parse_beat(tour: &Tour, s: &str) -> Result<usize, String> {
     tour.beat_index(n)
 }
 
+/// The slowest the playback goes: a millisecond's messages take a second to cross a link.
+pub const MIN_SPEED: f64 = 0.001;
+/// The fastest: a minute of a busy cluster in under a second.
+pub const MAX_SPEED: f64 = 100.0;
+
 pub fn parse_speed(s: &str) -> Result<f64, String> {
     s.parse::<f64>()
         .ok()
-        .filter(|v| (0.001..=100.0).contains(v))
-        .ok_or_else(|| "expected a number from 0.001 to 100".to_string())
+        .filter(|v| (MIN_SPEED..=MAX_SPEED).contains(v))
+        .ok_or_else(|| format!("expected a number from {MIN_SPEED} to {MAX_SPEED}"))
 }
 
 /// Whether a window can open at `at_ms`: not past the scenario's end.

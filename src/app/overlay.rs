@@ -31,6 +31,8 @@ struct UiState {
     path: String,
     /// Why the last scenario could not be loaded.
     load_error: Option<String>,
+    /// The narration's height when last shown, unscrolled.
+    narration_height: f32,
 }
 
 pub(super) fn plugin(app: &mut App) {
@@ -160,21 +162,44 @@ fn overlay(
             .rect
             .height()
     };
+    // The narration takes at most this share of the window's height, scrolling past it, so a
+    // small window (an embed) keeps a scene.
+    let narration_most = ctx.viewport_rect().height() * NARRATION_SHARE;
+    let narrow = ctx.viewport_rect().width() < NARROW_WINDOW_WIDTH;
     let narration = match tour {
-        Some(tour) => egui::Panel::bottom("narration")
-            .show(&mut root, |ui| {
+        Some(tour) => {
+            let mut show = |ui: &mut egui::Ui| {
                 super::narration::narration(
                     ui,
                     tour,
                     following.trace.as_ref(),
                     &palette,
-                    talk,
+                    talk || narrow,
                     &mut steps,
                 )
-            })
-            .response
-            .rect
-            .height(),
+            };
+            // Its own height while that fits (last frame's), else a scrolled part of it.
+            let scroll = state.narration_height > narration_most;
+            egui::Panel::bottom("narration")
+                .resizable(false)
+                .show(&mut root, |ui| {
+                    let top = ui.min_rect().top();
+                    state.narration_height = if scroll {
+                        egui::ScrollArea::vertical()
+                            .max_height(narration_most)
+                            .min_scrolled_height(narration_most)
+                            .show(ui, |ui| show(ui))
+                            .content_size
+                            .y
+                    } else {
+                        show(ui);
+                        ui.min_rect().bottom() - top
+                    };
+                })
+                .response
+                .rect
+                .height()
+        }
         None => 0.0,
     };
     let right = if pointer.details_shown {
@@ -808,6 +833,11 @@ fn lag_table(ui: &mut egui::Ui, g: &crate::view::snapshot::GroupView) {
             }
         });
 }
+
+/// The largest share of the window's height the narration panel takes.
+const NARRATION_SHARE: f32 = 0.45;
+/// Narrower windows (in egui points) show the narration in one column, without the record's card.
+const NARROW_WINDOW_WIDTH: f32 = 900.0;
 
 /// Narrower windows show no details panel unless asked, so that the scene keeps its width.
 const DETAILS_MIN_WINDOW_WIDTH: f32 = 1000.0;

@@ -33,9 +33,7 @@ pub struct Playback {
     pub stop_ms: Option<u64>,
 }
 
-/// The slowest the transport plays: a millisecond's messages take a second to cross a link.
-pub const MIN_SPEED: f64 = crate::tour::MIN_BEAT_SPEED;
-pub const MAX_SPEED: f64 = 100.0;
+pub use super::options::{MAX_SPEED, MIN_SPEED};
 /// The talk preset's text, times the reader's: large enough for the back of a room.
 pub const TALK_TEXT: f32 = 1.5;
 /// The most sim time one frame runs: beyond it playback slows down rather than stalls.
@@ -102,6 +100,16 @@ impl Shown {
     /// preset's. (The scene's text is the reader's size: the camera's framing enlarges it.)
     pub fn panel_text(&self) -> f32 {
         self.text_scale * if self.talk { TALK_TEXT } else { 1.0 }
+    }
+
+    /// The reader's own theme: the one the talk preset gives back (the web page's link keeps it).
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+    pub fn own_theme(&self) -> Theme {
+        if self.talk {
+            self.theme_before_talk
+        } else {
+            self.theme
+        }
     }
 
     /// Turns the talk preset on or off; off gives back the theme it replaced.

@@ -5,7 +5,7 @@
 use bevy::prelude::*;
 
 use super::AppSet;
-use super::playback::{Control, Model, Playback};
+use super::playback::{Control, Model, Playback, Shown};
 use crate::scenario::Scenario;
 use crate::tour::Tour;
 use crate::view::follow::{AckScan, Picked, Trace, resolve, trace};
@@ -24,13 +24,18 @@ pub struct Following {
     pub picked: Option<Picked>,
     pub trace: Option<Trace>,
     acks: AckScan,
+    /// The layout it was picked in: a record of another scenario is not followed.
+    layout_version: u64,
+    /// The instant a tour's record was last looked for (the search reads the logs).
+    looked_at_ms: Option<u64>,
 }
 
 impl Following {
-    /// Follows `picked` from now on.
-    pub fn pick(picked: Picked) -> Self {
+    /// Follows `picked`, a record of the scenario shown with layout `layout_version`.
+    pub fn pick(picked: Picked, layout_version: u64) -> Self {
         Following {
             picked: Some(picked),
+            layout_version,
             ..Following::default()
         }
     }
@@ -141,12 +146,26 @@ fn track(model: Res<Model>, tour: Option<ResMut<TourPlay>>) {
 }
 
 /// Finds the tour's record once it exists, and where the followed record is now.
-fn follow(mut model: ResMut<Model>, tour: Option<Res<TourPlay>>, mut following: ResMut<Following>) {
+fn follow(
+    mut model: ResMut<Model>,
+    shown: Res<Shown>,
+    tour: Option<Res<TourPlay>>,
+    mut following: ResMut<Following>,
+) {
+    if following.layout_version != shown.layout_version {
+        *following = Following {
+            layout_version: shown.layout_version,
+            ..Following::default()
+        };
+    }
+    let now = model.sim.now_ms();
     let world = model.sim.world_mut();
     if following.picked.is_none()
+        && following.looked_at_ms != Some(now)
         && let Some(record) = tour.as_ref().and_then(|t| t.tour.follow.as_ref())
     {
         following.picked = resolve(world, record);
+        following.looked_at_ms = Some(now);
     }
     let Some(picked) = following.picked else {
         following.trace = None;
@@ -156,6 +175,7 @@ fn follow(mut model: ResMut<Model>, tour: Option<Res<TourPlay>>, mut following: 
         trace: t,
         acks,
         picked: p,
+        ..
     } = &mut *following;
     *t = trace(world, picked, acks);
     // Where it was seen is where to look first next time.

@@ -88,7 +88,8 @@ fn tell_page(
         at_ms: playback
             .paused
             .then(|| (shown.display_ms as u64 + 1).min(scenario.duration_ms)),
-        theme: shown.theme,
+        // The talk preset's light theme is the preset's: the link keeps the reader's own.
+        theme: shown.own_theme(),
         speed: playback.speed,
         paused: playback.paused,
         text_scale: shown.text_scale,

@@ -159,10 +159,7 @@ pub fn callout_height(rows: &[Row]) -> f32 {
 
 impl Context<'_> {
     fn partition(&self, topic: &str, index: u32) -> Option<&PartitionView> {
-        self.s
-            .partitions
-            .iter()
-            .find(|p| p.topic == topic && p.index == index)
+        self.s.partition(topic, index)
     }
 
     fn strip(&self, p: &PartitionView, broker: u32) -> Option<StripPlace> {
@@ -171,7 +168,7 @@ impl Context<'_> {
     }
 
     fn broker_box(&self, broker: u32) -> Option<Rect> {
-        self.layout.brokers.get(broker as usize - 1).copied()
+        self.layout.broker(broker)
     }
 
     /// A callout under a broker's box, `slot` places down (several annotations stack).
@@ -364,7 +361,7 @@ fn producer_internals(name: &str, ctx: &Context, out: &mut Vec<Mark>) {
             ));
         }
         None => rows.push(Row::Text(
-            "murmur2(key) & 0x7fffffff % partitions".into(),
+            "(murmur2(key) & 0x7fffffff) % partitions".into(),
             Tone::Muted,
         )),
     }
@@ -379,15 +376,7 @@ fn producer_internals(name: &str, ctx: &Context, out: &mut Vec<Mark>) {
         let row = match p.in_flight.get(i) {
             Some(f) => Row::Cards {
                 label: format!("acks={} to {}", p.acks, f.broker),
-                cards: f
-                    .batches
-                    .iter()
-                    .flat_map(|b| &b.records)
-                    .map(|r| Card {
-                        key: r.key.clone().unwrap_or_else(|| "(no key)".into()),
-                        followed: followed.is_some_and(|t| t.id == r.id),
-                    })
-                    .collect(),
+                cards: cards(f.batches.iter(), followed),
                 lingered: None,
             },
             None => Row::Cards {
@@ -409,7 +398,21 @@ fn producer_internals(name: &str, ctx: &Context, out: &mut Vec<Mark>) {
     });
 }
 
-/// One row per partition: its first batch's cards (the others wait behind it).
+/// A card for each record of some batches, the followed one marked.
+fn cards<'a>(
+    batches: impl Iterator<Item = &'a super::snapshot::BatchView>,
+    followed: Option<&Trace>,
+) -> Vec<Card> {
+    batches
+        .flat_map(|b| &b.records)
+        .map(|r| Card {
+            key: r.key.as_deref().unwrap_or("(no key)").to_string(),
+            followed: followed.is_some_and(|t| t.id == r.id),
+        })
+        .collect()
+}
+
+/// One row per partition: the cards of its batches, the first of which is drained next.
 fn accumulator(p: &ProducerView, followed: Option<&Trace>, ctx: &Context) -> Vec<Row> {
     let now = ctx.now();
     (0..p.partitions)
@@ -419,14 +422,7 @@ fn accumulator(p: &ProducerView, followed: Option<&Trace>, ctx: &Context) -> Vec
                 .iter()
                 .filter(|b| b.partition == partition)
                 .collect();
-            let cards = batches
-                .iter()
-                .flat_map(|b| &b.records)
-                .map(|r| Card {
-                    key: r.key.clone().unwrap_or_else(|| "(no key)".into()),
-                    followed: followed.is_some_and(|t| t.id == r.id),
-                })
-                .collect();
+            let cards = cards(batches.iter().copied(), followed);
             let lingered = batches
                 .first()
                 .map(|b| now.saturating_sub(b.created_ms) as f32 / p.linger_ms.max(1) as f32);
@@ -594,7 +590,7 @@ fn read_limit(topic: &str, index: u32, ctx: &Context, out: &mut Vec<Mark>) {
             Row::Text(format!("consumers read below HW {hw}"), Tone::Accent),
             Row::Text(
                 format!(
-                    "{} record{} above it, not yet on every ISR member",
+                    "{} record{} above it, not yet known to be on every in-sync replica",
                     leader.log_end_offset - hw,
                     if leader.log_end_offset - hw == 1 {
                         ""
@@ -630,13 +626,19 @@ fn read_limit(topic: &str, index: u32, ctx: &Context, out: &mut Vec<Mark>) {
             let Some(r) = ctx.layout.member(gi, mi) else {
                 continue;
             };
+            // With KIP-392's rack-aware selector a member in a rack may read from a follower.
+            let from = if ctx.cluster.rack_aware_replica_selector {
+                format!(
+                    "fetches from broker {}, the leader, or an in-sync follower in its rack",
+                    leader.broker
+                )
+            } else {
+                format!("fetches from broker {}, the leader", leader.broker)
+            };
             let rows = vec![
+                Row::Text(from, Tone::Text),
                 Row::Text(
-                    format!("fetches from broker {}, the leader", leader.broker),
-                    Tone::Text,
-                ),
-                Row::Text(
-                    format!("position {position}; may read up to offset {hw}"),
+                    format!("position {position}; may read offsets below {hw}"),
                     Tone::Accent,
                 ),
             ];
@@ -722,9 +724,11 @@ fn offsets_partition(group: &str, ctx: &Context, out: &mut Vec<Mark>) {
 /// `kafka-consumer-groups --describe`'s columns and arithmetic, for one partition of a group.
 pub fn lag_line(log_end: u64, committed: Option<u64>) -> String {
     match committed {
+        // Signed, as the tool prints it: a committed offset past a truncated log's end gives a
+        // negative lag (`ConsumerGroupCommand`'s `getLag`).
         Some(c) => format!(
             "LOG-END-OFFSET {log_end} - CURRENT-OFFSET {c} = LAG {}",
-            log_end.saturating_sub(c)
+            i128::from(log_end) - i128::from(c)
         ),
         None => format!("LOG-END-OFFSET {log_end} - CURRENT-OFFSET - = LAG -"),
     }
@@ -798,6 +802,10 @@ mod tests {
         assert_eq!(
             lag_line(50, Some(42)),
             "LOG-END-OFFSET 50 - CURRENT-OFFSET 42 = LAG 8"
+        );
+        assert_eq!(
+            lag_line(5, Some(7)),
+            "LOG-END-OFFSET 5 - CURRENT-OFFSET 7 = LAG -2"
         );
         assert_eq!(
             lag_line(7, None),

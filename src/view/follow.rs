@@ -10,7 +10,7 @@ use crate::partitioner::{murmur2, to_positive};
 use crate::sim::cluster::{Cluster, Partition, Record, Replica};
 use crate::sim::consumer::Consumer;
 use crate::sim::group_coordinator::ConsumerGroup;
-use crate::sim::ledger::AckLedger;
+use crate::sim::ledger::{AckLedger, AckedRecord};
 use crate::sim::network::Wire;
 use crate::sim::producer::Producer;
 use crate::sim::protocol::{ConsumerFetchResponse, FetchResponse, ProduceRequest};
@@ -99,6 +99,8 @@ pub struct Trace {
     pub fetched_by: Vec<u32>,
     /// The producer was told it is written.
     pub acked: bool,
+    /// Acknowledged, and now in no log: lost (its offset is the one the leader answered).
+    pub lost: bool,
     /// Below the leader's high watermark.
     pub committed: bool,
     pub groups: Vec<GroupProgress>,
@@ -115,6 +117,15 @@ pub struct AckScan {
 }
 
 impl AckScan {
+    /// The ledger's entry for `id`, if it is there now.
+    pub fn entry<'a>(&mut self, ledger: &'a AckLedger, id: u64) -> Option<&'a AckedRecord> {
+        if self.acked(ledger, id) {
+            self.found_at.and_then(|i| ledger.records.get(i))
+        } else {
+            None
+        }
+    }
+
     /// Whether `id` is in the ledger now.
     pub fn acked(&mut self, ledger: &AckLedger, id: u64) -> bool {
         let len = ledger.records.len();
@@ -213,7 +224,9 @@ pub fn resolve(world: &World, record: &RecordRef) -> Option<Picked> {
     }
 }
 
-/// Where `picked` is now. `None` if its partition or producer is not in this world.
+/// Where `picked` is now. `None` if its partition or producer is not in this world, or if the
+/// record is nowhere and was never acknowledged: not made yet (after a seek back), or made and
+/// failed.
 pub fn trace(world: &mut World, picked: Picked, acks: &mut AckScan) -> Option<Trace> {
     let mut produce = world.query::<(&Wire, &ProduceRequest)>();
     let mut fetched = world.query::<(&Wire, &FetchResponse)>();
@@ -341,7 +354,19 @@ pub fn trace(world: &mut World, picked: Picked, acks: &mut AckScan) -> Option<Tr
             .is_some_and(|r| offset < r.high_watermark),
         _ => false,
     };
+    // An acknowledged record that is nowhere now was lost: the ledger still has its key.
     let ledger = world.resource::<AckLedger>();
+    let entry = acks.entry(ledger, picked.id);
+    let nowhere = in_batch_record.is_none()
+        && in_flight_record.is_none()
+        && offset.is_none()
+        && wires.is_empty();
+    if nowhere && entry.is_none() {
+        return None;
+    }
+    let key = key.or_else(|| entry.and_then(|e| e.key.as_deref().map(str::to_string)));
+    let lost = nowhere && entry.is_some();
+    let offset = offset.or_else(|| entry.filter(|_| lost).and_then(|e| e.offset));
     Some(Trace {
         id: picked.id,
         partitioner: key
@@ -357,7 +382,8 @@ pub fn trace(world: &mut World, picked: Picked, acks: &mut AckScan) -> Option<Tr
         wires,
         replicas,
         fetched_by,
-        acked: acks.acked(ledger, picked.id),
+        acked: entry.is_some(),
+        lost,
         committed,
         groups,
     })

@@ -197,6 +197,11 @@ impl Layout {
         Some(rect.center())
     }
 
+    /// The box of broker `id`.
+    pub fn broker(&self, id: u32) -> Option<Rect> {
+        self.brokers.get((id as usize).checked_sub(1)?).copied()
+    }
+
     /// Everything the scene draws boxes for, together: what the camera frames by default.
     pub fn bounds(&self) -> Rect {
         self.brokers

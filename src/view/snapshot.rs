@@ -147,7 +147,8 @@ impl PartitionView {
 #[derive(Debug, Clone, PartialEq)]
 pub struct CardView {
     pub id: u64,
-    pub key: Option<String>,
+    /// Shared with the model's record: reading it each frame copies no text.
+    pub key: Option<std::sync::Arc<str>>,
 }
 
 /// A batch in the producer's accumulator.
@@ -171,7 +172,7 @@ impl BatchView {
                 .iter()
                 .map(|r| CardView {
                     id: r.id,
-                    key: r.key.as_deref().map(str::to_string),
+                    key: r.key.clone(),
                 })
                 .collect(),
             bytes: b.bytes,
@@ -516,6 +517,13 @@ impl Snapshot {
 
     pub fn broker(&self, id: u32) -> Option<&BrokerView> {
         self.brokers.iter().find(|b| b.id == id)
+    }
+
+    /// A topic's partition by its index.
+    pub fn partition(&self, topic: &str, index: u32) -> Option<&PartitionView> {
+        self.partitions
+            .iter()
+            .find(|p| p.topic == topic && p.index == index)
     }
 
     /// Partitions with fewer in-sync replicas than assigned (UnderReplicatedPartitions).

@@ -81,6 +81,8 @@ impl Place {
     pub fn step(&mut self, tour: &Tour, step: Step) -> Option<Cue> {
         let last = tour.beats.len() - 1;
         let to = match (step, self.stage) {
+            // On the first beat's start screen only Next (Start) starts.
+            (Step::Previous | Step::First, Stage::Ready) if self.beat == 0 => return None,
             (Step::Next, Stage::Ready) => self.beat,
             (Step::Next, Stage::Finished) => return None,
             (Step::Next, _) if self.beat == last => {
@@ -121,11 +123,7 @@ pub fn focus_rects(
     trace: Option<&Trace>,
     display_ms: f64,
 ) -> Vec<Rect> {
-    let partition = |topic: &str, index: u32| {
-        s.partitions
-            .iter()
-            .find(|p| p.topic == topic && p.index == index)
-    };
+    let partition = |topic: &str, index: u32| s.partition(topic, index);
     let rows = |p: &PartitionView, keep: &dyn Fn(u32) -> bool| -> Vec<Rect> {
         p.assignment
             .iter()
@@ -144,20 +142,10 @@ pub fn focus_rects(
             .into_iter()
             .collect(),
         Focus::Controller => vec![layout.controller],
-        Focus::Broker(b) => layout
-            .brokers
-            .get((*b as usize).wrapping_sub(1))
-            .copied()
-            .into_iter()
-            .collect(),
+        Focus::Broker(b) => layout.broker(*b).into_iter().collect(),
         Focus::Partition(t, i) => partition(t, *i).map_or_else(Vec::new, |p| rows(p, &|_| true)),
         Focus::Leader(t, i) => partition(t, *i).map_or_else(Vec::new, |p| match p.leader {
-            Some(leader) => layout
-                .brokers
-                .get(leader as usize - 1)
-                .copied()
-                .into_iter()
-                .collect(),
+            Some(leader) => layout.broker(leader).into_iter().collect(),
             None => rows(p, &|_| true),
         }),
         Focus::Followers(t, i) => {
@@ -299,12 +287,7 @@ pub fn route_line(a: &Focus, b: &Focus, s: &Snapshot, layout: &Layout) -> Option
                 .map(|i| Node::Producer(i as u32)),
             Focus::Controller => Some(Node::Controller),
             Focus::Broker(b) => Some(Node::Broker(*b)),
-            Focus::Leader(t, i) => s
-                .partitions
-                .iter()
-                .find(|p| p.topic == *t && p.index == *i)?
-                .leader
-                .map(Node::Broker),
+            Focus::Leader(t, i) => s.partition(t, *i)?.leader.map(Node::Broker),
             Focus::OffsetsPartition(g) => {
                 let g = s.groups.iter().find(|x| x.name == *g)?;
                 s.partitions
@@ -321,7 +304,7 @@ pub fn route_line(a: &Focus, b: &Focus, s: &Snapshot, layout: &Layout) -> Option
     // A node's box (a broker for a partition's leader), or the part's own.
     let area = |f: &Focus| -> Option<Rect> {
         match node(f) {
-            Some(Node::Broker(b)) => layout.brokers.get(b as usize - 1).copied(),
+            Some(Node::Broker(b)) => layout.broker(b),
             _ => focus_rects(f, s, layout, None, s.now_ms as f64)
                 .into_iter()
                 .reduce(|x, y| x.union(y)),

@@ -242,6 +242,24 @@ fn the_talk_preset_shows_only_the_narration_and_the_lag_monitor() {
         light > px.len() / 3,
         "{light} light pixels: not the light theme"
     );
+    // The lag monitor's panel on the right, with its numbers.
+    let right = (0.8, 0.0, 1.0, 0.3);
+    let panel = count_in((w, h), &px, right, palette.panel);
+    let region = (w as f32 * 0.2) * (h as f32 * 0.3);
+    assert!(
+        panel as f32 > region * 0.5,
+        "{panel} of {region} panel pixels: no lag monitor"
+    );
+    // Its text: dark strokes on the light panel (antialiased, so counted by lightness).
+    let (w0, h0) = (w as usize, h as usize);
+    let dark = (0..h0 * 3 / 10)
+        .flat_map(|y| (w0 * 80 / 100..w0).map(move |x| y * w0 + x))
+        .filter(|i| {
+            let p = px[*i];
+            (u32::from(p[0]) + u32::from(p[1]) + u32::from(p[2])) < 3 * 150
+        })
+        .count();
+    assert!(dark > 300, "{dark} dark pixels: no text in the lag monitor");
     let _ = std::fs::remove_file(path);
 }
 
