@@ -156,7 +156,7 @@ enum Command {
     /// window, at real-time speed.
     BenchFrames {
         /// Scenarios to measure (files or built-in names); `tour:NAME` measures a tour, from its
-        /// longest beat on, going to the next beat as each ends.
+        /// fastest beat on, going to the next beat as each ends.
         #[arg(default_values_t = ["quickstart".to_string(), "tour:walkthrough".to_string(), "large".to_string()])]
         scenarios: Vec<String>,
         /// Frames to measure in each.
@@ -214,16 +214,16 @@ fn app_options(scenario: Scenario, at_ms: u64, look: &Look) -> Result<crate::app
 }
 
 /// What `bench-frames` opens for a name, and what it calls it: `tour:NAME`, playing the tour's
-/// longest beat (in wall time), or a scenario from `at_ms` (at most 10 s before its end).
+/// fastest beat (the most sim time a frame), or a scenario from `at_ms` (at most 10 s before
+/// its end).
 fn bench_options(name: &str, at_ms: u64) -> Result<(String, crate::app::Options), String> {
     if let Some(tour) = name.strip_prefix("tour:") {
         let (tour, scenario, _) = load_tour(tour, None)?;
-        let wall = |b: &crate::tour::Beat| (b.to_ms - b.from_ms) as f64 / b.speed;
-        let longest = (0..tour.beats.len())
-            .max_by(|a, b| wall(&tour.beats[*a]).total_cmp(&wall(&tour.beats[*b])))
+        let fastest = (0..tour.beats.len())
+            .max_by(|a, b| tour.beats[*a].speed.total_cmp(&tour.beats[*b].speed))
             .unwrap_or(0);
-        let title = format!("tour {} (beat {})", tour.name, longest + 1);
-        let mut options = crate::app::Options::tour(tour, scenario, longest, false);
+        let title = format!("tour {} (beat {})", tour.name, fastest + 1);
+        let mut options = crate::app::Options::tour(tour, scenario, fastest, false);
         options.paused = false;
         return Ok((title, options));
     }

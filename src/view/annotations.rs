@@ -157,6 +157,34 @@ pub fn callout_height(rows: &[Row]) -> f32 {
     CALLOUT_PAD * 2.0 + CALLOUT_ROW + rows
 }
 
+/// About how wide a callout's text runs (the scene's monospace font is 0.6 em a character), so
+/// a callout is made wide enough for it.
+pub fn callout_width(title: &str, rows: &[Row]) -> f32 {
+    let chars = |s: &str, size: f32| s.chars().count() as f32 * size * 0.6;
+    let widest = rows
+        .iter()
+        .map(|r| match r {
+            Row::Text(t, _) => chars(t, CALLOUT_TEXT * 0.9),
+            Row::Heading(t) => chars(t, CALLOUT_TEXT * 0.85),
+            Row::Bar { label, .. } => chars(label, CALLOUT_TEXT * 0.8) + 120.0,
+            Row::Chips(_, chips) => 50.0 + chips.len() as f32 * 38.0,
+            Row::Cards { .. } => 0.0,
+        })
+        .fold(chars(title, CALLOUT_TEXT), f32::max);
+    widest + 2.0 * CALLOUT_PAD + 8.0
+}
+
+/// A callout at `rect`, widened for its text: to the right, or (`from_right`) to the left.
+fn callout(rect: Rect, title: String, rows: Vec<Row>, from_right: bool) -> Mark {
+    let extra = (callout_width(&title, &rows) - rect.width()).max(0.0);
+    let rect = if from_right {
+        Rect::new(rect.min.x - extra, rect.min.y, rect.max.x, rect.max.y)
+    } else {
+        Rect::new(rect.min.x, rect.min.y, rect.max.x + extra, rect.max.y)
+    };
+    Mark::Callout { rect, title, rows }
+}
+
 impl Context<'_> {
     fn partition(&self, topic: &str, index: u32) -> Option<&PartitionView> {
         self.s.partition(topic, index)
@@ -176,11 +204,23 @@ impl Context<'_> {
         let b = self.broker_box(broker).unwrap_or(self.layout.controller);
         let h = callout_height(&rows);
         let top = b.max.y + 12.0 + slot as f32 * (h + 8.0);
-        Mark::Callout {
-            rect: Rect::new(b.min.x, top, b.max.x, top + h),
+        callout(
+            Rect::new(b.min.x, top, b.max.x, top + h),
             title,
             rows,
-        }
+            false,
+        )
+    }
+
+    /// Where a callout under group `g`'s box starts: below the brokers too, which a callout
+    /// wider than the group's box reaches over.
+    fn below_group(&self, g: usize) -> f32 {
+        let group = self.layout.groups[g];
+        self.layout
+            .brokers
+            .iter()
+            .fold(group.max.y, |y, b| y.max(b.max.y))
+            + 12.0
     }
 
     fn now(&self) -> u64 {
@@ -229,11 +269,16 @@ fn annotate(a: &Annotation, ctx: &Context, out: &mut Vec<Mark>) {
                     break;
                 }
                 let c = strip.cell(i);
+                // On a committed cell's solid colour, or a pale uncommitted one.
                 out.push(Mark::Label {
                     at: c.center(),
                     text: offset.to_string(),
-                    size: if offset < 100 { 8.0 } else { 6.0 },
-                    tone: Tone::OnCell,
+                    size: if offset < 100 { 9.0 } else { 6.5 },
+                    tone: if offset < leader.high_watermark {
+                        Tone::OnCell
+                    } else {
+                        Tone::Text
+                    },
                 });
             }
             if let Some(x) = strip.offset_x(leader.log_end_offset) {
@@ -317,11 +362,12 @@ fn annotate(a: &Annotation, ctx: &Context, out: &mut Vec<Mark>) {
             ];
             let c = ctx.layout.controller;
             let h = callout_height(&rows);
-            out.push(Mark::Callout {
-                rect: Rect::new(c.min.x - 292.0, c.max.y - h, c.min.x - 12.0, c.max.y),
-                title: p.name(),
+            out.push(callout(
+                Rect::new(c.min.x - 292.0, c.max.y - h, c.min.x - 12.0, c.max.y),
+                p.name(),
                 rows,
-            });
+                true,
+            ));
         }
         Annotation::ReadLimit(t, i) => read_limit(t, *i, ctx, out),
         Annotation::OffsetsPartition(g) => offsets_partition(g, ctx, out),
@@ -333,11 +379,12 @@ fn annotate(a: &Annotation, ctx: &Context, out: &mut Vec<Mark>) {
                 let rows = vec![Row::Text(text.clone(), Tone::Text)];
                 let h = callout_height(&rows);
                 let w = (text.chars().count() as f32 * CALLOUT_TEXT * 0.55 + 24.0).max(160.0);
-                out.push(Mark::Callout {
-                    rect: Rect::new(r.min.x, r.max.y + 10.0, r.min.x + w, r.max.y + 10.0 + h),
-                    title: String::new(),
+                out.push(callout(
+                    Rect::new(r.min.x, r.max.y + 10.0, r.min.x + w, r.max.y + 10.0 + h),
+                    String::new(),
                     rows,
-                });
+                    false,
+                ));
             }
         }
     }
@@ -391,11 +438,12 @@ fn producer_internals(name: &str, ctx: &Context, out: &mut Vec<Mark>) {
     let top = r.center().y - h / 2.0;
     // Over the producer's box, reaching left of it, so the requests still leave from its right
     // edge.
-    out.push(Mark::Callout {
-        rect: Rect::new(r.max.x - PRODUCER_CALLOUT_WIDTH, top, r.max.x, top + h),
-        title: format!("Producer {}, opened up", p.name),
+    out.push(callout(
+        Rect::new(r.max.x - PRODUCER_CALLOUT_WIDTH, top, r.max.x, top + h),
+        format!("Producer {}, opened up", p.name),
         rows,
-    });
+        true,
+    ));
 }
 
 /// A card for each record of some batches, the followed one marked.
@@ -564,11 +612,12 @@ fn heartbeat_timers(ctx: &Context, out: &mut Vec<Mark>) {
     // Beside the controller, rising above it, clear of the brokers below.
     let c = ctx.layout.controller;
     let h = callout_height(&rows);
-    out.push(Mark::Callout {
-        rect: Rect::new(c.max.x + 12.0, c.max.y - h, c.max.x + 392.0, c.max.y),
-        title: "Time since each heartbeat".into(),
+    out.push(callout(
+        Rect::new(c.max.x + 12.0, c.max.y - h, c.max.x + 392.0, c.max.y),
+        "Time since each heartbeat".into(),
         rows,
-    });
+        false,
+    ));
 }
 
 fn read_limit(topic: &str, index: u32, ctx: &Context, out: &mut Vec<Mark>) {
@@ -589,15 +638,10 @@ fn read_limit(topic: &str, index: u32, ctx: &Context, out: &mut Vec<Mark>) {
         vec![
             Row::Text(format!("consumers read below HW {hw}"), Tone::Accent),
             Row::Text(
-                format!(
-                    "{} record{} above it, not yet known to be on every in-sync replica",
-                    leader.log_end_offset - hw,
-                    if leader.log_end_offset - hw == 1 {
-                        ""
-                    } else {
-                        "s"
-                    }
-                ),
+                match leader.log_end_offset - hw {
+                    0 => "every record of its log is below it".to_string(),
+                    n => format!("{n} above it: not yet known to be on every ISR member"),
+                },
                 Tone::Muted,
             ),
         ],
@@ -644,16 +688,13 @@ fn read_limit(topic: &str, index: u32, ctx: &Context, out: &mut Vec<Mark>) {
             ];
             let h = callout_height(&rows);
             let gr = ctx.layout.groups[gi];
-            out.push(Mark::Callout {
-                rect: Rect::new(
-                    gr.max.x - 380.0,
-                    gr.max.y + 12.0,
-                    gr.max.x,
-                    gr.max.y + 12.0 + h,
-                ),
-                title: format!("{} reads {}", m.name, p.name()),
+            let top = ctx.below_group(gi);
+            out.push(callout(
+                Rect::new(gr.max.x - 380.0, top, gr.max.x, top + h),
+                format!("{} reads {}", m.name, p.name()),
                 rows,
-            });
+                true,
+            ));
             out.push(Mark::Outline {
                 rect: r.inflate(2.0),
                 tone: Tone::Accent,
@@ -704,11 +745,13 @@ fn offsets_partition(group: &str, ctx: &Context, out: &mut Vec<Mark>) {
     }
     let r = ctx.layout.groups[gi];
     let h = callout_height(&rows);
-    out.push(Mark::Callout {
-        rect: Rect::new(r.min.x - 60.0, r.max.y + 12.0, r.max.x, r.max.y + 12.0 + h),
-        title: format!("Where {group} commits"),
+    let top = ctx.below_group(gi);
+    out.push(callout(
+        Rect::new(r.min.x - 60.0, top, r.max.x, top + h),
+        format!("Where {group} commits"),
         rows,
-    });
+        true,
+    ));
     if let Some(p) = ctx.s.partitions.get(g.offsets_partition as usize) {
         for b in &p.assignment {
             if let Some(slot) = ctx.layout.replica(p.ordinal, *b) {
@@ -764,11 +807,14 @@ fn lag(group: &str, topic: &str, index: u32, ctx: &Context, out: &mut Vec<Mark>)
         monitor.max.x,
         monitor.min.y + h,
     );
-    out.push(Mark::Callout {
-        rect: opened,
-        title: format!("Lag monitor: kafka-consumer-groups --describe --group {group}"),
+    let opened = callout(
+        opened,
+        format!("Lag monitor: kafka-consumer-groups --describe --group {group}"),
         rows,
-    });
+        true,
+    );
+    let opened_rect = opened.rect();
+    out.push(opened);
     // The committed offset's way to the monitor: from the group's coordinator.
     let route = route_line(
         &Focus::OffsetsPartition(group.into()),
@@ -777,7 +823,7 @@ fn lag(group: &str, topic: &str, index: u32, ctx: &Context, out: &mut Vec<Mark>)
         ctx.layout,
     );
     if let Some((from, _)) = route {
-        let to = from.clamp(opened.min, opened.max);
+        let to = from.clamp(opened_rect.min, opened_rect.max);
         out.push(Mark::Line {
             from,
             to,
