@@ -149,6 +149,10 @@ enum Command {
         /// The PNG file to write.
         #[arg(long, value_name = "FILE.png")]
         out: std::path::PathBuf,
+        /// Also write where the scene drew its cells, bars, messages and texts, in the
+        /// picture's pixels, to this JSON file (what the render tests measure).
+        #[arg(long, value_name = "FILE.json")]
+        places: Option<std::path::PathBuf>,
         #[command(flatten)]
         look: Look,
     },
@@ -377,6 +381,7 @@ fn run(cli: Cli) -> Result<(), String> {
             at_ms,
             beat,
             out,
+            places,
             look,
         }) => {
             let mut options = match (beat, at_ms) {
@@ -403,6 +408,7 @@ fn run(cli: Cli) -> Result<(), String> {
             }
             check_display()?;
             options.shot = Some(out.clone());
+            options.places = places;
             exit_status(crate::app::run(options))?;
             if !out.is_file() {
                 return Err(format!("{} was not written", out.display()));

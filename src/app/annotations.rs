@@ -11,7 +11,7 @@ use super::tour::{Following, TourPlay};
 use crate::sim::{EventKind, EventLog};
 use crate::tour::Focus;
 use crate::view::annotations::{
-    CALLOUT_ROW, CALLOUT_TEXT, Context, IsrChange, Mark, Row, Tone, marks,
+    CALLOUT_ROW, CALLOUT_TEXT, Context, IsrChange, Mark, ROW_TEXT, Row, Tone, marks,
 };
 use crate::view::palette::Palette;
 use crate::view::tour::{focus_rects, route_line, unlit};
@@ -153,7 +153,7 @@ fn tone(palette: &Palette, tone: Tone) -> Srgba {
 
 fn paint_marks(shown: Res<Shown>, marks: Res<BeatMarks>, mut paint: ResMut<Paint>) {
     let palette = shown.palette();
-    let k = shown.text_scale;
+    let k = shown.layout.text;
     if !marks.lit.is_empty() {
         // Everything but what the beat is about dims, so the eye goes there.
         let lit: Vec<Rect> = marks.lit.iter().map(|r| r.inflate(6.0)).collect();
@@ -181,7 +181,7 @@ fn paint_mark(paint: &mut Paint, palette: &Palette, k: f32, mark: &Mark) {
             paint.rect(*rect, palette.panel, 8.0);
             paint.frame(*rect, 2.0, palette.produce, 8.1);
             let x = rect.min.x + 10.0;
-            let mut y = rect.min.y + 10.0 + CALLOUT_ROW / 2.0;
+            let mut y = rect.min.y + (10.0 + CALLOUT_ROW / 2.0) * k;
             paint.text(
                 Vec2::new(x, y),
                 title.clone(),
@@ -190,7 +190,7 @@ fn paint_mark(paint: &mut Paint, palette: &Palette, k: f32, mark: &Mark) {
                 Anchor::CENTER_LEFT,
                 8.3,
             );
-            y += CALLOUT_ROW;
+            y += CALLOUT_ROW * k;
             for row in rows {
                 y = paint_row(paint, palette, k, *rect, y, row);
             }
@@ -226,34 +226,39 @@ fn paint_row(paint: &mut Paint, palette: &Palette, k: f32, rect: Rect, y: f32, r
             paint.text(
                 Vec2::new(x, y),
                 text.clone(),
-                size * 0.9,
+                size * ROW_TEXT,
                 tone(palette, *t),
                 Anchor::CENTER_LEFT,
                 8.3,
             );
-            y + CALLOUT_ROW
+            y + CALLOUT_ROW * k
         }
         Row::Heading(text) => {
             paint.text(
                 Vec2::new(x, y + 2.0),
                 text.clone(),
-                size * 0.85,
+                size * ROW_TEXT,
                 palette.produce,
                 Anchor::CENTER_LEFT,
                 8.3,
             );
-            y + CALLOUT_ROW
+            y + CALLOUT_ROW * k
         }
         Row::Bar {
             label,
             fraction,
             tone: t,
         } => {
-            let bar = Rect::new(rect.max.x - 110.0, y - 5.0, rect.max.x - 12.0, y + 5.0);
+            let bar = Rect::new(
+                rect.max.x - 110.0 * k,
+                y - 5.0 * k,
+                rect.max.x - 12.0 * k,
+                y + 5.0 * k,
+            );
             paint.text(
                 Vec2::new(x, y),
                 label.clone(),
-                size * 0.8,
+                size * ROW_TEXT,
                 palette.text,
                 Anchor::CENTER_LEFT,
                 8.3,
@@ -266,21 +271,21 @@ fn paint_row(paint: &mut Paint, palette: &Palette, k: f32, rect: Rect, y: f32, r
                 bar.max.y,
             );
             paint.rect(filled, tone(palette, *t), 8.25);
-            y + CALLOUT_ROW
+            y + CALLOUT_ROW * k
         }
         Row::Chips(label, chips) => {
             paint.text(
                 Vec2::new(x, y),
                 label.clone(),
-                size * 0.9,
+                size * ROW_TEXT,
                 palette.text,
                 Anchor::CENTER_LEFT,
                 8.3,
             );
             for (i, chip) in chips.iter().enumerate() {
-                let cx = x + 50.0 + i as f32 * 38.0;
-                let dy = chip.out * 14.0;
-                let r = Rect::new(cx, y - 10.0 + dy, cx + 30.0, y + 10.0 + dy);
+                let cx = x + (50.0 + i as f32 * 38.0) * k;
+                let dy = chip.out * 14.0 * k;
+                let r = Rect::new(cx, y - 10.0 * k + dy, cx + 30.0 * k, y + 10.0 * k + dy);
                 let c = if chip.member {
                     palette.in_sync
                 } else {
@@ -291,13 +296,13 @@ fn paint_row(paint: &mut Paint, palette: &Palette, k: f32, rect: Rect, y: f32, r
                 paint.text(
                     r.center(),
                     chip.label.clone(),
-                    size * 0.8,
+                    size * ROW_TEXT,
                     palette.background,
                     Anchor::CENTER,
                     8.35,
                 );
             }
-            y + CALLOUT_ROW * 1.5
+            y + CALLOUT_ROW * 1.5 * k
         }
         Row::Cards {
             label,
@@ -307,14 +312,14 @@ fn paint_row(paint: &mut Paint, palette: &Palette, k: f32, rect: Rect, y: f32, r
             paint.text(
                 Vec2::new(x, y),
                 label.clone(),
-                size * 0.75,
+                size * ROW_TEXT,
                 palette.muted,
                 Anchor::CENTER_LEFT,
                 8.3,
             );
-            let mut cx = x + 70.0;
+            let mut cx = x + 86.0 * k;
             for card in cards.iter().take(4) {
-                let r = Rect::new(cx, y - 11.0, cx + 52.0, y + 11.0);
+                let r = Rect::new(cx, y - 12.0 * k, cx + 64.0 * k, y + 12.0 * k);
                 paint.rect(r, palette.produce.with_alpha(0.85), 8.25);
                 if card.followed {
                     paint.frame(r.inflate(3.0), 2.5, palette.text, 8.4);
@@ -322,18 +327,18 @@ fn paint_row(paint: &mut Paint, palette: &Palette, k: f32, rect: Rect, y: f32, r
                 paint.text(
                     r.center(),
                     card.key.clone(),
-                    size * 0.62,
+                    size * ROW_TEXT,
                     palette.background,
                     Anchor::CENTER,
                     8.35,
                 );
-                cx += 56.0;
+                cx += 68.0 * k;
             }
             if cards.len() > 4 {
                 paint.text(
                     Vec2::new(cx + 2.0, y),
                     format!("+{}", cards.len() - 4),
-                    size * 0.75,
+                    size * ROW_TEXT,
                     palette.text,
                     Anchor::CENTER_LEFT,
                     8.3,
@@ -341,7 +346,12 @@ fn paint_row(paint: &mut Paint, palette: &Palette, k: f32, rect: Rect, y: f32, r
             }
             if let Some(lingered) = lingered.filter(|_| !cards.is_empty()) {
                 // How much of linger.ms the batch has waited: it leaves when this fills.
-                let bar = Rect::new(rect.max.x - 40.0, y - 4.0, rect.max.x - 12.0, y + 4.0);
+                let bar = Rect::new(
+                    rect.max.x - 40.0 * k,
+                    y - 4.0 * k,
+                    rect.max.x - 12.0 * k,
+                    y + 4.0 * k,
+                );
                 paint.rect(bar, palette.muted.with_alpha(0.35), 8.2);
                 paint.rect(
                     Rect::new(
@@ -354,7 +364,7 @@ fn paint_row(paint: &mut Paint, palette: &Palette, k: f32, rect: Rect, y: f32, r
                     8.25,
                 );
             }
-            y + CALLOUT_ROW * 1.5
+            y + CALLOUT_ROW * 1.5 * k
         }
     }
 }

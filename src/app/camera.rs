@@ -9,15 +9,15 @@ use bevy_tweening::{Lens, Tween, TweenAnim};
 
 use super::AppSet;
 use super::painter::to_world;
+use super::playback::DEFAULT_AREA;
 use super::playback::Shown;
 use super::tour::{Following, TourPlay};
-use crate::view::layout::SCENE;
 
 /// How long the camera takes to move to a new framing (wall time).
 const MOVE: Duration = Duration::from_millis(900);
-/// The smallest part of the scene a framing shows, so a small focus is not blown up past
-/// reading: about a third of the scene's width.
-const MIN_FRAME: Vec2 = Vec2::new(560.0, 315.0);
+/// The smallest share of the scene's area a framing shows, so a small focus is not blown up
+/// past reading.
+const MIN_FRAME: f32 = 0.36;
 /// Room around what is framed.
 const MARGIN: f32 = 28.0;
 
@@ -57,13 +57,13 @@ pub(super) fn plugin(app: &mut App) {
 }
 
 fn spawn_camera(mut commands: Commands) {
-    let whole = Rect::from_corners(Vec2::ZERO, SCENE);
+    let whole = Rect::from_corners(Vec2::ZERO, DEFAULT_AREA);
     commands.spawn((
         Camera2d,
         Projection::Orthographic(OrthographicProjection {
             scaling_mode: ScalingMode::AutoMin {
-                min_width: SCENE.x,
-                min_height: SCENE.y,
+                min_width: whole.width(),
+                min_height: whole.height(),
             },
             ..OrthographicProjection::default_2d()
         }),
@@ -82,7 +82,8 @@ fn target(
     following: &Following,
     marks: &super::annotations::BeatMarks,
 ) -> Rect {
-    let whole = shown.layout.bounds();
+    // The layout fills its area: the whole scene is all of it.
+    let whole = Rect::from_corners(Vec2::ZERO, shown.layout.area);
     let focus = tour.and_then(|t| {
         let beat = &t.tour.beats[t.place.beat];
         crate::view::tour::framing(
@@ -93,14 +94,43 @@ fn target(
         )
     });
     let Some(focus) = focus else {
-        return whole.inflate(24.0);
+        return whole;
     };
     let with_marks = marks
         .callouts()
         .fold(focus, |a, r| a.union(r))
         .inflate(MARGIN);
-    let size = with_marks.size().max(MIN_FRAME);
-    Rect::from_center_size(with_marks.center(), size)
+    // The layout keeps a margin of its own at the area's edge: room beyond it is void.
+    let inside = with_marks.intersect(whole);
+    let with_marks = if inside.is_empty() {
+        with_marks
+    } else {
+        inside
+    };
+    inward(
+        with_marks,
+        with_marks.size().max(whole.size() * MIN_FRAME),
+        whole,
+    )
+}
+
+/// A framing of `size` around `focus`, at the area's own shape (the camera shows that much
+/// anyway), moved inward where it would cross the area's edge: the view then shows more of the
+/// cluster, not the void beyond it. A framing larger than the area keeps the area in view.
+fn inward(focus: Rect, size: Vec2, whole: Rect) -> Rect {
+    let aspect = whole.width() / whole.height().max(1.0);
+    let size = Vec2::new(size.x.max(size.y * aspect), size.y.max(size.x / aspect));
+    let half = size / 2.0;
+    let axis = |c: f32, lo: f32, hi: f32, h: f32| {
+        let (a, b) = (lo + h, hi - h);
+        c.clamp(a.min(b), a.max(b))
+    };
+    let c = focus.center();
+    let center = Vec2::new(
+        axis(c.x, whole.min.x, whole.max.x, half.x),
+        axis(c.y, whole.min.y, whole.max.y, half.y),
+    );
+    Rect::from_center_size(center, size)
 }
 
 fn frame(
@@ -151,5 +181,31 @@ fn apply(mut cameras: Query<(&Framing, &mut Projection, &mut Transform), Changed
             };
         }
         transform.translation = to_world(framing.rect.center()).extend(transform.translation.z);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_framing_near_the_edge_moves_inward_and_keeps_its_focus() {
+        let whole = Rect::new(0.0, 0.0, 1600.0, 900.0);
+        // A framing wider than its focus at the left edge: it takes the area's shape and starts
+        // at the area's edge, not before it.
+        let focus = Rect::new(20.0, 300.0, 420.0, 500.0);
+        let f = inward(focus, Vec2::new(800.0, 300.0), whole);
+        assert_eq!(f.min.x, 0.0);
+        assert!((f.width() / f.height() - 16.0 / 9.0).abs() < 1e-3);
+        assert!(f.contains(focus.min) && f.contains(focus.max));
+        assert!(f.min.y >= 0.0 && f.max.y <= 900.0);
+        // In the middle it stays centred on its focus.
+        let middle = Rect::new(700.0, 400.0, 900.0, 500.0);
+        let f = inward(middle, Vec2::new(400.0, 225.0), whole);
+        assert_eq!(f.center(), middle.center());
+        // Larger than the area: the area stays in view, reaching toward the focus.
+        let wide = Rect::new(-100.0, 0.0, 1600.0, 900.0);
+        let f = inward(wide, Vec2::new(1800.0, 900.0), whole);
+        assert!(f.min.x <= -100.0 && f.max.x >= 1600.0);
     }
 }

@@ -218,7 +218,7 @@ fn mouse(
                 .layout
                 .replica(ordinal, broker)
                 .zip(shown.snapshot.partitions.get(ordinal as usize))
-                .and_then(|(slot, p)| StripPlace::of(slot.rect, p).offset_at(at))
+                .and_then(|(slot, p)| StripPlace::of(slot.rect, p, shown.layout.text).offset_at(at))
                 .map(|offset| (ordinal, offset)),
             _ => None,
         };

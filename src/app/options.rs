@@ -18,6 +18,8 @@ pub struct Options {
     pub size: (u32, u32),
     /// Take a screenshot of the first settled frame into this file, then exit.
     pub shot: Option<std::path::PathBuf>,
+    /// With a shot: where the scene drew what, in the picture's pixels, into this JSON file.
+    pub places: Option<std::path::PathBuf>,
     /// Sim time per wall time.
     pub speed: f64,
     pub paused: bool,
@@ -52,6 +54,7 @@ impl Options {
             theme: Theme::Dark,
             size: (1600, 900),
             shot: None,
+            places: None,
             speed: Self::DEFAULT_SPEED,
             paused: false,
             text_scale: 1.0,

@@ -100,7 +100,7 @@ fn overlay(
         // A shot shows no tooltip of wherever the display's pointer happens to be.
         ctx.global_style_mut(|s| s.interaction.tooltip_delay = f32::MAX);
     }
-    ctx.set_zoom_factor(shown.panel_text());
+    ctx.set_zoom_factor(shown.text_factor());
     let events = &model.sim.world().resource::<EventLog>().events;
     let mut root = egui::Ui::new(
         ctx.clone(),
@@ -115,7 +115,7 @@ fn overlay(
     // A small window (an embed in a post) shows the scene alone until D asks for the details;
     // it follows the window's width (an embed's page settles its size after the first frames).
     // A tour leaves the scene its room unless asked; the talk preset shows only the narration
-    // and the lag monitor.
+    // (the scene has its own lag monitor).
     pointer.details_shown = !talk
         && pointer
             .details
@@ -166,7 +166,33 @@ fn overlay(
     // small window (an embed) keeps a scene.
     let narration_most = ctx.viewport_rect().height() * NARRATION_SHARE;
     let narrow = ctx.viewport_rect().width() < NARROW_WINDOW_WIDTH;
+    // A short window (an embed in a post) has no height to spare under the scene: the
+    // narration goes beside it, on the right with the other panels.
+    let beside = !talk && ctx.viewport_rect().height() < SHORT_WINDOW_HEIGHT;
+    let mut narration_right = 0.0;
     let narration = match tour {
+        Some(tour) if beside => {
+            let width = (ctx.viewport_rect().width() * 0.4).clamp(260.0, 420.0);
+            narration_right = egui::Panel::right("narration")
+                .resizable(false)
+                .exact_size(width)
+                .show(&mut root, |ui| {
+                    egui::ScrollArea::vertical().show(ui, |ui| {
+                        super::narration::narration(
+                            ui,
+                            tour,
+                            following.trace.as_ref(),
+                            &palette,
+                            true,
+                            &mut steps,
+                        )
+                    })
+                })
+                .response
+                .rect
+                .width();
+            0.0
+        }
         Some(tour) => {
             let mut show = |ui: &mut egui::Ui| {
                 super::narration::narration(
@@ -217,39 +243,12 @@ fn overlay(
             .response
             .rect
             .width()
-    } else if talk && !shown.snapshot.groups.is_empty() {
-        egui::Panel::right("lag monitor")
-            .resizable(false)
-            .show(&mut root, |ui| {
-                ui.heading("Lag monitor");
-                for g in &shown.snapshot.groups {
-                    ui.strong(&g.name);
-                    egui::Grid::new(("talk lag", &g.name))
-                        .striped(true)
-                        .show(ui, |ui| {
-                            for h in ["", "log end", "committed", "lag"] {
-                                ui.label(RichText::new(h).weak());
-                            }
-                            ui.end_row();
-                            for o in &g.offsets {
-                                ui.monospace(&o.partition);
-                                ui.label(o.high_watermark.to_string());
-                                ui.label(o.committed.map_or("-".into(), |c| c.to_string()));
-                                ui.strong(o.lag.to_string());
-                                ui.end_row();
-                            }
-                        });
-                }
-            })
-            .response
-            .rect
-            .width()
     } else {
         0.0
-    };
+    } + narration_right;
 
     // The scene's camera draws into what the panels leave.
-    let k = window.scale_factor() * shown.panel_text();
+    let k = window.scale_factor() * shown.text_factor();
     let (w, h) = (window.physical_width(), window.physical_height());
     let pos = UVec2::new(0, (top * k) as u32);
     let size = UVec2::new(
@@ -266,6 +265,8 @@ fn overlay(
             });
         }
     }
+    // The scene is laid out for the room it has.
+    shown.fit(size.as_vec2() / window.scale_factor());
 
     if options.shot.is_none() {
         hover_explanation(ctx, &shown.snapshot, &model.scenario.cluster, pointer.hover);
@@ -798,7 +799,7 @@ fn details(
             swatch(ui, palette.fetch, "Fetch, follower or consumer (ring: response)");
             swatch(ui, palette.heartbeat, "BrokerHeartbeat to the controller");
             swatch(ui, palette.group, "group request: JoinGroup, SyncGroup, Heartbeat, OffsetCommit");
-            ui.label("Log cells: solid = committed (below the high watermark), pale = not yet committed. The bar across the log (white in the dark theme, black in the light one) is the high watermark.");
+            ui.label("Log cells, in the replica's colour: filled = committed (below the high watermark); outlined = in the log, not yet committed; empty slot = not in this replica's log; struck out = past where this log leaves the leader's, truncated when it follows again. The bar across the log (white in the dark theme, black in the light one) is the high watermark; e1 marks where leader epoch 1 starts; \"+N ->\" says how far a log runs past the window.");
         });
 }
 
@@ -836,6 +837,8 @@ fn lag_table(ui: &mut egui::Ui, g: &crate::view::snapshot::GroupView) {
 
 /// The largest share of the window's height the narration panel takes.
 const NARRATION_SHARE: f32 = 0.45;
+/// Shorter windows (in egui points) show the narration beside the scene, not under it.
+const SHORT_WINDOW_HEIGHT: f32 = 600.0;
 /// Narrower windows (in egui points) show the narration in one column, without the record's card.
 const NARROW_WINDOW_WIDTH: f32 = 900.0;
 

@@ -8,7 +8,6 @@ use bevy::render::render_resource::{Extent3d, TextureDimension, TextureFormat};
 use bevy::sprite::Anchor;
 
 use super::AppSet;
-use crate::view::layout::SCENE;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Shape {
@@ -113,14 +112,14 @@ impl Paint {
     }
 }
 
-/// Layout coordinates (origin top left, y down) to world coordinates (origin centre, y up).
+/// Layout coordinates (origin top left, y down) to world coordinates (y up).
 pub fn to_world(p: Vec2) -> Vec2 {
-    Vec2::new(p.x - SCENE.x / 2.0, SCENE.y / 2.0 - p.y)
+    Vec2::new(p.x, -p.y)
 }
 
 /// World coordinates back to layout coordinates.
 pub fn to_layout(p: Vec2) -> Vec2 {
-    Vec2::new(p.x + SCENE.x / 2.0, SCENE.y / 2.0 - p.y)
+    Vec2::new(p.x, -p.y)
 }
 
 #[derive(Resource)]

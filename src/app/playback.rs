@@ -7,7 +7,7 @@ use bevy::prelude::*;
 use super::{AppSet, Options};
 use crate::scenario::{Action, Scenario};
 use crate::sim::Sim;
-use crate::view::layout::{Layout, PartitionInfo};
+use crate::view::layout::{Content, Layout, PartitionInfo};
 use crate::view::palette::{Palette, Theme};
 use crate::view::snapshot::Snapshot;
 
@@ -60,8 +60,11 @@ pub struct Shown {
     pub display_ms: f64,
     /// Bumped when the model jumps (load, seek): the scene snaps instead of animating.
     pub jumps: u64,
-    /// Bumped when the layout is made anew (a scenario loaded): the scene rebuilds.
+    /// Bumped when the layout is made anew (a scenario loaded, the scene's area or text size
+    /// changed): the scene rebuilds.
     pub layout_version: u64,
+    /// The area the panels leave the scene, in logical pixels: the layout fills it.
+    pub area: Vec2,
     pub theme: Theme,
     /// The reader's text size (times the default).
     pub text_scale: f32,
@@ -77,8 +80,10 @@ pub struct Shown {
 
 impl Shown {
     pub fn new(snapshot: Snapshot, theme: Theme, text_scale: f32) -> Self {
+        let area = DEFAULT_AREA;
         Shown {
-            layout: layout_for(&snapshot),
+            layout: layout_for(&snapshot, area, text_scale),
+            area,
             display_ms: snapshot.now_ms.saturating_sub(1) as f64,
             snapshot,
             jumps: 0,
@@ -96,10 +101,20 @@ impl Shown {
         Palette::of(self.theme)
     }
 
-    /// How much larger than the default the panels' text is: the reader's size, and the talk
-    /// preset's. (The scene's text is the reader's size: the camera's framing enlarges it.)
-    pub fn panel_text(&self) -> f32 {
+    /// How much larger than the default every text is: the reader's size, and the talk preset's.
+    pub fn text_factor(&self) -> f32 {
         self.text_scale * if self.talk { TALK_TEXT } else { 1.0 }
+    }
+
+    /// Lays the scene out anew for its area and text size, if either changed.
+    pub fn fit(&mut self, area: Vec2) {
+        let text = self.text_factor();
+        if (area - self.area).abs().max_element() < 0.5 && self.layout.text == text {
+            return;
+        }
+        self.area = area;
+        self.layout = layout_for(&self.snapshot, area, text);
+        self.layout_version += 1;
     }
 
     /// The reader's own theme: the one the talk preset gives back (the web page's link keeps it).
@@ -158,12 +173,19 @@ pub fn shown_partitions(snapshot: &Snapshot) -> Vec<PartitionInfo> {
         .collect()
 }
 
-pub fn layout_for(snapshot: &Snapshot) -> Layout {
+/// The area a layout fills before the window says how large the scene is (and headless).
+pub const DEFAULT_AREA: Vec2 = Vec2::new(1600.0, 900.0);
+
+pub fn layout_for(snapshot: &Snapshot, area: Vec2, text: f32) -> Layout {
     Layout::new(
-        snapshot.brokers.len() as u32,
-        &shown_partitions(snapshot),
-        snapshot.producers.len(),
-        snapshot.groups.len(),
+        &Content {
+            brokers: snapshot.brokers.len() as u32,
+            partitions: &shown_partitions(snapshot),
+            producers: snapshot.producers.len(),
+            groups: snapshot.groups.len(),
+        },
+        area,
+        text,
     )
 }
 
@@ -206,7 +228,7 @@ fn apply_controls(
                 // The only time the layout changes: a run never adds brokers, partitions,
                 // producers or groups.
                 let snapshot = Snapshot::of(model.sim.world_mut());
-                shown.layout = layout_for(&snapshot);
+                shown.layout = layout_for(&snapshot, shown.area, shown.text_factor());
                 shown.layout_version += 1;
             }
             Control::Act(action) => model.sim.act(action.clone()),

@@ -14,14 +14,13 @@ use super::AppSet;
 use super::painter::{Paint, to_world};
 use super::playback::Shown;
 use crate::sim::network::{Node, WireState};
-use crate::view::layout::Layout;
-use crate::view::log_strip::{Cell, StripPlace, strip};
+use crate::view::layout::{BROKER_HEADER, Layout, MEMBER_ROW, text};
+use crate::view::log_strip::{Cell, StripPlace, beyond, epoch_starts, strip};
 use crate::view::palette::{Palette, ReplicaRole};
 use crate::view::snapshot::{MessageKind, MessageView, PartitionView};
 
 /// How long a state change takes on screen (wall time).
 const CHANGE: Duration = Duration::from_millis(450);
-const BROKER_HEADER: f32 = 40.0;
 
 /// Marks what the scene spawned for one layout; all of it goes when the layout changes.
 #[derive(Component)]
@@ -84,10 +83,14 @@ fn with_alpha(c: Srgba, a: f32) -> Color {
     Color::Srgba(c.with_alpha(a))
 }
 
-/// The row background colour of a replica in a role.
+/// A replica row's colour: its role's, seen as the ring around the row (the row itself is the
+/// panel's colour, so its cells and text keep their contrast).
 fn row_color(palette: &Palette, role: ReplicaRole) -> Color {
-    with_alpha(palette.replica(role), 0.22)
+    srgba(palette.replica(role))
 }
+
+/// How thick the role's ring around a replica row is.
+const ROW_RING: f32 = 2.0;
 
 fn member_color(palette: &Palette) -> Color {
     with_alpha(palette.group, 0.14)
@@ -387,6 +390,18 @@ pub fn message_at(shown: &Shown, m: &MessageView) -> Option<(Vec2, f32)> {
         .message_at(&shown.snapshot, &m.wire, shown.display_ms)
 }
 
+/// Half the size of a message's mark: a card for records, a disc for the rest, smaller while a
+/// broker holds it.
+pub fn message_half_size(m: &MessageView, t: f32) -> Vec2 {
+    if m.records > 0 {
+        Vec2::new(9.0, 6.5) * t
+    } else if matches!(m.wire.state, WireState::Held { .. }) {
+        Vec2::splat(5.0 * t)
+    } else {
+        Vec2::splat(8.0 * t)
+    }
+}
+
 fn message_color(palette: &Palette, kind: MessageKind) -> Srgba {
     match kind {
         MessageKind::Produce | MessageKind::ProduceResponse => palette.produce,
@@ -421,6 +436,7 @@ fn paint_partition_row(
         return;
     };
     let text = srgba(palette.text);
+    paint.rect(rect.inflate(-ROW_RING), srgba(palette.panel), 1.5);
     // A solid bar in the role's colour on the row's left edge; the leader's is its badge, which
     // moves when leadership does.
     if r.role != ReplicaRole::Leader {
@@ -440,10 +456,13 @@ fn paint_partition_row(
     } else {
         p.name()
     };
-    let place = StripPlace::of(rect, p);
+    let place = StripPlace::of(rect, p, scale);
+    // How wide the numbers on the line above the log are, for the epochs' labels to keep clear.
+    let mut numbers_w = 0.0;
     if place.tall {
-        let y = rect.min.y + rect.height() * 0.27;
-        let size = if p.internal { 12.0 } else { 15.0 };
+        let y = place.text_y(rect, scale);
+        let size = if p.internal { text::SMALL } else { text::BODY };
+        let name_line = name.clone();
         paint.text(
             Vec2::new(rect.min.x + 10.0, y),
             name,
@@ -452,26 +471,51 @@ fn paint_partition_row(
             Anchor::CENTER_LEFT,
             5.0,
         );
-        if place.wide {
-            let numbers = if p.internal {
-                role_tag(r.role, p.leader_epoch)
-            } else {
-                format!(
-                    "{}  HW {}  LEO {}",
-                    role_tag(r.role, p.leader_epoch),
-                    r.high_watermark,
-                    r.log_end_offset
-                )
-            };
+        // The role beside the name if there is room, else before the numbers on the line above
+        // the log, else left to the ring's colour and the explanation under the pointer.
+        let color = palette.readable(if r.truncates_to.is_some() {
+            palette.lost
+        } else {
+            palette.replica(r.role)
+        });
+        let width = |s: &str, size: f32| s.chars().count() as f32 * size * scale * 0.6;
+        let room = rect.width() - 16.0 - 12.0;
+        let tag = role_tag(r.role, p.leader_epoch);
+        let numbers = match r.truncates_to {
+            Some(to) => vec![
+                format!("LEO {}: truncates to {to}", r.log_end_offset),
+                format!("truncates to {to}"),
+            ],
+            None => vec![
+                format!("HW {}  LEO {}", r.high_watermark, r.log_end_offset),
+                format!("HW {} LEO {}", r.high_watermark, r.log_end_offset),
+            ],
+        };
+        let numbers = first_fitting(&numbers, room, text::SMALL * scale);
+        let numbers = if width(&name_line, size) + width(&tag, text::SMALL) <= room {
             paint.text(
                 Vec2::new(rect.max.x - 6.0, y),
-                numbers,
-                13.0 * scale,
-                srgba(palette.replica(r.role)).mix(&text, 0.35),
+                tag,
+                text::SMALL * scale,
+                color,
                 Anchor::CENTER_RIGHT,
                 5.0,
             );
-        }
+            numbers
+        } else if width(&tag, text::SMALL) + width(&numbers, text::SMALL) <= room {
+            format!("{tag}  {numbers}")
+        } else {
+            numbers
+        };
+        numbers_w = width(&numbers, text::SMALL);
+        paint.text(
+            Vec2::new(rect.max.x - 6.0, place.rect.min.y - 9.0 * scale),
+            fit(&numbers, room, text::SMALL * scale),
+            text::SMALL * scale,
+            color,
+            Anchor::CENTER_RIGHT,
+            5.0,
+        );
     } else {
         let short = if p.internal {
             format!("__co-{}", p.index)
@@ -481,35 +525,131 @@ fn paint_partition_row(
         paint.text(
             Vec2::new(rect.min.x + 10.0, rect.center().y),
             short,
-            12.0 * scale,
+            text::SMALL * scale,
             text,
             Anchor::CENTER_LEFT,
             5.0,
         );
     }
     let (first, cells, strip_rect) = (place.first, place.cells, place.rect);
-    let st = strip(first, cells, r.log_end_offset, r.high_watermark);
+    let st = strip(
+        first,
+        cells,
+        r.log_end_offset,
+        r.high_watermark,
+        r.truncates_to,
+    );
     let role_c = palette.replica(r.role);
+    // Each state has its own form, not only its own tint: committed cells are filled, uncommitted
+    // ones outlined, missing ones empty slots, diverged ones struck out.
     for (i, cell) in st.cells.iter().enumerate() {
         let c = place.cell(i);
-        let color = match cell {
-            Cell::Committed => srgba(role_c),
-            Cell::Uncommitted => with_alpha(role_c, 0.4),
-            Cell::Missing => with_alpha(palette.muted, 0.15),
-        };
-        paint.rect(c, color, 2.0);
+        match cell {
+            Cell::Committed => paint.rect(c, srgba(role_c), 2.0),
+            Cell::Uncommitted => paint.frame(c, 2.0, srgba(role_c), 2.0),
+            Cell::Missing => paint.frame(c, 1.0, srgba(palette.muted), 2.0),
+            Cell::Diverged => {
+                paint.frame(c, 2.0, srgba(palette.lost), 2.0);
+                let y = c.center().y;
+                paint.rect(
+                    Rect::new(c.min.x, y - 1.0, c.max.x, y + 1.0),
+                    srgba(palette.lost),
+                    2.1,
+                );
+            }
+        }
     }
-    if let Some(at) = st.high_watermark_at {
+    // Where leader epochs start inside the window: the boundaries a truncation goes back to.
+    for (epoch, at) in epoch_starts(&r.epochs, first, cells) {
         let x = place.boundary_x(at);
         paint.rect(
             Rect::new(
                 x - 1.5,
-                strip_rect.min.y - 3.0,
+                strip_rect.min.y - 5.0,
                 x + 1.5,
-                strip_rect.max.y + 3.0,
+                strip_rect.max.y + 2.0,
             ),
+            srgba(palette.heartbeat),
+            3.1,
+        );
+        if place.tall {
+            // Right of its boundary, else left of it, clear of the numbers on the same line.
+            let label = format!("e{epoch}");
+            let w = label.chars().count() as f32 * text::SMALL * scale * 0.6;
+            let numbers_from = rect.max.x - 6.0 - numbers_w;
+            let (at, anchor) = if x + 3.0 + w < numbers_from - 4.0 {
+                (x + 3.0, Anchor::CENTER_LEFT)
+            } else {
+                (x - 3.0, Anchor::CENTER_RIGHT)
+            };
+            let clear = match anchor {
+                Anchor::CENTER_LEFT => true,
+                _ => at < numbers_from - 4.0 && at - w > rect.min.x + 8.0,
+            };
+            if clear {
+                paint.text(
+                    Vec2::new(at, strip_rect.min.y - 9.0 * scale),
+                    label,
+                    text::SMALL * scale,
+                    palette.readable(palette.heartbeat),
+                    anchor,
+                    5.0,
+                );
+            } else {
+                // No room on the line: a flag on the boundary, over the top of the epoch's
+                // first cells.
+                let size = text::SMALL * scale;
+                let flag = Rect::new(
+                    x + 1.5,
+                    strip_rect.min.y,
+                    x + 4.0 + w + 3.0,
+                    strip_rect.min.y + size + 2.0,
+                );
+                paint.rect(flag, srgba(palette.panel), 4.4);
+                paint.text(
+                    Vec2::new(x + 4.0, flag.center().y),
+                    label,
+                    size,
+                    palette.readable(palette.heartbeat),
+                    Anchor::CENTER_LEFT,
+                    5.0,
+                );
+            }
+        }
+    }
+    if let Some(at) = st.high_watermark_at {
+        paint.rect(place.watermark_bar(at), text, 3.0);
+    }
+    // A log that ends outside the window says how far.
+    if let Some(d) = beyond(first, cells, r.log_end_offset) {
+        let (label, anchor, x) = if d > 0 {
+            (
+                format!("+{d} ->"),
+                Anchor::CENTER_RIGHT,
+                strip_rect.max.x - 2.0,
+            )
+        } else {
+            (
+                format!("<- {}", -d),
+                Anchor::CENTER_LEFT,
+                strip_rect.min.x + 2.0,
+            )
+        };
+        let size = text::SMALL * scale;
+        let w = label.chars().count() as f32 * size * 0.6 + 6.0;
+        let back = if d > 0 {
+            Rect::new(x - w, strip_rect.min.y, x + 2.0, strip_rect.max.y)
+        } else {
+            Rect::new(x - 2.0, strip_rect.min.y, x + w, strip_rect.max.y)
+        };
+        paint.rect(back, srgba(palette.panel), 4.5);
+        paint.text(
+            Vec2::new(x + if d > 0 { -3.0 } else { 3.0 }, strip_rect.center().y),
+            label,
+            size,
             text,
-            3.0,
+            anchor,
+            5.0,
         );
     }
 }
@@ -522,18 +662,19 @@ pub(super) fn paint_scene(
     let s = &shown.snapshot;
     let layout = &shown.layout;
     let palette = shown.palette();
-    let k = shown.text_scale;
+    let t = layout.text;
+    let header = BROKER_HEADER * t;
     let text = srgba(palette.text);
     let muted = srgba(palette.muted);
 
     // The controller.
     let c = layout.controller;
     paint.rect(c, srgba(palette.panel), 0.0);
-    paint.frame(c, 2.0, with_alpha(palette.heartbeat, 0.8), 0.5);
+    paint.frame(c, 2.0, srgba(palette.heartbeat), 0.5);
     paint.text(
-        Vec2::new(c.center().x, c.min.y + 20.0),
+        Vec2::new(c.center().x, c.min.y + 22.0 * t),
         "KRaft controller",
-        22.0 * k,
+        text::TITLE * t,
         text,
         Anchor::CENTER,
         5.0,
@@ -558,17 +699,17 @@ pub(super) fn paint_scene(
         status.push(format!("registering: broker {starting}"));
     }
     paint.text(
-        Vec2::new(c.center().x, c.min.y + 46.0),
+        Vec2::new(c.center().x, c.min.y + 52.0 * t),
         if status.is_empty() {
             "all brokers registered, unfenced".to_string()
         } else {
             status.join("; ")
         },
-        14.0 * k,
+        text::SMALL * t,
         if status.is_empty() {
             muted
         } else {
-            srgba(palette.out_of_sync)
+            srgba(palette.readable(palette.out_of_sync))
         },
         Anchor::CENTER,
         5.0,
@@ -585,11 +726,11 @@ pub(super) fn paint_scene(
         };
         paint.frame(*r, 2.0, state_color, 0.5);
         // Narrow boxes (many brokers) drop the word "online" and shrink the title.
-        let narrow = r.width() < 200.0;
+        let narrow = r.width() < 200.0 * t;
         paint.text(
-            Vec2::new(r.min.x + 8.0, r.min.y + BROKER_HEADER / 2.0),
+            Vec2::new(r.min.x + 8.0, r.min.y + header / 2.0),
             format!("Broker {}", b.id),
-            if narrow { 15.0 } else { 22.0 } * k,
+            if narrow { text::HEADING } else { text::TITLE } * t,
             text,
             Anchor::CENTER_LEFT,
             5.0,
@@ -601,13 +742,15 @@ pub(super) fn paint_scene(
             (other, _) => other.to_uppercase(),
         };
         paint.text(
-            Vec2::new(r.max.x - 6.0, r.min.y + BROKER_HEADER / 2.0),
+            Vec2::new(r.max.x - 6.0, r.min.y + header / 2.0),
             state,
-            if narrow { 11.0 } else { 15.0 } * k,
-            if b.state == "online" && !b.isolated {
-                muted
-            } else {
-                state_color
+            if narrow { text::SMALL } else { text::BODY } * t,
+            // A down broker's box is tinted, and its frame has the state's hue: its word is in
+            // the text's own colour, to read on the tint.
+            match (b.state, b.isolated) {
+                ("online", false) => muted,
+                ("online", true) => srgba(palette.readable(palette.out_of_sync)),
+                _ => text,
             },
             Anchor::CENTER_RIGHT,
             5.0,
@@ -620,11 +763,11 @@ pub(super) fn paint_scene(
                 .iter()
                 .filter(|s| s.broker == b.id)
                 .map(|s| s.rect.max.y)
-                .fold(r.min.y + BROKER_HEADER, f32::max);
+                .fold(r.min.y + header, f32::max);
             paint.text(
-                Vec2::new(r.center().x, last + 11.0),
+                Vec2::new(r.center().x, last + 11.0 * t),
                 format!("+{hidden} more replicas"),
-                12.0 * k,
+                text::SMALL * t,
                 muted,
                 Anchor::CENTER,
                 5.0,
@@ -633,7 +776,7 @@ pub(super) fn paint_scene(
     }
     for slot in &layout.replicas {
         let p = &s.partitions[slot.ordinal as usize];
-        paint_partition_row(&mut paint, &palette, k, slot.rect, p, slot.broker);
+        paint_partition_row(&mut paint, &palette, t, slot.rect, p, slot.broker);
     }
 
     // Cut links.
@@ -649,8 +792,8 @@ pub(super) fn paint_scene(
         paint.text(
             (pa + pb) / 2.0 + Vec2::Y * 12.0,
             format!("link {a}-{b} cut"),
-            16.0 * k,
-            srgba(palette.lost),
+            text::BODY * t,
+            srgba(palette.readable(palette.lost)),
             Anchor::CENTER,
             5.0,
         );
@@ -662,32 +805,40 @@ pub(super) fn paint_scene(
             continue;
         };
         paint.rect(*r, srgba(palette.panel), 0.0);
-        paint.frame(*r, 2.0, with_alpha(palette.produce, 0.8), 0.5);
+        paint.frame(*r, 2.0, srgba(palette.produce), 0.5);
         let lines = [
-            (format!("Producer {}", p.name), 20.0, text),
-            (format!("to {}, acks={}", p.topic, p.acks), 15.0, muted),
-            (format!("{} records/s", p.records_per_sec), 15.0, muted),
-            (format!("sent {}", p.sent), 15.0, text),
-            (format!("acked {}", p.acked), 15.0, text),
+            (format!("Producer {}", p.name), text::HEADING, text),
+            (
+                format!("to {}, acks={}", p.topic, p.acks),
+                text::SMALL,
+                muted,
+            ),
+            (
+                format!("{} records/s", p.records_per_sec),
+                text::SMALL,
+                muted,
+            ),
+            (format!("sent {}", p.sent), text::SMALL, text),
+            (format!("acked {}", p.acked), text::SMALL, text),
             (
                 format!("failed {}  pending {}", p.failed, p.pending),
-                15.0,
+                text::SMALL,
                 if p.failed > 0 {
-                    srgba(palette.lost)
+                    srgba(palette.readable(palette.lost))
                 } else {
                     muted
                 },
             ),
         ];
         for (j, (line, size, color)) in lines.into_iter().enumerate() {
-            let y = r.min.y + 22.0 + j as f32 * 26.0;
-            if y > r.max.y - 8.0 {
+            let y = r.min.y + (22.0 + j as f32 * 26.0) * t;
+            if y > r.max.y - 8.0 * t {
                 break;
             }
             paint.text(
                 Vec2::new(r.min.x + 10.0, y),
                 line,
-                size * k,
+                size * t,
                 color,
                 Anchor::CENTER_LEFT,
                 5.0,
@@ -699,24 +850,31 @@ pub(super) fn paint_scene(
     for (gi, r) in layout.groups.iter().enumerate() {
         let Some(g) = s.groups.get(gi) else { continue };
         paint.rect(*r, srgba(palette.panel), 0.0);
-        paint.frame(*r, 2.0, with_alpha(palette.group, 0.8), 0.5);
+        paint.frame(*r, 2.0, srgba(palette.group), 0.5);
         paint.text(
-            Vec2::new(r.min.x + 10.0, r.min.y + 20.0),
+            Vec2::new(r.min.x + 10.0, r.min.y + 22.0 * t),
             format!("Group {}", g.name),
-            20.0 * k,
+            text::HEADING * t,
             text,
             Anchor::CENTER_LEFT,
             5.0,
         );
         let lag: u64 = g.offsets.iter().map(|o| o.lag).sum();
         paint.text(
-            Vec2::new(r.min.x + 10.0, r.min.y + 46.0),
-            format!("{}, gen {}, lag {}", g.state, g.generation, lag),
-            14.0 * k,
+            Vec2::new(r.min.x + 10.0, r.min.y + 50.0 * t),
+            first_fitting(
+                &[
+                    format!("{}, gen {}, lag {}", g.state, g.generation, lag),
+                    format!("{}, lag {}", g.state, lag),
+                ],
+                r.width() - 20.0,
+                text::SMALL * t,
+            ),
+            text::SMALL * t,
             if g.state == "Stable" {
                 muted
             } else {
-                srgba(palette.out_of_sync)
+                srgba(palette.readable(palette.out_of_sync))
             },
             Anchor::CENTER_LEFT,
             5.0,
@@ -729,7 +887,7 @@ pub(super) fn paint_scene(
             drawn += 1;
             // "p0,1" for partitions 0 and 1 of the group's topic.
             let owned = if m.assigned.is_empty() {
-                "no partitions".to_string()
+                "none".to_string()
             } else {
                 let ordinals: Vec<&str> = m
                     .assigned
@@ -748,25 +906,25 @@ pub(super) fn paint_scene(
                         owned
                     ),
                     mr.width() - 10.0,
-                    14.0,
+                    text::SMALL * t,
                 ),
-                14.0 * k,
+                text::SMALL * t,
                 if m.alive {
                     text
                 } else {
-                    srgba(palette.offline)
+                    srgba(palette.readable(palette.offline))
                 },
                 Anchor::CENTER_LEFT,
                 5.0,
             );
         }
         if drawn < g.members.len() {
-            let below =
-                layout.member(gi, 0).map_or(r.min.y, |m| m.min.y) + drawn as f32 * 28.0 + 10.0;
+            let below = layout.member(gi, 0).map_or(r.min.y, |m| m.min.y)
+                + (drawn as f32 * MEMBER_ROW + 10.0) * t;
             paint.text(
                 Vec2::new(r.min.x + 12.0, below),
                 format!("+{} more members", g.members.len() - drawn),
-                13.0 * k,
+                text::SMALL * t,
                 muted,
                 Anchor::CENTER_LEFT,
                 5.0,
@@ -778,11 +936,11 @@ pub(super) fn paint_scene(
             .and_then(|p| p.leader.map(|l| (p.index, l)));
         if let Some((index, leader)) = committed_to {
             paint.text(
-                Vec2::new(r.min.x + 10.0, r.max.y - 32.0),
+                Vec2::new(r.min.x + 10.0, r.max.y - 36.0 * t),
                 format!(
                     "commits offsets to\n__consumer_offsets-{index}\n(leader: broker {leader})"
                 ),
-                13.0 * k,
+                text::SMALL * t,
                 muted,
                 Anchor::CENTER_LEFT,
                 5.0,
@@ -801,11 +959,11 @@ pub(super) fn paint_scene(
         } else {
             message_color(&palette, m.kind)
         };
-        let held = matches!(m.wire.state, WireState::Held { .. });
         let z = 6.0 + (m.wire.id % 1000) as f32 * 1e-4;
+        let mark = Rect::from_center_half_size(at, message_half_size(m, t));
         if m.records > 0 {
             // Records on their way: a card, a stack of them for a batch.
-            let card = Rect::from_center_size(at, Vec2::new(18.0, 13.0));
+            let card = mark;
             if m.records > 1 {
                 paint.rect(
                     card.translate(Vec2::new(3.0, -3.0)),
@@ -815,10 +973,9 @@ pub(super) fn paint_scene(
             }
             paint.rect(card, with_alpha(color, alpha), z + 5e-5);
         } else {
-            let radius = if held { 5.0 } else { 8.0 };
             paint.disc(
                 at,
-                radius,
+                mark.half_size().x,
                 with_alpha(color, alpha),
                 z,
                 m.kind.is_response(),
@@ -835,13 +992,13 @@ pub(super) fn paint_scene(
                 (kind, _) => kind.name().to_string(),
             };
             paint.text(
-                at + Vec2::new(0.0, -18.0),
+                at + Vec2::new(0.0, -20.0 * t),
                 format!(
                     "{name}: {} record{}",
                     m.records,
                     if m.records == 1 { "" } else { "s" }
                 ),
-                12.0 * k,
+                text::SMALL * t,
                 text,
                 Anchor::CENTER,
                 8.45,
@@ -852,22 +1009,45 @@ pub(super) fn paint_scene(
     // The lag monitor: each group's lag, as kafka-consumer-groups sums it.
     if let Some(r) = layout.lag_monitor {
         paint.rect(r, srgba(palette.panel), 0.0);
-        paint.frame(r, 2.0, with_alpha(palette.group, 0.8), 0.5);
+        paint.frame(r, 2.0, srgba(palette.group), 0.5);
         paint.text(
-            Vec2::new(r.min.x + 10.0, r.min.y + 18.0),
+            Vec2::new(r.min.x + 10.0, r.min.y + 20.0 * t),
             "Lag monitor",
-            18.0 * k,
+            text::HEADING * t,
             text,
             Anchor::CENTER_LEFT,
             5.0,
         );
-        for (i, g) in s.groups.iter().take(2).enumerate() {
+        // As many groups as the box has lines for; the last line counts the rest.
+        let line = 17.0 * t;
+        let lines = (((r.height() - 42.0 * t - 8.0 * t) / line).floor() as usize + 1).max(1);
+        let shown = if s.groups.len() > lines {
+            lines - 1
+        } else {
+            s.groups.len()
+        };
+        let y = |i: usize| r.min.y + 42.0 * t + i as f32 * line;
+        for (i, g) in s.groups.iter().take(shown).enumerate() {
             let lag: u64 = g.offsets.iter().map(|o| o.lag).sum();
             paint.text(
-                Vec2::new(r.min.x + 10.0, r.min.y + 42.0 + i as f32 * 20.0),
-                fit(&format!("{}: lag {lag}", g.name), r.width() - 20.0, 14.0),
-                14.0 * k,
+                Vec2::new(r.min.x + 10.0, y(i)),
+                fit(
+                    &format!("{}: lag {lag}", g.name),
+                    r.width() - 20.0,
+                    text::SMALL * t,
+                ),
+                text::SMALL * t,
                 if lag == 0 { muted } else { text },
+                Anchor::CENTER_LEFT,
+                5.0,
+            );
+        }
+        if shown < s.groups.len() {
+            paint.text(
+                Vec2::new(r.min.x + 10.0, y(shown)),
+                format!("+{} more groups", s.groups.len() - shown),
+                text::SMALL * t,
+                muted,
                 Anchor::CENTER_LEFT,
                 5.0,
             );
@@ -875,16 +1055,31 @@ pub(super) fn paint_scene(
     }
 }
 
-/// Cuts a line of the scene's monospace text to a width, marking the cut.
+/// Fits a line of the scene's monospace text to a width: whole words are left out from the
+/// end, and the cut is marked ("..."), never a word cut in two (hovering shows the whole line).
 fn fit(text: &str, width: f32, size: f32) -> String {
     let chars = (width / (size * 0.6)).floor().max(3.0) as usize;
     if text.chars().count() <= chars {
-        text.to_string()
-    } else {
-        let mut cut: String = text.chars().take(chars - 2).collect();
-        cut.push_str("..");
-        cut
+        return text.to_string();
     }
+    let mut out = String::new();
+    for word in text.split_inclusive([' ', ',']) {
+        if out.chars().count() + word.chars().count() + 3 > chars {
+            break;
+        }
+        out.push_str(word);
+    }
+    format!("{}...", out.trim_end_matches([' ', ',']))
+}
+
+/// The first of `lines` (fullest first) that fits `width`, or the last one fitted.
+fn first_fitting(lines: &[String], width: f32, size: f32) -> String {
+    let chars = (width / (size * 0.6)).floor() as usize;
+    lines
+        .iter()
+        .find(|l| l.chars().count() <= chars)
+        .cloned()
+        .unwrap_or_else(|| fit(lines.last().map_or("", |l| l), width, size))
 }
 
 /// Member ids are long (`consumer-fulfilment-1-7f3a...`): the scene shows their first parts.

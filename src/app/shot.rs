@@ -1,11 +1,23 @@
 //! `kafkascope shot`: render the scene at a sim time, write it to a PNG and exit. The app is the
 //! same; it opens paused at the instant asked for and waits a few frames for the GPU to have
 //! everything (pipelines, glyphs) before it takes the picture.
+//!
+//! With `--places`, it also writes where the scene drew what, in the picture's pixels: each log
+//! cell with its state, each high-watermark bar and role mark, each message and each text. The
+//! render tests measure contrast and size there, on what was drawn.
 
 use bevy::prelude::*;
 use bevy::render::view::screenshot::{Screenshot, ScreenshotCaptured, save_to_disk};
+use bevy::sprite::Anchor;
+use bevy::text::TextLayoutInfo;
+use bevy::window::PrimaryWindow;
+use serde::Serialize;
 
 use super::Options;
+use super::painter::to_world;
+use super::playback::Shown;
+use super::scene::{message_at, message_half_size};
+use crate::view::log_strip::{Cell, StripPlace, strip};
 
 /// Frames drawn before the picture: pipelines and glyph atlases are ready by then.
 const SETTLE_FRAMES: u32 = 20;
@@ -14,13 +26,83 @@ pub(super) fn plugin(app: &mut App) {
     app.add_systems(Last, take_shot);
 }
 
-fn take_shot(mut commands: Commands, options: Res<Options>, mut frames: Local<u32>) {
+/// A rectangle in the picture's pixels: left, top, right, bottom.
+type Px = [f32; 4];
+
+/// Where the scene drew what, in the picture's pixels.
+#[derive(Serialize)]
+struct Places {
+    /// The part of the window the scene's camera draws into: what the panels leave.
+    scene: Px,
+    rows: Vec<RowPlace>,
+    messages: Vec<MessagePlace>,
+    texts: Vec<TextPlace>,
+}
+
+/// A replica's row: its background, the mark of its role, its cells and its high watermark.
+#[derive(Serialize)]
+struct RowPlace {
+    partition: String,
+    broker: u32,
+    role: String,
+    rect: Px,
+    role_mark: Px,
+    cells: Vec<CellPlace>,
+    high_watermark: Option<Px>,
+}
+
+#[derive(Serialize)]
+struct CellPlace {
+    offset: u64,
+    state: &'static str,
+    rect: Px,
+}
+
+#[derive(Serialize)]
+struct MessagePlace {
+    kind: &'static str,
+    rect: Px,
+    /// Below 1 while it fades in or out at its ends.
+    alpha: f32,
+}
+
+#[derive(Serialize)]
+struct TextPlace {
+    text: String,
+    /// The font's size in the picture's pixels.
+    size: f32,
+    rect: Px,
+}
+
+fn take_shot(
+    mut commands: Commands,
+    options: Res<Options>,
+    mut frames: Local<u32>,
+    shown: Res<Shown>,
+    window: Single<&Window, With<PrimaryWindow>>,
+    cameras: Query<(&Camera, &GlobalTransform)>,
+    texts: TextQuery,
+) {
     let Some(path) = options.shot.clone() else {
         return;
     };
     *frames += 1;
     if *frames != SETTLE_FRAMES {
         return;
+    }
+    if let Some(places_path) = &options.places {
+        let camera = cameras.iter().find(|(c, _)| c.order == 0);
+        let written = camera
+            .map(|(camera, at)| places(&shown, camera, at, window.scale_factor(), &texts))
+            .ok_or_else(|| "no scene camera".to_string())
+            .and_then(|p| serde_json::to_string_pretty(&p).map_err(|e| e.to_string()))
+            .and_then(|json| std::fs::write(places_path, json).map_err(|e| e.to_string()));
+        if let Err(e) = written {
+            error!(
+                "the places could not be written to {}: {e}",
+                places_path.display()
+            );
+        }
     }
     let mut save = save_to_disk(path.clone());
     commands.spawn(Screenshot::primary_window()).observe(
@@ -34,4 +116,141 @@ fn take_shot(mut commands: Commands, options: Res<Options>, mut frames: Local<u3
             }
         },
     );
+}
+
+type TextQuery<'w, 's> = Query<
+    'w,
+    's,
+    (
+        &'static Text2d,
+        &'static TextFont,
+        &'static TextLayoutInfo,
+        &'static Anchor,
+        &'static GlobalTransform,
+        &'static InheritedVisibility,
+    ),
+>;
+
+fn places(
+    shown: &Shown,
+    camera: &Camera,
+    at: &GlobalTransform,
+    scale_factor: f32,
+    texts: &TextQuery,
+) -> Places {
+    // World to the picture's physical pixels.
+    let world_px = |p: Vec2| {
+        camera
+            .world_to_viewport(at, p.extend(0.0))
+            .map_or(Vec2::NAN, |v| v * scale_factor)
+    };
+    let world_rect = |r: Rect| {
+        let (a, b) = (world_px(r.min), world_px(r.max));
+        [a.x.min(b.x), a.y.min(b.y), a.x.max(b.x), a.y.max(b.y)]
+    };
+    let layout_rect = |r: Rect| world_rect(Rect::from_corners(to_world(r.min), to_world(r.max)));
+    let scene = camera.physical_viewport_rect().map_or([0.0; 4], |r| {
+        [
+            r.min.x as f32,
+            r.min.y as f32,
+            r.max.x as f32,
+            r.max.y as f32,
+        ]
+    });
+    let s = &shown.snapshot;
+    let layout = &shown.layout;
+
+    let mut rows = Vec::new();
+    for slot in &layout.replicas {
+        let Some(p) = s.partitions.get(slot.ordinal as usize) else {
+            continue;
+        };
+        let Some(r) = p.replicas.iter().find(|r| r.broker == slot.broker) else {
+            continue;
+        };
+        let place = StripPlace::of(slot.rect, p, layout.text);
+        let st = strip(
+            place.first,
+            place.cells,
+            r.log_end_offset,
+            r.high_watermark,
+            r.truncates_to,
+        );
+        let rect = slot.rect;
+        rows.push(RowPlace {
+            partition: if p.internal {
+                format!("__consumer_offsets-{}", p.index)
+            } else {
+                p.name()
+            },
+            broker: slot.broker,
+            role: format!("{:?}", r.role),
+            rect: layout_rect(rect),
+            role_mark: layout_rect(Rect::new(
+                rect.min.x + 1.5,
+                rect.min.y + 2.0,
+                rect.min.x + 6.5,
+                rect.max.y - 2.0,
+            )),
+            cells: st
+                .cells
+                .iter()
+                .enumerate()
+                .map(|(i, cell)| CellPlace {
+                    offset: place.first + i as u64,
+                    state: match cell {
+                        Cell::Committed => "committed",
+                        Cell::Uncommitted => "uncommitted",
+                        Cell::Missing => "missing",
+                        Cell::Diverged => "diverged",
+                    },
+                    rect: layout_rect(place.cell(i)),
+                })
+                .collect(),
+            high_watermark: st
+                .high_watermark_at
+                .map(|i| layout_rect(place.watermark_bar(i))),
+        });
+    }
+
+    let messages = s
+        .messages
+        .iter()
+        .filter_map(|m| {
+            let (center, alpha) = message_at(shown, m)?;
+            let half = message_half_size(m, layout.text);
+            Some(MessagePlace {
+                kind: m.kind.name(),
+                rect: layout_rect(Rect::from_center_half_size(center, half)),
+                alpha,
+            })
+        })
+        .collect();
+
+    // A world unit's width in the picture's pixels, for the fonts' sizes.
+    let unit = (world_px(Vec2::X) - world_px(Vec2::ZERO)).x;
+    let texts = texts
+        .iter()
+        .filter(|(text, .., visible)| visible.get() && !text.0.trim().is_empty())
+        .map(|(text, font, info, anchor, transform, _)| {
+            let size = match font.font_size {
+                bevy::text::FontSize::Px(px) => px,
+                _ => f32::NAN,
+            };
+            // The anchor is where on its box the text's position is, from -0.5 to 0.5.
+            let center = transform.translation().truncate() - anchor.as_vec() * info.size;
+            TextPlace {
+                text: text.0.clone(),
+                size: size * unit,
+                rect: world_rect(Rect::from_center_size(center, info.size)),
+            }
+        })
+        .collect();
+
+    Places {
+        scene,
+        rows,
+        messages,
+        texts,
+    }
 }

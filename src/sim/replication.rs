@@ -92,7 +92,7 @@ fn answer_partition(
         return answer;
     };
     answer.high_watermark = leader.high_watermark;
-    answer.diverging = divergence(leader, fetch);
+    answer.diverging = divergence(leader, fetch.fetch_offset, fetch.last_fetched_epoch);
     if answer.diverging.is_none() && fetch.fetch_offset < leader.log_end_offset() {
         answer.records = read_log(leader, fetch.fetch_offset, max_bytes);
     }
@@ -126,11 +126,15 @@ fn respond(
 /// Whether the follower's log leaves the leader's before the fetch offset
 /// (`Partition.fetchRecords` with `lastFetchedEpoch`): the leader's largest epoch at or below the
 /// follower's last one is older, or ends before the fetch offset.
-fn divergence(leader: &Replica, fetch: &FetchPartition) -> Option<Diverging> {
+fn divergence(
+    leader: &Replica,
+    fetch_offset: u64,
+    last_fetched_epoch: Option<u32>,
+) -> Option<Diverging> {
     let leader_leo = leader.log_end_offset();
-    match fetch.last_fetched_epoch {
+    match last_fetched_epoch {
         Some(epoch) => match leader.end_offset_for(epoch) {
-            Some((found, end)) if found < epoch || end < fetch.fetch_offset => Some(Diverging {
+            Some((found, end)) if found < epoch || end < fetch_offset => Some(Diverging {
                 epoch: Some(found),
                 end_offset: end,
             }),
@@ -141,12 +145,33 @@ fn divergence(leader: &Replica, fetch: &FetchPartition) -> Option<Diverging> {
             }),
         },
         // Past the leader's end with no epoch to compare: out of range, back to its end.
-        None if fetch.fetch_offset > leader_leo => Some(Diverging {
+        None if fetch_offset > leader_leo => Some(Diverging {
             epoch: None,
             end_offset: leader_leo,
         }),
         None => None,
     }
+}
+
+/// Where a follower told its log diverges truncates it: the end of the leader's epoch, or its own
+/// end of that epoch if sooner (KIP-279).
+fn truncates_to(follower: &Replica, d: Diverging) -> u64 {
+    match d.epoch {
+        Some(epoch) => {
+            let own_end = follower.end_offset_for(epoch).map_or(0, |(_, end)| end);
+            d.end_offset.min(own_end)
+        }
+        // Out of range with no epoch to compare: back to the leader's end
+        // (`AbstractFetcherThread.handleOutOfRangeError`).
+        None => d.end_offset,
+    }
+}
+
+/// Where `follower`'s log would be cut at its next fetch from `leader`, by the rules above; `None`
+/// when the two agree up to the follower's log end (what the view marks as a divergence).
+pub fn truncation_point(leader: &Replica, follower: &Replica) -> Option<u64> {
+    let d = divergence(leader, follower.log_end_offset(), follower.latest_epoch())?;
+    Some(truncates_to(follower, d)).filter(|to| *to < follower.log_end_offset())
 }
 
 /// The leader records each partition's fetch offset as the follower's log end offset
@@ -287,15 +312,7 @@ fn followers_take_responses(
             }
             let mut replica = replicas.get_mut(fetched.replica).expect("replica entity");
             if let Some(d) = fetched.diverging {
-                let to = match d.epoch {
-                    Some(epoch) => {
-                        let own_end = replica.end_offset_for(epoch).map_or(0, |(_, end)| end);
-                        d.end_offset.min(own_end)
-                    }
-                    // Out of range with no epoch to compare: back to the leader's end
-                    // (`AbstractFetcherThread.handleOutOfRangeError`).
-                    None => d.end_offset,
-                };
+                let to = truncates_to(&replica, d);
                 let from = replica.log_end_offset();
                 let removed = replica.truncate_to(to);
                 if removed > 0 {

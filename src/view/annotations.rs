@@ -137,16 +137,18 @@ pub struct Context<'a> {
 /// How long a chip takes to leave or join the set, in sim time.
 const CHIP_MOVE_MS: f64 = 800.0;
 /// Callout text sizes, in scene units (the camera's zoom makes them larger on screen).
-pub const CALLOUT_TEXT: f32 = 15.0;
+pub const CALLOUT_TEXT: f32 = 16.0;
 pub const CALLOUT_ROW: f32 = 22.0;
 const CALLOUT_PAD: f32 = 10.0;
+/// A row's text, of the callout's title's size: 14 units, the scene's smallest.
+pub const ROW_TEXT: f32 = 0.875;
 /// The producer's insides take more room than its box.
-const PRODUCER_CALLOUT_WIDTH: f32 = 340.0;
+const PRODUCER_CALLOUT_WIDTH: f32 = 430.0;
 /// The sender's rows: room for this many requests in flight, so the callout keeps its size.
 const SENDER_ROWS: usize = 3;
 
 /// A callout's height for its rows.
-pub fn callout_height(rows: &[Row]) -> f32 {
+pub fn callout_height(rows: &[Row], t: f32) -> f32 {
     let rows: f32 = rows
         .iter()
         .map(|r| match r {
@@ -154,34 +156,52 @@ pub fn callout_height(rows: &[Row]) -> f32 {
             _ => CALLOUT_ROW,
         })
         .sum();
-    CALLOUT_PAD * 2.0 + CALLOUT_ROW + rows
+    (CALLOUT_PAD * 2.0 + CALLOUT_ROW + rows) * t
 }
 
 /// About how wide a callout's text runs (the scene's monospace font is 0.6 em a character), so
 /// a callout is made wide enough for it.
-pub fn callout_width(title: &str, rows: &[Row]) -> f32 {
+pub fn callout_width(title: &str, rows: &[Row], t: f32) -> f32 {
     let chars = |s: &str, size: f32| s.chars().count() as f32 * size * 0.6;
     let widest = rows
         .iter()
         .map(|r| match r {
-            Row::Text(t, _) => chars(t, CALLOUT_TEXT * 0.9),
-            Row::Heading(t) => chars(t, CALLOUT_TEXT * 0.85),
-            Row::Bar { label, .. } => chars(label, CALLOUT_TEXT * 0.8) + 120.0,
+            Row::Text(text, _) => chars(text, CALLOUT_TEXT * ROW_TEXT),
+            Row::Heading(text) => chars(text, CALLOUT_TEXT * ROW_TEXT),
+            Row::Bar { label, .. } => chars(label, CALLOUT_TEXT * ROW_TEXT) + 120.0,
             Row::Chips(_, chips) => 50.0 + chips.len() as f32 * 38.0,
             Row::Cards { .. } => 0.0,
         })
         .fold(chars(title, CALLOUT_TEXT), f32::max);
-    widest + 2.0 * CALLOUT_PAD + 8.0
+    (widest + 2.0 * CALLOUT_PAD + 8.0) * t
 }
 
-/// A callout at `rect`, widened for its text: to the right, or (`from_right`) to the left.
-fn callout(rect: Rect, title: String, rows: Vec<Row>, from_right: bool) -> Mark {
-    let extra = (callout_width(&title, &rows) - rect.width()).max(0.0);
+/// A callout at `rect`, widened for its text: to the right, or (`from_right`) to the left. It is
+/// moved inside the layout's area where it would cross its edge (under a broker that reaches
+/// the bottom, say), so that the camera need not pull back from the cluster to show it.
+fn callout(rect: Rect, title: String, rows: Vec<Row>, from_right: bool, layout: &Layout) -> Mark {
+    let extra = (callout_width(&title, &rows, layout.text) - rect.width()).max(0.0);
     let rect = if from_right {
         Rect::new(rect.min.x - extra, rect.min.y, rect.max.x, rect.max.y)
     } else {
         Rect::new(rect.min.x, rect.min.y, rect.max.x + extra, rect.max.y)
     };
+    let area = Rect::from_corners(Vec2::ZERO, layout.area).inflate(-4.0);
+    let shift = |lo: f32, hi: f32, min: f32, max: f32| {
+        if hi - lo > max - min {
+            0.0
+        } else if lo < min {
+            min - lo
+        } else if hi > max {
+            max - hi
+        } else {
+            0.0
+        }
+    };
+    let rect = Rect::from_corners(rect.min, rect.max).translate(Vec2::new(
+        shift(rect.min.x, rect.max.x, area.min.x, area.max.x),
+        shift(rect.min.y, rect.max.y, area.min.y, area.max.y),
+    ));
     Mark::Callout { rect, title, rows }
 }
 
@@ -192,7 +212,7 @@ impl Context<'_> {
 
     fn strip(&self, p: &PartitionView, broker: u32) -> Option<StripPlace> {
         let slot = self.layout.replica(p.ordinal, broker)?;
-        Some(StripPlace::of(slot.rect, p))
+        Some(StripPlace::of(slot.rect, p, self.layout.text))
     }
 
     fn broker_box(&self, broker: u32) -> Option<Rect> {
@@ -202,13 +222,14 @@ impl Context<'_> {
     /// A callout under a broker's box, `slot` places down (several annotations stack).
     fn under_broker(&self, broker: u32, slot: usize, title: String, rows: Vec<Row>) -> Mark {
         let b = self.broker_box(broker).unwrap_or(self.layout.controller);
-        let h = callout_height(&rows);
+        let h = callout_height(&rows, self.layout.text);
         let top = b.max.y + 12.0 + slot as f32 * (h + 8.0);
         callout(
             Rect::new(b.min.x, top, b.max.x, top + h),
             title,
             rows,
             false,
+            self.layout,
         )
     }
 
@@ -262,23 +283,29 @@ fn annotate(a: &Annotation, ctx: &Context, out: &mut Vec<Mark>) {
             let Some(strip) = ctx.strip(p, leader.broker) else {
                 return;
             };
-            // The offsets above the leader's cells, and the log end offset where the log ends.
+            // The offsets on the line above the leader's cells, as many as there is room for at
+            // the smallest text, and the log end offset where the log ends.
+            let size = super::layout::text::SMALL;
+            let digits = leader.log_end_offset.max(1).ilog10() as f32 + 1.0;
+            let every =
+                ((digits * size * 0.6 * ctx.layout.text + 4.0) / strip.cell_w).ceil() as u64;
             for i in 0..strip.cells {
                 let offset = strip.first + i as u64;
                 if offset >= leader.log_end_offset {
                     break;
                 }
                 let c = strip.cell(i);
-                // On a committed cell's solid colour, or a pale uncommitted one.
+                // Clear of the role and numbers written at the line's right end.
+                if offset % every.max(1) != 0
+                    || c.max.x > strip.rect.max.x - 240.0 * ctx.layout.text
+                {
+                    continue;
+                }
                 out.push(Mark::Label {
-                    at: c.center(),
+                    at: Vec2::new(c.center().x, c.min.y - 9.0 * ctx.layout.text),
                     text: offset.to_string(),
-                    size: if offset < 100 { 9.0 } else { 6.5 },
-                    tone: if offset < leader.high_watermark {
-                        Tone::OnCell
-                    } else {
-                        Tone::Text
-                    },
+                    size,
+                    tone: Tone::Text,
                 });
             }
             if let Some(x) = strip.offset_x(leader.log_end_offset) {
@@ -334,12 +361,12 @@ fn annotate(a: &Annotation, ctx: &Context, out: &mut Vec<Mark>) {
                 let Some(strip) = ctx.strip(p, r.broker) else {
                     continue;
                 };
+                // The bar itself, drawn over in the accent colour (its number is on the row).
                 if let Some(x) = strip.offset_x(r.high_watermark) {
-                    out.push(Mark::Label {
-                        at: Vec2::new(x, strip.rect.max.y + 9.0),
-                        text: format!("HW {}", r.high_watermark),
-                        size: 11.0,
-                        tone: Tone::Text,
+                    out.push(Mark::Line {
+                        from: Vec2::new(x, strip.rect.min.y - 4.0),
+                        to: Vec2::new(x, strip.rect.max.y + 4.0),
+                        tone: Tone::Accent,
                     });
                 }
             }
@@ -360,14 +387,22 @@ fn annotate(a: &Annotation, ctx: &Context, out: &mut Vec<Mark>) {
                     Tone::Text,
                 ),
             ];
-            let c = ctx.layout.controller;
-            let h = callout_height(&rows);
-            out.push(callout(
-                Rect::new(c.min.x - 292.0, c.max.y - h, c.min.x - 12.0, c.max.y),
-                p.name(),
-                rows,
-                true,
-            ));
+            // Under the leader the election chose: the epoch is its term. Without one, beside
+            // the controller that decided.
+            match p.leader {
+                Some(leader) => out.push(ctx.under_broker(leader, 0, p.name(), rows)),
+                None => {
+                    let c = ctx.layout.controller;
+                    let h = callout_height(&rows, ctx.layout.text);
+                    out.push(callout(
+                        Rect::new(c.min.x - 292.0, c.max.y - h, c.min.x - 12.0, c.max.y),
+                        p.name(),
+                        rows,
+                        true,
+                        ctx.layout,
+                    ));
+                }
+            }
         }
         Annotation::ReadLimit(t, i) => read_limit(t, *i, ctx, out),
         Annotation::OffsetsPartition(g) => offsets_partition(g, ctx, out),
@@ -377,13 +412,14 @@ fn annotate(a: &Annotation, ctx: &Context, out: &mut Vec<Mark>) {
                 super::tour::focus_rects(focus, ctx.s, ctx.layout, ctx.trace, ctx.display_ms);
             if let Some(r) = rects.into_iter().reduce(|a, b| a.union(b)) {
                 let rows = vec![Row::Text(text.clone(), Tone::Text)];
-                let h = callout_height(&rows);
+                let h = callout_height(&rows, ctx.layout.text);
                 let w = (text.chars().count() as f32 * CALLOUT_TEXT * 0.55 + 24.0).max(160.0);
                 out.push(callout(
                     Rect::new(r.min.x, r.max.y + 10.0, r.min.x + w, r.max.y + 10.0 + h),
                     String::new(),
                     rows,
                     false,
+                    ctx.layout,
                 ));
             }
         }
@@ -434,15 +470,21 @@ fn producer_internals(name: &str, ctx: &Context, out: &mut Vec<Mark>) {
         };
         rows.push(row);
     }
-    let h = callout_height(&rows);
+    let h = callout_height(&rows, ctx.layout.text);
     let top = r.center().y - h / 2.0;
     // Over the producer's box, reaching left of it, so the requests still leave from its right
     // edge.
     out.push(callout(
-        Rect::new(r.max.x - PRODUCER_CALLOUT_WIDTH, top, r.max.x, top + h),
+        Rect::new(
+            r.max.x - PRODUCER_CALLOUT_WIDTH * ctx.layout.text,
+            top,
+            r.max.x,
+            top + h,
+        ),
         format!("Producer {}, opened up", p.name),
         rows,
         true,
+        ctx.layout,
     ));
 }
 
@@ -609,15 +651,24 @@ fn heartbeat_timers(ctx: &Context, out: &mut Vec<Mark>) {
         format!("broker.session.timeout.ms = {}", seconds(session)),
         Tone::Muted,
     ));
-    // Beside the controller, rising above it, clear of the brokers below.
+    // Beside the controller, rising above it, clear of the brokers below: on its right unless
+    // the lag monitor is there, else on its left.
     let c = ctx.layout.controller;
-    let h = callout_height(&rows);
-    out.push(callout(
-        Rect::new(c.max.x + 12.0, c.max.y - h, c.max.x + 392.0, c.max.y),
-        "Time since each heartbeat".into(),
-        rows,
-        false,
-    ));
+    let t = ctx.layout.text;
+    let title = "Time since each heartbeat".to_string();
+    let h = callout_height(&rows, t);
+    let w = callout_width(&title, &rows, t).max(380.0 * t);
+    let right = Rect::new(c.max.x + 12.0, c.max.y - h, c.max.x + 12.0 + w, c.max.y);
+    let clear = ctx
+        .layout
+        .lag_monitor
+        .is_none_or(|m| m.intersect(right).is_empty());
+    let rect = if clear {
+        right
+    } else {
+        Rect::new(c.min.x - 12.0 - w, c.max.y - h, c.min.x - 12.0, c.max.y)
+    };
+    out.push(callout(rect, title, rows, !clear, ctx.layout));
 }
 
 fn read_limit(topic: &str, index: u32, ctx: &Context, out: &mut Vec<Mark>) {
@@ -686,7 +737,7 @@ fn read_limit(topic: &str, index: u32, ctx: &Context, out: &mut Vec<Mark>) {
                     Tone::Accent,
                 ),
             ];
-            let h = callout_height(&rows);
+            let h = callout_height(&rows, ctx.layout.text);
             let gr = ctx.layout.groups[gi];
             let top = ctx.below_group(gi);
             out.push(callout(
@@ -694,6 +745,7 @@ fn read_limit(topic: &str, index: u32, ctx: &Context, out: &mut Vec<Mark>) {
                 format!("{} reads {}", m.name, p.name()),
                 rows,
                 true,
+                ctx.layout,
             ));
             out.push(Mark::Outline {
                 rect: r.inflate(2.0),
@@ -744,13 +796,14 @@ fn offsets_partition(group: &str, ctx: &Context, out: &mut Vec<Mark>) {
         ));
     }
     let r = ctx.layout.groups[gi];
-    let h = callout_height(&rows);
+    let h = callout_height(&rows, ctx.layout.text);
     let top = ctx.below_group(gi);
     out.push(callout(
         Rect::new(r.min.x - 60.0, top, r.max.x, top + h),
         format!("Where {group} commits"),
         rows,
         true,
+        ctx.layout,
     ));
     if let Some(p) = ctx.s.partitions.get(g.offsets_partition as usize) {
         for b in &p.assignment {
@@ -799,7 +852,7 @@ fn lag(group: &str, topic: &str, index: u32, ctx: &Context, out: &mut Vec<Mark>)
             Tone::Muted,
         ),
     ];
-    let h = callout_height(&rows);
+    let h = callout_height(&rows, ctx.layout.text);
     // The monitor opened up: over its box, reaching left.
     let opened = Rect::new(
         monitor.max.x - 600.0,
@@ -812,6 +865,7 @@ fn lag(group: &str, topic: &str, index: u32, ctx: &Context, out: &mut Vec<Mark>)
         format!("Lag monitor: kafka-consumer-groups --describe --group {group}"),
         rows,
         true,
+        ctx.layout,
     );
     let opened_rect = opened.rect();
     out.push(opened);

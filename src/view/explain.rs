@@ -110,13 +110,18 @@ pub fn explain(s: &Snapshot, config: &ClusterConfig, target: Target) -> Option<(
             )
         }
         Target::Group(g) => {
-            let name = s.groups.get(g).map_or("", |g| g.name.as_str());
+            let g = s.groups.get(g)?;
+            let lag: u64 = g.offsets.iter().map(|o| o.lag).sum();
             (
-                format!("Consumer group {name}"),
-                "The members share the topic's partitions: each partition is read by one member. \
-                 The group coordinator, the leader of the group's __consumer_offsets partition, \
-                 runs rebalances and stores the offsets the members commit."
-                    .into(),
+                format!("Consumer group {}", g.name),
+                // The whole status line, which the scene abbreviates when its box is narrow.
+                format!(
+                    "{}, generation {}, {} rebalances, lag {lag}. The members share the topic's \
+                     partitions: each partition is read by one member. The group coordinator, the \
+                     leader of the group's __consumer_offsets partition, runs rebalances and \
+                     stores the offsets the members commit.",
+                    g.state, g.generation, g.rebalances
+                ),
             )
         }
         Target::Message(i) => {
@@ -183,14 +188,34 @@ pub fn explain(s: &Snapshot, config: &ClusterConfig, target: Target) -> Option<(
                 ),
             )
         }
-        Target::LagMonitor => (
-            "Lag monitor".into(),
-            "How far each group is behind, as kafka-consumer-groups --describe prints it: LAG = \
-             LOG-END-OFFSET - CURRENT-OFFSET, where the log end is the partition's high \
-             watermark (the end a consumer can read) and the current offset is the group's \
-             committed offset, read from its coordinator."
-                .into(),
-        ),
+        Target::LagMonitor => {
+            // Every group's total, including those the scene's box has no room for.
+            let totals: Vec<String> = s
+                .groups
+                .iter()
+                .map(|g| {
+                    format!(
+                        "{} {}",
+                        g.name,
+                        g.offsets.iter().map(|o| o.lag).sum::<u64>()
+                    )
+                })
+                .collect();
+            (
+                "Lag monitor".into(),
+                format!(
+                    "Lag now: {}. How far each group is behind, as kafka-consumer-groups \
+                     --describe prints it: LAG = LOG-END-OFFSET - CURRENT-OFFSET, where the log \
+                     end is the partition's high watermark (the end a consumer can read) and the \
+                     current offset is the group's committed offset, read from its coordinator.",
+                    if totals.is_empty() {
+                        "no group".to_string()
+                    } else {
+                        totals.join(", ")
+                    }
+                ),
+            )
+        }
         Target::Member { group, index } => {
             let Some(m) = s.groups.get(group).and_then(|g| g.members.get(index)) else {
                 return None;

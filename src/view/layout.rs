@@ -1,7 +1,13 @@
 //! Where everything sits on the scene: producers on the left, the controller above the brokers,
-//! the brokers in the middle (each listing its replicas with their log strips), consumer groups on
-//! the right. Every route a message takes is a straight line between two anchors. The layout fits
-//! 1 to 12 brokers; replicas that do not fit in their broker are counted in one summary row.
+//! the brokers in the middle (each listing its replicas with their log strips), the lag monitor
+//! and the consumer groups on the right. Every route a message takes is a straight line between
+//! two anchors.
+//!
+//! The layout fills the area the panels leave, in both dimensions. It is laid out in units the
+//! camera maps onto that area at `scale` pixels each: the fewer the brokers and partitions, the
+//! larger the scale, so boxes, rows and text grow with the room there is; with many, the brokers
+//! reflow into more rows, and only past the smallest readable text do replicas fold into a
+//! "+N more" row.
 
 use bevy::math::{Rect, Vec2};
 
@@ -10,17 +16,46 @@ use crate::sim::{Node, Wire};
 use super::motion::{motion, placement};
 use super::snapshot::Snapshot;
 
-/// The scene's logical size; the camera scales it to the window.
-pub const SCENE: Vec2 = Vec2::new(1600.0, 900.0);
-const MARGIN: f32 = 24.0;
-const SIDE_COLUMN: f32 = 230.0;
-const CONTROLLER_HEIGHT: f32 = 76.0;
-const BROKER_HEADER: f32 = 40.0;
-/// Height of one replica row (its label and log strip).
-pub const ROW: f32 = 22.0;
-/// The tallest a replica row gets.
-pub const MAX_ROW: f32 = 72.0;
-const GAP: f32 = 18.0;
+/// Text sizes of the scene, in layout units at text size 1: the smallest is 14 pixels where the
+/// scale is 1, which it is at least from a 1920-pixel-wide window.
+pub mod text {
+    pub const SMALL: f32 = 14.0;
+    pub const BODY: f32 = 16.0;
+    pub const HEADING: f32 = 18.0;
+    pub const TITLE: f32 = 22.0;
+}
+
+/// The least width a 1920x1080 window leaves the scene beside the details panel at its widest
+/// (520), in pixels: from it and wider, the scale never goes below 1, so the smallest text is
+/// at least 14 pixels.
+pub const FULL_WIDTH: f32 = 1400.0;
+/// The most a layout is enlarged (a lone broker does not fill a projector with three cells).
+const MAX_SCALE: f32 = 2.5;
+
+const MARGIN: f32 = 20.0;
+const GAP: f32 = 16.0;
+const PRODUCER_COLUMN: f32 = 200.0;
+const GROUP_COLUMN: f32 = 210.0;
+const CONTROLLER: Vec2 = Vec2::new(300.0, 90.0);
+/// A broker's title line.
+pub const BROKER_HEADER: f32 = 40.0;
+const BROKER_MIN_WIDTH: f32 = 240.0;
+/// A replica row with its name and numbers on a line above its log: as it grows with the room,
+/// and the least it may be.
+const ROW_NATURAL: f32 = 72.0;
+const ROW_TALL_MIN: f32 = 58.0;
+/// The tallest a row gets.
+const ROW_MAX: f32 = 190.0;
+/// A short row: the name beside the log.
+const ROW_SHORT: f32 = 26.0;
+/// A group's member rows: where they start in its box, each one's height, and the room kept
+/// below them for where the group commits.
+pub const MEMBERS_TOP: f32 = 70.0;
+pub const MEMBER_ROW: f32 = 30.0;
+const MEMBERS_BOTTOM: f32 = 84.0;
+/// A producer's and a group's box: the least and the most of a column's height they take.
+const SIDE_BOX_MIN: f32 = 190.0;
+const SIDE_BOX_SHARE: f32 = 0.55;
 
 /// One partition as the layout needs it.
 #[derive(Debug, Clone)]
@@ -41,6 +76,12 @@ pub struct ReplicaSlot {
 
 #[derive(Debug, Clone)]
 pub struct Layout {
+    /// The area laid out, in units from (0, 0), y down: what the camera shows whole.
+    pub area: Vec2,
+    /// Pixels per unit on screen (logical pixels, before the display's density).
+    pub scale: f32,
+    /// Text sizes times this (the reader's text size, the talk preset's).
+    pub text: f32,
     pub controller: Rect,
     /// Broker `id` is at `brokers[id - 1]`.
     pub brokers: Vec<Rect>,
@@ -53,137 +94,212 @@ pub struct Layout {
     pub hidden: Vec<u32>,
 }
 
-/// `n` boxes stacked in a column, each at most `max_height` tall.
-fn stack(x: f32, top: f32, bottom: f32, n: usize, max_height: f32) -> Vec<Rect> {
+/// What a layout is of.
+pub struct Content<'a> {
+    pub brokers: u32,
+    pub partitions: &'a [PartitionInfo],
+    pub producers: usize,
+    pub groups: usize,
+}
+
+/// `n` boxes stacked in a column of width `w`, each `h` tall at most, from `top`.
+fn stack(x: f32, w: f32, top: f32, bottom: f32, n: usize, h: f32) -> Vec<Rect> {
     if n == 0 {
         return Vec::new();
     }
-    let h = ((bottom - top - GAP * (n as f32 - 1.0)) / n as f32).min(max_height);
+    let h = ((bottom - top - GAP * (n as f32 - 1.0)) / n as f32).min(h);
     (0..n)
         .map(|i| {
             let y = top + i as f32 * (h + GAP);
-            Rect::new(x, y, x + SIDE_COLUMN, y + h)
+            Rect::new(x, y, x + w, y + h)
         })
         .collect()
 }
 
 impl Layout {
-    /// Lays out `brokers` brokers (1 to 12), the given partitions, producers and groups. Y grows
-    /// downward from the top-left corner of the scene.
-    pub fn new(
-        brokers: u32,
-        partitions: &[PartitionInfo],
-        producers: usize,
-        groups: usize,
-    ) -> Layout {
-        let n = brokers.max(1) as usize;
-        let middle_left = MARGIN + SIDE_COLUMN + 2.0 * GAP;
-        let middle_right = SCENE.x - MARGIN - SIDE_COLUMN - 2.0 * GAP;
-        let controller_w = 260.0f32.min(middle_right - middle_left);
-        let cx = (middle_left + middle_right) / 2.0;
-        let controller = Rect::new(
-            cx - controller_w / 2.0,
-            MARGIN,
-            cx + controller_w / 2.0,
-            MARGIN + CONTROLLER_HEIGHT,
-        );
+    /// Lays out `content` to fill `area` (logical pixels) with text `text` times its size.
+    pub fn new(content: &Content, area: Vec2, text: f32) -> Layout {
+        let t = text.max(0.5);
+        let n = content.brokers.max(1) as usize;
+        let per_broker: Vec<usize> = (1..=n as u32)
+            .map(|b| {
+                content
+                    .partitions
+                    .iter()
+                    .filter(|p| p.brokers.contains(&b))
+                    .count()
+            })
+            .collect();
+        let most = per_broker.iter().copied().max().unwrap_or(0).max(1);
+        let side = |on: bool, w: f32| if on { w * t + 2.0 * GAP } else { 0.0 };
+        let sides =
+            side(content.producers > 0, PRODUCER_COLUMN) + side(content.groups > 0, GROUP_COLUMN);
+        // The size the content takes with its rows at their natural height, for `rows` rows of
+        // brokers: the scale is how many times that fits the area.
+        let natural = |rows: usize| {
+            let cols = n.div_ceil(rows) as f32;
+            let w = 2.0 * MARGIN + sides + cols * BROKER_MIN_WIDTH * t + (cols - 1.0) * GAP;
+            let broker_h = (BROKER_HEADER + most as f32 * ROW_NATURAL + 12.0) * t;
+            let h = 2.0 * MARGIN
+                + CONTROLLER.y * t
+                + 2.0 * GAP
+                + rows as f32 * broker_h
+                + (rows as f32 - 1.0) * GAP;
+            Vec2::new(w, h)
+        };
+        let floor = (area.x / FULL_WIDTH).min(1.0);
+        let scale_of = |rows: usize| {
+            let size = natural(rows);
+            (area.x / size.x)
+                .min(area.y / size.y)
+                .clamp(floor, MAX_SCALE)
+        };
+        // How well `rows` rows of brokers fit at their scale: 1 or more when each broker is at
+        // least its least width and has room for a replica row and the "+N more" one.
+        let roomy = |rows: usize| {
+            let size = area / scale_of(rows);
+            let cols = n.div_ceil(rows) as f32;
+            let w = (size.x - 2.0 * MARGIN - sides - (cols - 1.0) * GAP) / cols;
+            let h = (size.y - 2.0 * MARGIN - CONTROLLER.y * t - 2.0 * GAP) / rows as f32
+                - (rows as f32 - 1.0) / rows as f32 * GAP;
+            let least_h = (BROKER_HEADER + 2.0 * ROW_SHORT + 12.0) * t;
+            (w / (BROKER_MIN_WIDTH * t)).min(h / least_h)
+        };
+        // The broker rows: the fewest that leave each broker wide enough to read (its replicas
+        // folding into "+N more" before text shrinks), unless more rows are what bring the text
+        // up to its full size. One row reads best: the brokers' routes to each other stay clear
+        // of the boxes.
+        let fits: Vec<usize> = (1..=n).filter(|r| roomy(*r) >= 1.0).collect();
+        let rows = if fits.is_empty() {
+            (1..=n)
+                .reduce(|a, b| if roomy(b) > roomy(a) { b } else { a })
+                .unwrap_or(1)
+        } else {
+            fits.iter()
+                .copied()
+                .reduce(|a, b| {
+                    if scale_of(a) < 1.0 && scale_of(b) > scale_of(a) * 1.25 {
+                        b
+                    } else {
+                        a
+                    }
+                })
+                .unwrap_or(1)
+        };
+        let scale = scale_of(rows);
+        let size = area / scale;
+        let mut layout = Layout::fill(content, size, t, rows, &per_broker);
+        layout.scale = scale;
+        layout
+    }
 
-        // Brokers in one row up to 6, else in two rows.
-        let rows = if n <= 6 { 1 } else { 2 };
-        let cols = n.div_ceil(rows);
+    /// Fills an area of `size` units: boxes take the room there is.
+    fn fill(content: &Content, size: Vec2, t: f32, rows: usize, per_broker: &[usize]) -> Layout {
+        let n = per_broker.len();
+        let producer_w = PRODUCER_COLUMN * t;
+        let group_w = GROUP_COLUMN * t;
+        let left = MARGIN
+            + if content.producers > 0 {
+                producer_w + 2.0 * GAP
+            } else {
+                0.0
+            };
+        let right = size.x
+            - MARGIN
+            - if content.groups > 0 {
+                group_w + 2.0 * GAP
+            } else {
+                0.0
+            };
+        let controller_size = CONTROLLER * t;
+        let cx = (left + right) / 2.0;
+        let controller = Rect::from_center_size(
+            Vec2::new(cx, MARGIN + controller_size.y / 2.0),
+            Vec2::new(controller_size.x.min(right - left), controller_size.y),
+        );
         let top = controller.max.y + 2.0 * GAP;
-        let bottom = SCENE.y - MARGIN;
-        let w = (middle_right - middle_left - GAP * (cols as f32 - 1.0)) / cols as f32;
-        let most = (1..=n as u32)
-            .map(|b| partitions.iter().filter(|p| p.brokers.contains(&b)).count())
-            .max()
-            .unwrap_or(0)
-            .max(1);
-        // No taller than their replicas need: the routes between brokers stay near the logs.
-        let h = ((bottom - top - GAP * (rows as f32 - 1.0)) / rows as f32)
-            .min(BROKER_HEADER + most as f32 * MAX_ROW + 40.0);
-        let broker_rects: Vec<Rect> = (0..n)
+        let bottom = size.y - MARGIN;
+        let cols = n.div_ceil(rows);
+        let w = (right - left - GAP * (cols as f32 - 1.0)) / cols as f32;
+        let h = (bottom - top - GAP * (rows as f32 - 1.0)) / rows as f32;
+        let brokers: Vec<Rect> = (0..n)
             .map(|i| {
                 let (r, c) = (i / cols, i % cols);
-                let x = middle_left + c as f32 * (w + GAP);
+                let x = left + c as f32 * (w + GAP);
                 let y = top + r as f32 * (h + GAP);
                 Rect::new(x, y, x + w, y + h)
             })
             .collect();
 
-        // Each broker lists its replicas in partition order.
+        // Each broker lists its replicas in partition order, as tall as the room lets them be.
         let mut replicas = Vec::new();
         let mut hidden = vec![0u32; n];
-        for (i, rect) in broker_rects.iter().enumerate() {
+        for (i, rect) in brokers.iter().enumerate() {
             let broker = i as u32 + 1;
-            let mine: Vec<u32> = partitions
+            let mine: Vec<u32> = content
+                .partitions
                 .iter()
                 .filter(|p| p.brokers.contains(&broker))
                 .map(|p| p.ordinal)
                 .collect();
-            let fit = ((rect.height() - BROKER_HEADER - 6.0) / ROW)
-                .floor()
-                .max(1.0) as usize;
+            let room = rect.height() - BROKER_HEADER * t - 8.0;
+            let tall = room / mine.len().max(1) as f32 >= ROW_TALL_MIN * t;
+            let least = if tall { ROW_TALL_MIN } else { ROW_SHORT } * t;
+            let fit = ((room / least).floor() as usize).max(1);
             let shown = if mine.len() > fit {
                 fit - 1
             } else {
                 mine.len()
             };
             hidden[i] = (mine.len() - shown) as u32;
-            // Few replicas get taller rows: room for their names and numbers above the log.
-            let row =
-                ((rect.height() - BROKER_HEADER - 6.0) / shown.max(1) as f32).clamp(ROW, MAX_ROW);
-            for (i, ordinal) in mine.iter().take(shown).enumerate() {
-                let y = rect.min.y + BROKER_HEADER + i as f32 * row;
+            // A row is kept free below the shown ones for the count of the rest.
+            let slots = shown + usize::from(shown < mine.len());
+            let row = (room / slots.max(1) as f32).clamp(least, ROW_MAX * t);
+            for (j, ordinal) in mine.iter().take(shown).enumerate() {
+                let y = rect.min.y + BROKER_HEADER * t + j as f32 * row;
                 replicas.push(ReplicaSlot {
                     ordinal: *ordinal,
                     broker,
-                    rect: Rect::new(rect.min.x + 8.0, y, rect.max.x - 8.0, y + row - 4.0),
+                    rect: Rect::new(rect.min.x + 8.0, y, rect.max.x - 8.0, y + row - 5.0),
                 });
             }
         }
 
-        let mut layout = Layout {
+        // Producers and groups take up to a share of their column, and at least what they need.
+        let column_h = bottom - top;
+        let side_h = (column_h * SIDE_BOX_SHARE).max(SIDE_BOX_MIN * t);
+        let group_x = size.x - MARGIN - group_w;
+        Layout {
+            area: size,
+            scale: 1.0,
+            text: t,
             controller,
-            brokers: broker_rects,
-            producers: stack(MARGIN, top, bottom, producers, 190.0),
-            groups: stack(SCENE.x - MARGIN - SIDE_COLUMN, top, bottom, groups, 300.0),
-            lag_monitor: (groups > 0).then(|| {
+            brokers,
+            producers: stack(MARGIN, producer_w, top, bottom, content.producers, side_h),
+            groups: stack(
+                group_x,
+                group_w,
+                top,
+                bottom,
+                content.groups,
+                side_h.max(300.0 * t),
+            ),
+            lag_monitor: (content.groups > 0).then(|| {
                 Rect::new(
-                    SCENE.x - MARGIN - SIDE_COLUMN,
-                    MARGIN,
-                    SCENE.x - MARGIN,
-                    MARGIN + CONTROLLER_HEIGHT,
+                    group_x,
+                    controller.min.y,
+                    group_x + group_w,
+                    controller.max.y,
                 )
             }),
             replicas,
             hidden,
-        };
-        // A small cluster sits in the middle of the scene, not at its top.
-        let used = layout
-            .brokers
-            .iter()
-            .chain(&layout.producers)
-            .chain(&layout.groups)
-            .map(|r| r.max.y)
-            .fold(0.0, f32::max);
-        layout.shift_down(((bottom - used) / 2.0).max(0.0));
-        layout
+        }
     }
 
-    /// Where messages to and from a node start and end.
-    fn shift_down(&mut self, dy: f32) {
-        let d = Vec2::new(0.0, dy);
-        let shift = |r: &mut Rect| {
-            r.min += d;
-            r.max += d;
-        };
-        shift(&mut self.controller);
-        self.lag_monitor.iter_mut().for_each(shift);
-        self.brokers.iter_mut().for_each(shift);
-        self.producers.iter_mut().for_each(shift);
-        self.groups.iter_mut().for_each(shift);
-        self.replicas.iter_mut().for_each(|s| shift(&mut s.rect));
+    /// A text size of `text` (the scene's sizes) for this layout.
+    pub fn font(&self, size: f32) -> f32 {
+        size * self.text
     }
 
     pub fn anchor(&self, node: Node) -> Option<Vec2> {
@@ -218,7 +334,7 @@ impl Layout {
         match node {
             Node::Broker(b) => {
                 let r = self.brokers.get(b.checked_sub(1)? as usize)?;
-                let header = r.min.y + BROKER_HEADER / 2.0;
+                let header = r.min.y + BROKER_HEADER * self.text / 2.0;
                 Some(match peer {
                     Node::Controller => Vec2::new(r.center().x, r.min.y),
                     Node::Producer(_) => Vec2::new(r.min.x + 6.0, header),
@@ -261,9 +377,11 @@ impl Layout {
     /// A member's row in its group's box, if there is room for it.
     pub fn member(&self, group: usize, index: usize) -> Option<Rect> {
         let g = self.groups.get(group)?;
-        let top = g.min.y + 66.0 + index as f32 * 28.0;
-        (top + 26.0 <= g.max.y - 80.0)
-            .then(|| Rect::new(g.min.x + 6.0, top, g.max.x - 6.0, top + 26.0))
+        let t = self.text;
+        let top = g.min.y + MEMBERS_TOP * t + index as f32 * MEMBER_ROW * t;
+        let bottom = top + (MEMBER_ROW - 2.0) * t;
+        (bottom <= g.max.y - MEMBERS_BOTTOM * t)
+            .then(|| Rect::new(g.min.x + 6.0, top, g.max.x - 6.0, bottom))
     }
 
     /// The row of a replica, if it is shown one by one.
@@ -287,38 +405,53 @@ mod tests {
             .collect()
     }
 
+    fn layout(brokers: u32, parts: &[PartitionInfo], clients: usize, area: Vec2) -> Layout {
+        Layout::new(
+            &Content {
+                brokers,
+                partitions: parts,
+                producers: clients,
+                groups: clients,
+            },
+            area,
+            1.0,
+        )
+    }
+
     fn inside(inner: &Rect, outer: &Rect) -> bool {
-        inner.min.x >= outer.min.x
-            && inner.min.y >= outer.min.y
-            && inner.max.x <= outer.max.x
-            && inner.max.y <= outer.max.y
+        inner.min.x >= outer.min.x - 0.01
+            && inner.min.y >= outer.min.y - 0.01
+            && inner.max.x <= outer.max.x + 0.01
+            && inner.max.y <= outer.max.y + 0.01
     }
 
     #[test]
     fn every_broker_count_fits_without_overlap() {
-        let scene = Rect::new(0.0, 0.0, SCENE.x, SCENE.y);
-        for n in 1..=12 {
-            let layout = Layout::new(n, &partitions(6, n, n.min(3)), 2, 2);
-            assert_eq!(layout.brokers.len(), n as usize);
-            let boxes: Vec<&Rect> = layout
-                .brokers
-                .iter()
-                .chain(&layout.producers)
-                .chain(&layout.groups)
-                .chain(&layout.lag_monitor)
-                .chain(std::iter::once(&layout.controller))
-                .collect();
-            for (i, a) in boxes.iter().enumerate() {
-                assert!(inside(a, &scene), "{n} brokers: {a:?} leaves the scene");
-                assert!(
-                    a.width() > 60.0 && a.height() > 40.0,
-                    "{n} brokers: {a:?} too small"
-                );
-                for b in &boxes[i + 1..] {
+        for area in [Vec2::new(1600.0, 900.0), Vec2::new(800.0, 360.0)] {
+            for n in 1..=12 {
+                let layout = layout(n, &partitions(6, n, n.min(3)), 2, area);
+                let scene = Rect::from_corners(Vec2::ZERO, layout.area);
+                assert_eq!(layout.brokers.len(), n as usize);
+                let boxes: Vec<&Rect> = layout
+                    .brokers
+                    .iter()
+                    .chain(&layout.producers)
+                    .chain(&layout.groups)
+                    .chain(&layout.lag_monitor)
+                    .chain(std::iter::once(&layout.controller))
+                    .collect();
+                for (i, a) in boxes.iter().enumerate() {
+                    assert!(inside(a, &scene), "{n} brokers: {a:?} leaves the scene");
                     assert!(
-                        a.intersect(**b).is_empty(),
-                        "{n} brokers: {a:?} overlaps {b:?}"
+                        a.width() > 60.0 && a.height() > 40.0,
+                        "{n} brokers: {a:?} too small"
                     );
+                    for b in &boxes[i + 1..] {
+                        assert!(
+                            a.intersect(**b).is_empty(),
+                            "{n} brokers: {a:?} overlaps {b:?}"
+                        );
+                    }
                 }
             }
         }
@@ -327,28 +460,43 @@ mod tests {
     #[test]
     fn replicas_sit_in_their_broker_and_the_rest_is_counted() {
         // 64 partitions at RF 3 on 3 brokers: 64 replicas each, more than fit.
-        let layout = Layout::new(3, &partitions(64, 3, 3), 1, 1);
-        for slot in &layout.replicas {
-            assert!(inside(
-                &slot.rect,
-                &layout.brokers[slot.broker as usize - 1]
-            ));
+        let big = layout(3, &partitions(64, 3, 3), 1, Vec2::new(1600.0, 900.0));
+        for slot in &big.replicas {
+            assert!(inside(&slot.rect, &big.brokers[slot.broker as usize - 1]));
         }
         for b in 1..=3u32 {
-            let shown = layout.replicas.iter().filter(|s| s.broker == b).count() as u32;
-            assert_eq!(shown + layout.hidden[b as usize - 1], 64);
-            assert!(layout.hidden[b as usize - 1] > 0);
+            let shown = big.replicas.iter().filter(|s| s.broker == b).count() as u32;
+            assert_eq!(shown + big.hidden[b as usize - 1], 64);
+            assert!(big.hidden[b as usize - 1] > 0);
         }
         // A small cluster shows every replica.
-        let small = Layout::new(3, &partitions(3, 3, 3), 1, 1);
+        let small = layout(3, &partitions(3, 3, 3), 1, Vec2::new(1600.0, 900.0));
         assert_eq!(small.replicas.len(), 9);
         assert!(small.hidden.iter().all(|h| *h == 0));
         assert!(small.replica(2, 1).is_some());
     }
 
     #[test]
+    fn a_small_cluster_is_drawn_larger_and_a_large_one_reflows() {
+        let area = Vec2::new(1540.0, 1000.0);
+        let small = layout(3, &partitions(3, 3, 3), 1, area);
+        // Larger than the smallest readable size, and filling the area's width.
+        assert!(small.scale > 1.0, "scale {}", small.scale);
+        assert!((small.area.x * small.scale - area.x).abs() < 0.5);
+        // Twelve brokers go into rows rather than shrink the text below its least.
+        let large = layout(12, &partitions(64, 12, 3), 2, area);
+        assert!(large.scale >= 1.0, "scale {}", large.scale);
+        let rows: std::collections::BTreeSet<i32> =
+            large.brokers.iter().map(|b| b.min.y as i32).collect();
+        assert!(rows.len() >= 2, "{} rows of brokers", rows.len());
+        // From a window narrower than a 1920-pixel one, the least scale is in proportion.
+        let narrow = layout(12, &partitions(64, 12, 3), 2, Vec2::new(770.0, 500.0));
+        assert!(narrow.scale >= 0.5 - 1e-6);
+    }
+
+    #[test]
     fn anchors_of_every_node() {
-        let layout = Layout::new(4, &partitions(4, 4, 3), 2, 1);
+        let layout = layout(4, &partitions(4, 4, 3), 2, Vec2::new(1600.0, 900.0));
         let a = layout.anchor(Node::Producer(0)).unwrap();
         let b = layout.anchor(Node::Broker(4)).unwrap();
         let c = layout.anchor(Node::Controller).unwrap();

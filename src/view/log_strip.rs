@@ -1,10 +1,22 @@
-//! What a replica's log strip shows: the newest offsets of the partition as a row of cells, each
-//! committed (below the replica's high watermark), appended but not yet committed, or missing
-//! (the replica does not have it yet), with the high watermark and log end offset marked.
+//! What a replica's log strip shows: a window of the partition's offsets as a row of cells, each
+//! committed (below the replica's high watermark), appended but not yet committed, missing (the
+//! replica does not have it yet), or diverged (it holds a record there the leader does not, which
+//! it will truncate), with the high watermark, the log end offset and the leader epochs marked.
+//!
+//! The window ends at the leader's log end offset (without a leader, the furthest live replica's),
+//! so the live log is what is shown, and a replica ahead of it (a crashed old leader) is marked by
+//! how far. Where a replica's log diverges from the leader's, the window is centred on the point
+//! where they part.
 
 use bevy::math::{Rect, Vec2};
 
 use super::snapshot::PartitionView;
+
+/// A row at least this tall (times the text size) has its name on a line of its own, with a line
+/// for the marks on its log between them.
+pub const TALL: f32 = 50.0;
+/// The width of the mark for a log that runs past the window ("+2250 ->"), at text size 1.
+const BEYOND_MARK: f32 = 76.0;
 
 /// Where a replica row draws its strip, and which offsets it shows: tall rows put the name and
 /// numbers on a line above the log, short rows put the name beside it.
@@ -22,16 +34,18 @@ pub struct StripPlace {
 }
 
 impl StripPlace {
-    /// The strip of a partition's replica in the row `row`; every replica of the partition shows
-    /// the same offsets, so their strips line up.
-    pub fn of(row: Rect, p: &PartitionView) -> StripPlace {
-        let tall = row.height() >= 34.0;
-        let wide = row.width() >= 240.0;
+    /// The strip of a partition's replica in the row `row`, its text `t` times its size; every
+    /// replica of the partition shows the same offsets, so their strips line up. A tall row has a
+    /// line for its name and numbers, a line for the marks on its log (epochs), then the log.
+    pub fn of(row: Rect, p: &PartitionView, t: f32) -> StripPlace {
+        let tall = row.height() >= TALL * t;
+        let wide = row.width() >= 240.0 * t;
         let rect = if tall {
-            let top = row.min.y + row.height() * 0.5;
-            Rect::new(row.min.x + 10.0, top, row.max.x - 6.0, row.max.y - 4.0)
+            let h = (row.height() - TALL * t).clamp(18.0 * t, 84.0 * t);
+            let bottom = row.max.y - 5.0 * t;
+            Rect::new(row.min.x + 10.0, bottom - h, row.max.x - 6.0, bottom)
         } else {
-            let name_w = if wide { 88.0 } else { 64.0 };
+            let name_w = if wide { 120.0 } else { 90.0 } * t;
             Rect::new(
                 row.min.x + 10.0 + name_w,
                 row.min.y + 3.0,
@@ -39,15 +53,25 @@ impl StripPlace {
                 row.max.y - 3.0,
             )
         };
-        let cell_w = if tall { 12.0 } else { 9.0 };
-        let cells = ((rect.width() / cell_w).floor() as usize).clamp(1, 64);
-        let max_leo = p
-            .replicas
-            .iter()
-            .map(|r| r.log_end_offset)
-            .max()
-            .unwrap_or(0);
-        let (first, cells) = window(max_leo, cells);
+        // Taller logs have wider cells: fewer offsets, each easier to see from afar.
+        let cell_w = if tall {
+            (rect.height() * 0.45).clamp(12.0 * t, 20.0 * t)
+        } else {
+            9.0 * t
+        };
+        // Centred on a divergence, logs run on past the window's end: room is kept there for
+        // the mark that says how far ("+2250 ->").
+        let parted = divergence(p);
+        let reserve = if parted.is_some() {
+            BEYOND_MARK * t
+        } else {
+            0.0
+        };
+        let cells = (((rect.width() - reserve) / cell_w).floor() as usize).clamp(1, 64);
+        let first = match parted {
+            Some((_, at)) => at.saturating_sub(cells as u64 / 2),
+            None => anchor(p).saturating_sub(cells as u64),
+        };
         StripPlace {
             rect,
             cell_w,
@@ -75,6 +99,26 @@ impl StripPlace {
         self.rect.min.x + i as f32 * self.cell_w - 1.0
     }
 
+    /// The high watermark's bar at boundary `i`: it stands out above and below the cells.
+    pub fn watermark_bar(&self, i: usize) -> Rect {
+        let x = self.boundary_x(i);
+        Rect::new(
+            x - 1.5,
+            self.rect.min.y - 3.0,
+            x + 1.5,
+            self.rect.max.y + 3.0,
+        )
+    }
+
+    /// The centre line of the name and numbers above a tall row's log.
+    pub fn text_y(&self, row: Rect, t: f32) -> f32 {
+        if self.tall {
+            row.min.y + 14.0 * t
+        } else {
+            row.center().y
+        }
+    }
+
     /// The x of the boundary before `offset`, if it is within the window.
     pub fn offset_x(&self, offset: u64) -> Option<f32> {
         let i = offset.checked_sub(self.first)? as usize;
@@ -91,6 +135,53 @@ impl StripPlace {
     }
 }
 
+/// Where a partition's strips end: the leader's log end offset; without a leader, the largest
+/// among replicas whose brokers run, or among all of them.
+pub fn anchor(p: &PartitionView) -> u64 {
+    let most = |live: bool| {
+        p.replicas
+            .iter()
+            .filter(|r| r.alive || !live)
+            .map(|r| r.log_end_offset)
+            .max()
+    };
+    p.leader_replica()
+        .map(|r| r.log_end_offset)
+        .or_else(|| most(true))
+        .or_else(|| most(false))
+        .unwrap_or(0)
+}
+
+/// The replica whose log leaves the leader's soonest, and the offset it would truncate to.
+pub fn divergence(p: &PartitionView) -> Option<(u32, u64)> {
+    p.replicas
+        .iter()
+        .filter_map(|r| Some((r.broker, r.truncates_to?)))
+        .min_by_key(|(_, at)| *at)
+}
+
+/// The epochs that start inside a window of `cells` offsets from `first`: (epoch, cell boundary).
+pub fn epoch_starts(epochs: &[(u32, u64)], first: u64, cells: usize) -> Vec<(u32, usize)> {
+    epochs
+        .iter()
+        .filter(|(_, start)| *start > first && *start < first + cells as u64)
+        .map(|(e, start)| (*e, (start - first) as usize))
+        .collect()
+}
+
+/// How far a replica's log end is outside the window: ahead of its end (positive) or behind its
+/// start (negative); `None` inside it.
+pub fn beyond(first: u64, cells: usize, log_end: u64) -> Option<i64> {
+    let end = first + cells as u64;
+    if log_end > end {
+        Some((log_end - end) as i64)
+    } else if log_end < first {
+        Some(-((first - log_end) as i64))
+    } else {
+        None
+    }
+}
+
 /// One cell of a strip.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cell {
@@ -100,6 +191,8 @@ pub enum Cell {
     Uncommitted,
     /// Not in this replica's log (yet): the leader or another replica has it.
     Missing,
+    /// In this replica's log past where it leaves the leader's: it will be truncated.
+    Diverged,
 }
 
 /// The strip of one replica.
@@ -114,22 +207,24 @@ pub struct Strip {
     pub log_end_at: Option<usize>,
 }
 
-/// The window of offsets every replica of a partition shows: the last `cells` offsets up to the
-/// largest log end offset among them, so the replicas' strips line up offset by offset.
-pub fn window(max_log_end: u64, cells: usize) -> (u64, usize) {
-    let first = max_log_end.saturating_sub(cells as u64);
-    (first, cells)
-}
-
-/// A replica's strip in the partition's window.
-pub fn strip(first_offset: u64, cells: usize, log_end: u64, high_watermark: u64) -> Strip {
+/// A replica's strip in the partition's window; past `truncates_to` its records diverge from the
+/// leader's.
+pub fn strip(
+    first_offset: u64,
+    cells: usize,
+    log_end: u64,
+    high_watermark: u64,
+    truncates_to: Option<u64>,
+) -> Strip {
     let cell = |offset: u64| {
-        if offset < high_watermark {
-            Cell::Committed
-        } else if offset < log_end {
-            Cell::Uncommitted
-        } else {
+        if offset >= log_end {
             Cell::Missing
+        } else if truncates_to.is_some_and(|at| offset >= at) {
+            Cell::Diverged
+        } else if offset < high_watermark {
+            Cell::Committed
+        } else {
+            Cell::Uncommitted
         }
     };
     let boundary = |offset: u64| {
@@ -154,16 +249,15 @@ mod tests {
     fn a_follower_behind_its_leader() {
         // The leader has offsets up to 41 (LEO 42), committed up to 39 (HW 40); a follower has
         // up to 40 and knows HW 38.
-        let (first, cells) = window(42, 10);
-        assert_eq!(first, 32);
-        let leader = strip(first, cells, 42, 40);
+        let (first, cells) = (32, 10);
+        let leader = strip(first, cells, 42, 40, None);
         assert_eq!(leader.cells[..8], [Cell::Committed; 8]);
         assert_eq!(leader.cells[8..], [Cell::Uncommitted; 2]);
         assert_eq!(
             (leader.high_watermark_at, leader.log_end_at),
             (Some(8), Some(10))
         );
-        let follower = strip(first, cells, 41, 38);
+        let follower = strip(first, cells, 41, 38, None);
         assert_eq!(
             follower.cells[6..],
             [
@@ -178,17 +272,31 @@ mod tests {
 
     #[test]
     fn a_short_log_and_markers_outside_the_window() {
-        let (first, cells) = window(3, 8);
-        assert_eq!(first, 0);
-        let s = strip(first, cells, 3, 3);
+        let s = strip(0, 8, 3, 3, None);
         assert_eq!(s.cells.iter().filter(|c| **c == Cell::Committed).count(), 3);
         assert_eq!(s.cells.iter().filter(|c| **c == Cell::Missing).count(), 5);
         // A far-behind replica: its markers are left of the window.
-        let lagging = strip(100, 10, 50, 40);
+        let lagging = strip(100, 10, 50, 40, None);
         assert_eq!(
             (lagging.high_watermark_at, lagging.log_end_at),
             (None, None)
         );
         assert!(lagging.cells.iter().all(|c| *c == Cell::Missing));
+        assert_eq!(beyond(100, 10, 50), Some(-50));
+        assert_eq!(beyond(100, 10, 2360), Some(2250));
+        assert_eq!(beyond(100, 10, 105), None);
+    }
+
+    #[test]
+    fn a_diverged_replica_shows_what_it_will_truncate() {
+        // After an unclean election at 749 (epoch 1), the old leader holds offsets to 2998 of
+        // epoch 0: past 749 they are the records it will cut.
+        let old = strip(740, 20, 2999, 2999, Some(749));
+        assert_eq!(old.cells[..9], [Cell::Committed; 9]);
+        assert_eq!(old.cells[9..], [Cell::Diverged; 11]);
+        let leader = strip(740, 20, 752, 749, None);
+        assert_eq!(leader.cells[9..12], [Cell::Uncommitted; 3]);
+        assert_eq!(leader.cells[12..], [Cell::Missing; 8]);
+        assert_eq!(epoch_starts(&[(0, 0), (1, 749)], 740, 20), vec![(1, 9)]);
     }
 }

@@ -92,6 +92,13 @@ pub struct ReplicaView {
     pub log_end_offset: u64,
     pub high_watermark: u64,
     pub role: ReplicaRole,
+    /// Its broker runs.
+    pub alive: bool,
+    /// Its leader epoch history: (epoch, start offset), oldest first.
+    pub epochs: Vec<(u32, u64)>,
+    /// Where its next fetch from the leader would cut its log (KIP-279), if its log diverges from
+    /// the leader's: it holds records the leader does not.
+    pub truncates_to: Option<u64>,
 }
 
 /// What a partition's leader knows of one follower, from its fetches
@@ -355,16 +362,25 @@ impl Snapshot {
             .iter()
             .map(|e| {
                 let p = world.get::<Partition>(*e).expect("partition");
+                let leader = p
+                    .leader_replica()
+                    .map(|e| world.get::<Replica>(e).expect("replica"));
                 let replicas = p
                     .replicas
                     .iter()
                     .map(|r| {
                         let r = world.get::<Replica>(*r).expect("replica");
+                        let is_leader = p.leader == Some(r.broker);
                         ReplicaView {
                             broker: r.broker,
                             log_end_offset: r.log_end_offset(),
                             high_watermark: r.high_watermark,
                             role: ReplicaRole::of(r.broker, p.leader, &p.isr, alive(r.broker)),
+                            alive: alive(r.broker),
+                            epochs: r.epochs.clone(),
+                            truncates_to: leader
+                                .filter(|_| !is_leader)
+                                .and_then(|l| crate::sim::replication::truncation_point(l, r)),
                         }
                     })
                     .collect();

@@ -191,7 +191,7 @@ pub fn record_rects(
     if let (Some(offset), Some(p)) = (t.offset, s.partitions.get(t.ordinal as usize)) {
         for broker in &t.replicas {
             if let Some(slot) = layout.replica(t.ordinal, *broker)
-                && let Some(cell) = StripPlace::of(slot.rect, p).cell_of(offset)
+                && let Some(cell) = StripPlace::of(slot.rect, p, layout.text).cell_of(offset)
             {
                 rects.push(cell);
             }

@@ -71,27 +71,50 @@ fn beat_shot(tour: &str, beat: u32, theme: &str, extra: &[&str]) -> Option<PathB
 }
 
 fn shoot(scenario: &str, when: &[&str], theme: &str, tag: &str) -> Option<PathBuf> {
+    shoot_at(scenario, when, theme, tag, "1600x900", false).map(|(path, _)| path)
+}
+
+/// A shot at a window size, with where it drew what (`shot --places`) when `placed`.
+fn shoot_at(
+    scenario: &str,
+    when: &[&str],
+    theme: &str,
+    tag: &str,
+    size: &str,
+    placed: bool,
+) -> Option<(PathBuf, serde_json::Value)> {
     let prefix = display()?;
     let dir = std::env::temp_dir().join(format!("kafkascope-render-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let out = dir.join(format!("{scenario}-{tag}-{theme}.png"));
+    let out = dir.join(format!("{scenario}-{tag}-{theme}-{size}.png"));
+    let places = out.with_extension("json");
     let mut args = vec!["shot", scenario];
     args.extend(when);
     args.extend([
         "--out",
         out.to_str().unwrap(),
         "--size",
-        "1600x900",
+        size,
         "--theme",
         theme,
     ]);
+    if placed {
+        args.extend(["--places", places.to_str().unwrap()]);
+    }
     let result = app(&prefix).args(args).output().expect("the shot runs");
     assert!(
         result.status.success(),
         "shot {scenario} failed: {}",
         String::from_utf8_lossy(&result.stderr)
     );
-    Some(out)
+    let places = if placed {
+        let text = std::fs::read_to_string(&places).expect("the places file");
+        let _ = std::fs::remove_file(&places);
+        serde_json::from_str(&text).expect("the places are JSON")
+    } else {
+        serde_json::Value::Null
+    };
+    Some((out, places))
 }
 
 /// The picture's pixels as sRGB bytes.
@@ -242,24 +265,16 @@ fn the_talk_preset_shows_only_the_narration_and_the_lag_monitor() {
         light > px.len() / 3,
         "{light} light pixels: not the light theme"
     );
-    // The lag monitor's panel on the right, with its numbers.
-    let right = (0.8, 0.0, 1.0, 0.3);
-    let panel = count_in((w, h), &px, right, palette.panel);
-    let region = (w as f32 * 0.2) * (h as f32 * 0.3);
+    // No panel down the right: the scene reaches the window's edge, and its top holds the
+    // scene's own lag monitor, opened up by the beat in a callout framed in the accent colour.
+    let edge = count_in((w, h), &px, (0.97, 0.4, 1.0, 0.6), palette.panel);
+    let region = (w as f32 * 0.03) * (h as f32 * 0.2);
     assert!(
-        panel as f32 > region * 0.5,
-        "{panel} of {region} panel pixels: no lag monitor"
+        (edge as f32) < region * 0.5,
+        "{edge} of {region} panel pixels at the right edge: a panel is there"
     );
-    // Its text: dark strokes on the light panel (antialiased, so counted by lightness).
-    let (w0, h0) = (w as usize, h as usize);
-    let dark = (0..h0 * 3 / 10)
-        .flat_map(|y| (w0 * 80 / 100..w0).map(move |x| y * w0 + x))
-        .filter(|i| {
-            let p = px[*i];
-            (u32::from(p[0]) + u32::from(p[1]) + u32::from(p[2])) < 3 * 150
-        })
-        .count();
-    assert!(dark > 300, "{dark} dark pixels: no text in the lag monitor");
+    let framed = count_in((w, h), &px, (0.0, 0.0, 1.0, 0.35), palette.produce);
+    assert!(framed > 1500, "{framed} pixels of the lag monitor's frame");
     let _ = std::fs::remove_file(path);
 }
 
@@ -290,4 +305,419 @@ fn the_app_plays_live_and_reports_its_frame_times() {
             && out.contains("overlay"),
         "{out}"
     );
+}
+
+// What a person sees, measured on the pixels at the places the shot says it drew things
+// (`shot --places`): contrast as WCAG 2 computes it, sizes in the picture's pixels.
+
+/// A picture and where its scene drew what.
+struct Placed {
+    w: usize,
+    h: usize,
+    px: Vec<[u8; 3]>,
+    places: serde_json::Value,
+}
+
+/// A rectangle of the places file: left, top, right, bottom, in pixels.
+type PxRect = [f32; 4];
+
+fn rect_of(v: &serde_json::Value) -> PxRect {
+    let a: Vec<f32> = v
+        .as_array()
+        .expect("a rectangle")
+        .iter()
+        .map(|x| x.as_f64().unwrap() as f32)
+        .collect();
+    [a[0], a[1], a[2], a[3]]
+}
+
+fn placed_shot(scenario: &str, when: &[&str], theme: &str, size: &str) -> Option<Placed> {
+    // Tests run at once, and two may take the same shot: each has its own files.
+    static SHOTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = SHOTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tag = format!("{}-{n}", when.join(""));
+    let (path, places) = shoot_at(scenario, when, theme, &tag, size, true)?;
+    let (w, h, px) = pixels(&path);
+    let _ = std::fs::remove_file(path);
+    Some(Placed {
+        w: w as usize,
+        h: h as usize,
+        px,
+        places,
+    })
+}
+
+impl Placed {
+    fn at(&self, x: f32, y: f32) -> [u8; 3] {
+        let x = (x.max(0.0) as usize).min(self.w - 1);
+        let y = (y.max(0.0) as usize).min(self.h - 1);
+        self.px[y * self.w + x]
+    }
+
+    /// The pixels whose centres lie inside `r`.
+    fn inside(&self, r: PxRect) -> Vec<[u8; 3]> {
+        let xs = (r[0].max(0.0).round() as usize)..(r[2].round().max(0.0) as usize).min(self.w);
+        let ys = (r[1].max(0.0).round() as usize)..(r[3].round().max(0.0) as usize).min(self.h);
+        ys.flat_map(|y| xs.clone().map(move |x| (x, y)))
+            .map(|(x, y)| self.px[y * self.w + x])
+            .collect()
+    }
+
+    /// The pixels in a band `d` wide around `r`, outside it.
+    fn around(&self, r: PxRect, d: f32) -> Vec<[u8; 3]> {
+        let mut px = Vec::new();
+        for y in (r[1] - d).max(0.0) as usize..((r[3] + d) as usize).min(self.h) {
+            for x in (r[0] - d).max(0.0) as usize..((r[2] + d) as usize).min(self.w) {
+                let (fx, fy) = (x as f32 + 0.5, y as f32 + 0.5);
+                if fx < r[0] || fx > r[2] || fy < r[1] || fy > r[3] {
+                    px.push(self.px[y * self.w + x]);
+                }
+            }
+        }
+        px
+    }
+
+    fn center(&self, r: PxRect) -> [u8; 3] {
+        self.at((r[0] + r[2]) / 2.0, (r[1] + r[3]) / 2.0)
+    }
+}
+
+/// WCAG 2's relative luminance of an sRGB colour.
+fn luminance(c: [u8; 3]) -> f64 {
+    let ch = |v: u8| {
+        let v = v as f64 / 255.0;
+        if v <= 0.04045 {
+            v / 12.92
+        } else {
+            ((v + 0.055) / 1.055).powf(2.4)
+        }
+    };
+    0.2126 * ch(c[0]) + 0.7152 * ch(c[1]) + 0.0722 * ch(c[2])
+}
+
+fn contrast(a: [u8; 3], b: [u8; 3]) -> f64 {
+    let (la, lb) = (luminance(a), luminance(b));
+    (la.max(lb) + 0.05) / (la.min(lb) + 0.05)
+}
+
+/// The most common colour, and its share.
+fn mode(px: &[[u8; 3]]) -> ([u8; 3], f64) {
+    let mut counts = std::collections::HashMap::new();
+    for p in px {
+        *counts.entry(*p).or_insert(0usize) += 1;
+    }
+    let (c, n) = counts
+        .into_iter()
+        .max_by_key(|(c, n)| (*n, *c))
+        .unwrap_or(([0; 3], 0));
+    (c, n as f64 / px.len().max(1) as f64)
+}
+
+/// The strongest contrast any pixel of `px` makes with `bg`: a mark's ink.
+fn ink(px: &[[u8; 3]], bg: [u8; 3]) -> f64 {
+    px.iter().map(|p| contrast(*p, bg)).fold(1.0, f64::max)
+}
+
+fn overlaps(a: PxRect, b: PxRect) -> bool {
+    a[0] < b[2] && b[0] < a[2] && a[1] < b[3] && b[1] < a[3]
+}
+
+/// A row's own colour: the most common one outside its log and its role's mark.
+fn row_background(shot: &Placed, row: &serde_json::Value) -> [u8; 3] {
+    let r = rect_of(&row["rect"]);
+    let cells: Vec<PxRect> = row["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| rect_of(&c["rect"]))
+        .collect();
+    let log = cells.iter().fold(cells[0], |a, c| {
+        [
+            a[0].min(c[0]),
+            a[1].min(c[1]),
+            a[2].max(c[2]),
+            a[3].max(c[3]),
+        ]
+    });
+    let log = [log[0] - 4.0, log[1] - 4.0, log[2] + 4.0, log[3] + 4.0];
+    let mut px = Vec::new();
+    for y in (r[1] + 3.0) as usize..(r[3] - 3.0) as usize {
+        for x in (r[0] + 10.0) as usize..(r[2] - 3.0) as usize {
+            let (fx, fy) = (x as f32, y as f32);
+            if !(fx >= log[0] && fx <= log[2] && fy >= log[1] && fy <= log[3]) {
+                px.push(shot.at(fx, fy));
+            }
+        }
+    }
+    mode(&px).0
+}
+
+/// Every state of a log cell, every role, the high watermark, the messages in flight and the
+/// text keep their contrast as drawn, in both themes: cells and marks 3:1 against the row they
+/// sit on, text 4.5:1 against what is behind it. Uncommitted, missing and diverged cells differ
+/// from committed ones by form: hollow, not only paler.
+#[test]
+fn each_state_keeps_its_contrast_on_the_rendered_pixels() {
+    let mut states = std::collections::BTreeSet::new();
+    let mut roles = std::collections::BTreeSet::new();
+    let mut measured_messages = 0;
+    for theme in ["dark", "light"] {
+        // Steady replication; an ISR shrunk to the leader; after an unclean election.
+        for (scenario, at) in [
+            ("quickstart", 20_000),
+            ("unclean-election", 50_000),
+            ("unclean-election", 70_000),
+        ] {
+            let at = at.to_string();
+            let Some(shot) = placed_shot(scenario, &["--at-ms", &at], theme, "1920x1080") else {
+                return;
+            };
+            let what = format!("{theme} {scenario} at {at} ms");
+            for row in shot.places["rows"].as_array().unwrap() {
+                let bg = row_background(&shot, row);
+                let name = format!("{what}: {} on broker {}", row["partition"], row["broker"]);
+                let role = row["role"].as_str().unwrap().to_string();
+                let mark = contrast(shot.center(rect_of(&row["role_mark"])), bg);
+                assert!(
+                    mark >= 3.0,
+                    "{name}: its role's mark ({role}) at {mark:.2}:1"
+                );
+                roles.insert(role);
+                if let Some(bar) = row["high_watermark"]
+                    .as_array()
+                    .map(|_| rect_of(&row["high_watermark"]))
+                {
+                    let c = ink(&shot.inside(bar), bg);
+                    assert!(c >= 3.0, "{name}: its high watermark's bar at {c:.2}:1");
+                }
+                let texts: Vec<PxRect> = shot.places["texts"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|t| rect_of(&t["rect"]))
+                    .collect();
+                for cell in row["cells"].as_array().unwrap() {
+                    let r = rect_of(&cell["rect"]);
+                    // A mark written over the log ("<- 2489") hides the cells under it.
+                    if texts.iter().any(|t| overlaps(*t, r)) {
+                        continue;
+                    }
+                    let state = cell["state"].as_str().unwrap();
+                    let (middle, mark) = (contrast(shot.center(r), bg), ink(&shot.inside(r), bg));
+                    let at = format!("{name}: offset {} ({state})", cell["offset"]);
+                    assert!(mark >= 3.0, "{at} drawn at {mark:.2}:1");
+                    match state {
+                        "committed" => assert!(middle >= 3.0, "{at}: not filled ({middle:.2}:1)"),
+                        "uncommitted" | "missing" => {
+                            assert!(middle < 1.2, "{at}: not hollow ({middle:.2}:1 inside)")
+                        }
+                        // Struck through: its middle is the stroke, a quarter down is hollow.
+                        "diverged" => {
+                            let quarter = contrast(
+                                shot.at((r[0] + r[2]) / 2.0, r[1] + (r[3] - r[1]) / 4.0),
+                                bg,
+                            );
+                            assert!(
+                                middle >= 3.0 && quarter < 1.2,
+                                "{at}: not struck ({middle:.2}, {quarter:.2})"
+                            );
+                        }
+                        other => panic!("{at}: unknown state {other}"),
+                    }
+                    states.insert(state.to_string());
+                }
+            }
+            let scene = rect_of(&shot.places["scene"]);
+            let messages: Vec<PxRect> = shot.places["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| rect_of(&m["rect"]))
+                .collect();
+            for (i, m) in shot.places["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .enumerate()
+            {
+                let r = messages[i];
+                let alone = messages.iter().enumerate().all(|(j, o)| {
+                    j == i || !overlaps([r[0] - 6.0, r[1] - 6.0, r[2] + 6.0, r[3] + 6.0], *o)
+                });
+                if m["alpha"].as_f64().unwrap() < 0.99 || !alone {
+                    continue;
+                }
+                // Against what surrounds it, where one colour does (not astride a box's edge).
+                let around = shot.around(r, 6.0);
+                let (bg, share) = mode(&around);
+                if share < 0.6 {
+                    continue;
+                }
+                let c = ink(&shot.inside(r), bg);
+                assert!(c >= 3.0, "{what}: a {} message at {c:.2}:1", m["kind"]);
+                measured_messages += 1;
+            }
+            for t in shot.places["texts"].as_array().unwrap() {
+                let r = rect_of(&t["rect"]);
+                let within =
+                    r[0] >= scene[0] && r[1] >= scene[1] && r[2] <= scene[2] && r[3] <= scene[3];
+                if !within || messages.iter().any(|m| overlaps(*m, r)) {
+                    continue;
+                }
+                let px = shot.inside(r);
+                let (bg, _) = mode(&px);
+                let c = ink(&px, bg);
+                assert!(c >= 4.5, "{what}: the text {} at {c:.2}:1", t["text"]);
+            }
+        }
+    }
+    for state in ["committed", "uncommitted", "missing", "diverged"] {
+        assert!(
+            states.contains(state),
+            "no {state} cell was measured: {states:?}"
+        );
+    }
+    for role in ["Leader", "InSync", "OutOfSync", "Offline"] {
+        assert!(
+            roles.contains(role),
+            "no {role} row was measured: {roles:?}"
+        );
+    }
+    assert!(measured_messages > 0, "no message was measured");
+}
+
+/// After `unclean-election`'s election the new leader's log is in view, filled, beside the old
+/// leader's records that will be truncated, and the logs that run past the window say how far.
+#[test]
+fn the_leaders_log_shows_after_the_unclean_election() {
+    let Some(shot) = placed_shot(
+        "unclean-election",
+        &["--at-ms", "70000"],
+        "dark",
+        "1600x900",
+    ) else {
+        return;
+    };
+    let rows = shot.places["rows"].as_array().unwrap();
+    let palette = Palette::of(Theme::Dark);
+    let leader = rows
+        .iter()
+        .find(|r| r["role"] == "Leader")
+        .expect("a leader row");
+    let committed: Vec<PxRect> = leader["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["state"] == "committed")
+        .map(|c| rect_of(&c["rect"]))
+        .collect();
+    assert!(
+        committed.len() >= 3,
+        "the leader's strip shows {} committed cells",
+        committed.len()
+    );
+    let [r, g, b, _] = palette.leader.to_u8_array();
+    for c in &committed {
+        let p = shot.center(*c);
+        let near = (p[0] as i32 - r as i32).abs()
+            + (p[1] as i32 - g as i32).abs()
+            + (p[2] as i32 - b as i32).abs();
+        assert!(
+            near < 30,
+            "a committed cell of the leader is {p:?}, not the leader's colour"
+        );
+    }
+    let old = rows
+        .iter()
+        .find(|r| r["role"] == "Offline")
+        .expect("the old leader's row");
+    assert!(
+        old["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["state"] == "diverged"),
+        "the old leader's records past the divergence are not shown as diverging"
+    );
+    let texts: Vec<&str> = shot.places["texts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["text"].as_str())
+        .collect();
+    assert!(
+        texts.iter().any(|t| t.starts_with("truncates to ")),
+        "{texts:?}"
+    );
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.starts_with('+') && t.ends_with("->")),
+        "{texts:?}"
+    );
+}
+
+/// The scene fills the room the panels leave it: at least 60% of the scene's pixels are not the
+/// background, in a window and in an 800x450 embed, for `quickstart` and each of the
+/// walkthrough's beats.
+#[test]
+fn the_scene_covers_its_free_area() {
+    let background = Palette::of(Theme::Dark).background.to_u8_array();
+    for size in ["1600x900", "800x450"] {
+        let mut shots = vec![(
+            "quickstart".to_string(),
+            vec!["--at-ms".to_string(), "20000".to_string()],
+        )];
+        for beat in 1..=8 {
+            shots.push((
+                "walkthrough".to_string(),
+                vec!["--beat".to_string(), beat.to_string()],
+            ));
+        }
+        for (scenario, when) in shots {
+            let when: Vec<&str> = when.iter().map(String::as_str).collect();
+            let Some(shot) = placed_shot(&scenario, &when, "dark", size) else {
+                return;
+            };
+            let px = shot.inside(rect_of(&shot.places["scene"]));
+            let void = px
+                .iter()
+                .filter(|p| (0..3).all(|i| (p[i] as i32 - background[i] as i32).abs() <= 2))
+                .count();
+            let covered = 1.0 - void as f64 / px.len() as f64;
+            assert!(
+                covered >= 0.6,
+                "{scenario} {when:?} at {size}: the scene covers {:.0}% of its area",
+                covered * 100.0
+            );
+        }
+    }
+}
+
+/// At 1920x1080 the scene's smallest text is 14 pixels or more, and 21 with the talk preset.
+#[test]
+fn scene_text_is_large_enough_to_read_from_the_back() {
+    for (scenario, when, least) in [
+        ("quickstart", vec!["--at-ms", "20000"], 14.0),
+        ("large", vec!["--at-ms", "60000"], 14.0),
+        ("walkthrough", vec!["--beat", "4"], 14.0),
+        ("walkthrough", vec!["--beat", "4", "--talk"], 21.0),
+    ] {
+        let Some(shot) = placed_shot(scenario, &when, "dark", "1920x1080") else {
+            return;
+        };
+        let scene = rect_of(&shot.places["scene"]);
+        let texts = shot.places["texts"].as_array().unwrap();
+        let smallest = texts
+            .iter()
+            .filter(|t| overlaps(rect_of(&t["rect"]), scene))
+            .map(|t| (t["size"].as_f64().unwrap(), t["text"].as_str().unwrap()))
+            .fold((f64::MAX, ""), |a, b| if b.0 < a.0 { b } else { a });
+        assert!(
+            smallest.0 >= least - 0.05, // within a rounding of the scale
+            "{scenario} {when:?}: {:?} is {:.1} px",
+            smallest.1,
+            smallest.0
+        );
+    }
 }

@@ -187,7 +187,7 @@ fn every_beat_starts_from_the_same_state_forwards_and_back() {
     let mut sim = Sim::new(&scenario);
     let mut place = Place::open(0, false);
     // Plays a cue as the window does: an exact seek, then the beat to its end.
-    let mut play = |sim: &mut Sim, place: &mut Place, step: Step| -> String {
+    let play = |sim: &mut Sim, place: &mut Place, step: Step| -> String {
         let cue = place.step(&tour, step).expect("a step moves");
         sim.seek(cue.at_ms);
         let at_start = state(sim);
