@@ -406,6 +406,16 @@ fn run(cli: Cli) -> Result<(), String> {
                     dir.display()
                 ));
             }
+            if let Some(places) = &places
+                && let Some(dir) = places.parent().filter(|d| !d.as_os_str().is_empty())
+                && !dir.is_dir()
+            {
+                return Err(format!(
+                    "--places {}: no folder {}",
+                    places.display(),
+                    dir.display()
+                ));
+            }
             check_display()?;
             options.shot = Some(out.clone());
             options.places = places;

@@ -43,7 +43,8 @@ const BROKER_MIN_WIDTH: f32 = 240.0;
 /// A replica row with its name and numbers on a line above its log: as it grows with the room,
 /// and the least it may be.
 const ROW_NATURAL: f32 = 72.0;
-const ROW_TALL_MIN: f32 = 58.0;
+/// A slot is its row less a 5-unit gap: a tall row's slot has room for its lines and its log.
+const ROW_TALL_MIN: f32 = super::log_strip::TALL + 5.0;
 /// The tallest a row gets.
 const ROW_MAX: f32 = 190.0;
 /// A short row: the name beside the log.

@@ -12,9 +12,14 @@ use bevy::math::{Rect, Vec2};
 
 use super::snapshot::PartitionView;
 
-/// A row at least this tall (times the text size) has its name on a line of its own, with a line
-/// for the marks on its log between them.
-pub const TALL: f32 = 50.0;
+/// The lines above a tall row's log: its name and numbers, and the marks on its log (epochs).
+const LINES: f32 = 50.0;
+/// The least height of a log in a tall row.
+const LOG_MIN: f32 = 18.0;
+/// A row at least this tall (times the text size) has its name and numbers on a line of their
+/// own, with a line for the marks on its log between them and the log: the lines and the
+/// least log fit, so the log never grows up into the text.
+pub const TALL: f32 = LINES + LOG_MIN;
 /// The width of the mark for a log that runs past the window ("+2250 ->"), at text size 1.
 const BEYOND_MARK: f32 = 76.0;
 
@@ -41,7 +46,7 @@ impl StripPlace {
         let tall = row.height() >= TALL * t;
         let wide = row.width() >= 240.0 * t;
         let rect = if tall {
-            let h = (row.height() - TALL * t).clamp(18.0 * t, 84.0 * t);
+            let h = (row.height() - LINES * t).clamp(LOG_MIN * t, 84.0 * t);
             let bottom = row.max.y - 5.0 * t;
             Rect::new(row.min.x + 10.0, bottom - h, row.max.x - 6.0, bottom)
         } else {

@@ -102,6 +102,10 @@ fn window_flags_are_checked_before_any_window_opens() {
             "no folder",
         ),
         (
+            "shot quickstart --at-ms 5 --out x.png --places /nonexistent/x.json",
+            "--places /nonexistent/x.json: no folder",
+        ),
+        (
             "shot quickstart --at-ms 999999999 --out x.png",
             "past the end",
         ),
