@@ -478,7 +478,7 @@ fn paint_partition_row(
         } else {
             palette.replica(r.role)
         });
-        let width = |s: &str, size: f32| s.chars().count() as f32 * size * scale * 0.6;
+        let width = |s: &str, size: f32| text::width(s, size * scale);
         let room = rect.width() - 16.0 - 12.0;
         let tag = role_tag(r.role, p.leader_epoch);
         let numbers = match r.truncates_to {
@@ -575,7 +575,7 @@ fn paint_partition_row(
         if place.tall {
             // Right of its boundary, else left of it, clear of the numbers on the same line.
             let label = format!("e{epoch}");
-            let w = label.chars().count() as f32 * text::SMALL * scale * 0.6;
+            let w = text::width(&label, text::SMALL * scale);
             let numbers_from = rect.max.x - 6.0 - numbers_w;
             let (at, anchor) = if x + 3.0 + w < numbers_from - 4.0 {
                 (x + 3.0, Anchor::CENTER_LEFT)
@@ -636,7 +636,7 @@ fn paint_partition_row(
             )
         };
         let size = text::SMALL * scale;
-        let w = label.chars().count() as f32 * size * 0.6 + 6.0;
+        let w = text::width(&label, size) + 6.0;
         let back = if d > 0 {
             Rect::new(x - w, strip_rect.min.y, x + 2.0, strip_rect.max.y)
         } else {
@@ -1058,7 +1058,7 @@ pub(super) fn paint_scene(
 /// Fits a line of the scene's monospace text to a width: whole words are left out from the
 /// end, and the cut is marked ("..."), never a word cut in two (hovering shows the whole line).
 fn fit(text: &str, width: f32, size: f32) -> String {
-    let chars = (width / (size * 0.6)).floor().max(3.0) as usize;
+    let chars = text::chars_in(width, size).max(3);
     if text.chars().count() <= chars {
         return text.to_string();
     }
@@ -1074,7 +1074,7 @@ fn fit(text: &str, width: f32, size: f32) -> String {
 
 /// The first of `lines` (fullest first) that fits `width`, or the last one fitted.
 fn first_fitting(lines: &[String], width: f32, size: f32) -> String {
-    let chars = (width / (size * 0.6)).floor() as usize;
+    let chars = text::chars_in(width, size);
     lines
         .iter()
         .find(|l| l.chars().count() <= chars)

@@ -162,7 +162,7 @@ pub fn callout_height(rows: &[Row], t: f32) -> f32 {
 /// About how wide a callout's text runs (the scene's monospace font is 0.6 em a character), so
 /// a callout is made wide enough for it.
 pub fn callout_width(title: &str, rows: &[Row], t: f32) -> f32 {
-    let chars = |s: &str, size: f32| s.chars().count() as f32 * size * 0.6;
+    let chars = super::layout::text::width;
     let widest = rows
         .iter()
         .map(|r| match r {

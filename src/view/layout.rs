@@ -23,6 +23,16 @@ pub mod text {
     pub const BODY: f32 = 16.0;
     pub const HEADING: f32 = 18.0;
     pub const TITLE: f32 = 22.0;
+
+    /// About how wide `s` runs at `size`: the scene's font is monospace, 0.6 em a character.
+    pub fn width(s: &str, size: f32) -> f32 {
+        s.chars().count() as f32 * size * 0.6
+    }
+
+    /// How many characters fit in `width` at `size`.
+    pub fn chars_in(width: f32, size: f32) -> usize {
+        (width / (size * 0.6)).floor().max(0.0) as usize
+    }
 }
 
 /// The least width a 1920x1080 window leaves the scene beside the details panel at its widest
