@@ -400,17 +400,17 @@ fn contrast(a: [u8; 3], b: [u8; 3]) -> f64 {
     (la.max(lb) + 0.05) / (la.min(lb) + 0.05)
 }
 
-/// The most common colour, and its share.
-fn mode(px: &[[u8; 3]]) -> ([u8; 3], f64) {
+/// The most common value (a colour, a spacing), and its share.
+fn mode<T: Copy + Eq + std::hash::Hash + Ord + Default>(values: &[T]) -> (T, f64) {
     let mut counts = std::collections::HashMap::new();
-    for p in px {
-        *counts.entry(*p).or_insert(0usize) += 1;
+    for v in values {
+        *counts.entry(*v).or_insert(0usize) += 1;
     }
-    let (c, n) = counts
+    let (v, n) = counts
         .into_iter()
-        .max_by_key(|(c, n)| (*n, *c))
-        .unwrap_or(([0; 3], 0));
-    (c, n as f64 / px.len().max(1) as f64)
+        .max_by_key(|(v, n)| (*n, *v))
+        .unwrap_or_default();
+    (v, n as f64 / values.len().max(1) as f64)
 }
 
 /// The strongest contrast any pixel of `px` makes with `bg`: a mark's ink.
@@ -720,4 +720,52 @@ fn scene_text_is_large_enough_to_read_from_the_back() {
             smallest.0
         );
     }
+}
+
+/// With the talk preset at 1920x1080 the tour's narration is 32-pixel type or larger: its lines,
+/// measured on the pixels under the scene, are at least 36.5 pixels apart (the narration's font
+/// lays its lines 1.14 em apart: 22-pixel type measures 25, 33-pixel type 38).
+#[test]
+fn the_talk_presets_narration_reads_at_32_pixels() {
+    let Some(shot) = placed_shot(
+        "walkthrough",
+        &["--beat", "5", "--talk"],
+        "light",
+        "1920x1080",
+    ) else {
+        return;
+    };
+    let top = rect_of(&shot.places["scene"])[3] as usize;
+    let half = shot.w / 2;
+    let below: Vec<[u8; 3]> = (top..shot.h)
+        .flat_map(|y| (0..half).map(move |x| (x, y)))
+        .map(|(x, y)| shot.px[y * shot.w + x])
+        .collect();
+    let (panel, _) = mode(&below);
+    let inked = |y: usize| {
+        (0..half).any(|x| {
+            let p = shot.px[y * shot.w + x];
+            (0..3)
+                .map(|i| (p[i] as i32 - panel[i] as i32).abs())
+                .sum::<i32>()
+                > 200
+        })
+    };
+    // The lines of text, as runs of rows with ink, and the distance from each to the next.
+    let mut starts = Vec::new();
+    let mut was = false;
+    for y in top..shot.h {
+        let ink = inked(y);
+        if ink && !was {
+            starts.push(y);
+        }
+        was = ink;
+    }
+    let pitches: Vec<usize> = starts.windows(2).take(6).map(|w| w[1] - w[0]).collect();
+    // The narration's paragraph is the most common spacing among the first lines.
+    let (pitch, _) = mode(&pitches);
+    assert!(
+        pitch as f32 >= 36.5,
+        "the narration's lines are {pitch} px apart (lines start at {starts:?})"
+    );
 }
