@@ -14,7 +14,7 @@ use super::AppSet;
 use super::painter::{Paint, to_world};
 use super::playback::Shown;
 use crate::sim::network::{Node, WireState};
-use crate::view::layout::{BROKER_HEADER, Layout, MEMBER_ROW, text};
+use crate::view::layout::{BROKER_HEADER, Layout, MEMBER_ROW, MEMBERS_TOP, text};
 use crate::view::log_strip::{Cell, StripPlace, beyond, epoch_starts, strip};
 use crate::view::palette::{Palette, ReplicaRole};
 use crate::view::snapshot::{MessageKind, MessageView, PartitionView};
@@ -919,8 +919,8 @@ pub(super) fn paint_scene(
             );
         }
         if drawn < g.members.len() {
-            let below = layout.member(gi, 0).map_or(r.min.y, |m| m.min.y)
-                + (drawn as f32 * MEMBER_ROW + 10.0) * t;
+            // Where the next member's row would be, under the group's title and status.
+            let below = r.min.y + (MEMBERS_TOP + drawn as f32 * MEMBER_ROW + 10.0) * t;
             paint.text(
                 Vec2::new(r.min.x + 12.0, below),
                 format!("+{} more members", g.members.len() - drawn),
