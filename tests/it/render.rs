@@ -331,6 +331,15 @@ fn rect_of(v: &serde_json::Value) -> PxRect {
     [a[0], a[1], a[2], a[3]]
 }
 
+/// The rectangles of a list of places (texts, messages, cells), in order.
+fn rects(list: &serde_json::Value, key: &str) -> Vec<PxRect> {
+    list.as_array()
+        .expect("a list of places")
+        .iter()
+        .map(|v| rect_of(&v[key]))
+        .collect()
+}
+
 fn placed_shot(scenario: &str, when: &[&str], theme: &str, size: &str) -> Option<Placed> {
     // Tests run at once, and two may take the same shot: each has its own files.
     static SHOTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -425,12 +434,7 @@ fn overlaps(a: PxRect, b: PxRect) -> bool {
 /// A row's own colour: the most common one outside its log and its role's mark.
 fn row_background(shot: &Placed, row: &serde_json::Value) -> [u8; 3] {
     let r = rect_of(&row["rect"]);
-    let cells: Vec<PxRect> = row["cells"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| rect_of(&c["rect"]))
-        .collect();
+    let cells = rects(&row["cells"], "rect");
     let log = cells.iter().fold(cells[0], |a, c| {
         [
             a[0].min(c[0]),
@@ -473,6 +477,8 @@ fn each_state_keeps_its_contrast_on_the_rendered_pixels() {
                 return;
             };
             let what = format!("{theme} {scenario} at {at} ms");
+            // A mark written over a log ("<- 2489") hides the cells under it.
+            let texts = rects(&shot.places["texts"], "rect");
             for row in shot.places["rows"].as_array().unwrap() {
                 let bg = row_background(&shot, row);
                 let name = format!("{what}: {} on broker {}", row["partition"], row["broker"]);
@@ -483,22 +489,12 @@ fn each_state_keeps_its_contrast_on_the_rendered_pixels() {
                     "{name}: its role's mark ({role}) at {mark:.2}:1"
                 );
                 roles.insert(role);
-                if let Some(bar) = row["high_watermark"]
-                    .as_array()
-                    .map(|_| rect_of(&row["high_watermark"]))
-                {
-                    let c = ink(&shot.inside(bar), bg);
+                if !row["high_watermark"].is_null() {
+                    let c = ink(&shot.inside(rect_of(&row["high_watermark"])), bg);
                     assert!(c >= 3.0, "{name}: its high watermark's bar at {c:.2}:1");
                 }
-                let texts: Vec<PxRect> = shot.places["texts"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|t| rect_of(&t["rect"]))
-                    .collect();
                 for cell in row["cells"].as_array().unwrap() {
                     let r = rect_of(&cell["rect"]);
-                    // A mark written over the log ("<- 2489") hides the cells under it.
                     if texts.iter().any(|t| overlaps(*t, r)) {
                         continue;
                     }
@@ -528,12 +524,7 @@ fn each_state_keeps_its_contrast_on_the_rendered_pixels() {
                 }
             }
             let scene = rect_of(&shot.places["scene"]);
-            let messages: Vec<PxRect> = shot.places["messages"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|m| rect_of(&m["rect"]))
-                .collect();
+            let messages = rects(&shot.places["messages"], "rect");
             for (i, m) in shot.places["messages"]
                 .as_array()
                 .unwrap()
