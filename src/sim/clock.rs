@@ -100,16 +100,30 @@ impl Wake {
 /// platform, seeded from the scenario. Ranges are drawn here, not by `rand`'s distributions, so
 /// the numbers cannot change with a library version.
 #[derive(Clone, Resource)]
-pub struct SimRng(Pcg64);
+pub struct SimRng {
+    pcg: Pcg64,
+    /// Numbers drawn so far: part of the trace digest, so that a run that draws once more or
+    /// less than another is caught at the step it happens.
+    draws: u64,
+}
 
 impl SimRng {
     pub fn new(seed: u64) -> Self {
-        SimRng(Pcg64::seed_from_u64(seed))
+        SimRng {
+            pcg: Pcg64::seed_from_u64(seed),
+            draws: 0,
+        }
+    }
+
+    /// How many numbers have been drawn since the run began.
+    pub fn draws(&self) -> u64 {
+        self.draws
     }
 
     /// A number in `0..n` (Lemire's multiply-shift; `n` > 0).
     pub fn below(&mut self, n: u64) -> u64 {
-        ((u128::from(self.0.next_u64()) * u128::from(n)) >> 64) as u64
+        self.draws += 1;
+        ((u128::from(self.pcg.next_u64()) * u128::from(n)) >> 64) as u64
     }
 
     /// A factor in `[lo_permille, hi_permille)` thousandths, for jitter.

@@ -29,6 +29,7 @@ pub mod protocol;
 pub mod reads;
 pub mod replication;
 pub mod timeline;
+pub mod trace;
 
 pub use clock::{SimClock, SimRng, Wake};
 pub use cluster::{Broker, BrokerId, Cluster, Partition, Record, Replica};

@@ -4,6 +4,7 @@ mod cli;
 mod consumers;
 mod controller;
 mod faults;
+mod golden;
 mod partitioner;
 mod render;
 mod replication;
