@@ -10,7 +10,7 @@ use crate::app::options;
 use crate::partitioner::partition_for_key;
 use crate::report::Report;
 use crate::scenario::{BUILT_IN, Scenario};
-use crate::sim::{Sim, floor};
+use crate::sim::Sim;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -602,20 +602,19 @@ fn run(cli: Cli) -> Result<(), String> {
                 steps as f64 * 100.0 / until as f64,
                 wall * 1e6 / steps as f64,
             );
-            // The floor: what running as many systems as the model does at a step, and this
-            // run's messages as entities, costs before any of Kafka's rules does any work.
             let messages_per_step = sim
                 .world()
                 .resource::<crate::sim::network::Network>()
                 .messages_sent() as f64
                 / steps.max(1) as f64;
-            let systems = sim.systems_run_per_step(FLOOR_SAMPLE_STEPS);
-            let floor_systems = (systems.round() as usize).max(floor::MESSAGE_SYSTEMS);
-            let floor = floor::micros_per_step(floor_systems, messages_per_step, FLOOR_STEPS);
-            let steps_per_sim_second = steps as f64 / sim_seconds as f64;
+            let (checkpoints, every_ms) = sim.checkpoint_spacing();
             outln!(
-                "  {systems:.1} systems run at a step; the floor, {floor_systems} systems that find nothing to do while {messages_per_step:.2} messages a step are spawned and despawned, takes {floor:.2} us a step: at most {:.0} simulated s per wall s",
-                1e6 / (floor * steps_per_sim_second).max(1e-9),
+                "  {messages_per_step:.2} messages sent a step; {checkpoints} checkpoints ({every_ms} ms apart), about {:.0} MB; peak memory {}",
+                sim.checkpoint_bytes() as f64 / 1e6,
+                peak_memory().map_or("unknown".to_string(), |kb| format!(
+                    "{:.0} MB",
+                    kb as f64 / 1e3
+                )),
             );
             // Seeking: to instants drawn across the run, from checkpoints.
             let mut draw = crate::sim::SimRng::new(1);
@@ -639,11 +638,12 @@ fn run(cli: Cli) -> Result<(), String> {
     }
 }
 
-/// Steps the benchmark's floor measurement runs.
-const FLOOR_STEPS: u64 = 200_000;
-
-/// Steps of the model after the benchmark's run over which it counts the systems that run.
-const FLOOR_SAMPLE_STEPS: u64 = 1000;
+/// The process's peak resident memory in kB (`VmHWM`), where the system tells it.
+fn peak_memory() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
 
 /// The longest key `partition` reads from stdin (Kafka's `max.request.size` is 1 MiB).
 const MAX_KEY_LINE_BYTES: u64 = 16 * 1024 * 1024;

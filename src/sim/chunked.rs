@@ -1,5 +1,7 @@
 //! An append-mostly vector whose clones share all but the newest items: logs and the ledger of
 //! acknowledged writes grow all run long, and a checkpoint of the model must not copy them whole.
+//! Two vectors that hold the same items (a follower's log and its leader's) can share their
+//! sealed chunks too, until a truncation parts them.
 
 use std::sync::Arc;
 
@@ -42,6 +44,32 @@ impl<T: Clone> Chunked<T> {
     /// Roughly the bytes a clone costs of its own: the newest items and a pointer per chunk.
     pub fn unshared_bytes(&self) -> usize {
         self.tail.len() * size_of::<T>() + self.sealed.len() * size_of::<Arc<[T]>>()
+    }
+
+    /// How many items are in sealed chunks, which [`Chunked::share_sealed`] can share.
+    pub fn sealed_len(&self) -> usize {
+        self.sealed.len() * CHUNK
+    }
+
+    /// Takes `other`'s sealed chunks in place of this vector's own from item `from` on, where
+    /// they hold the same items: two replicas' logs then keep one copy of the records they agree
+    /// on. Returns how many chunks are shared now.
+    pub fn share_sealed(&mut self, other: &Chunked<T>, from: usize) -> usize
+    where
+        T: PartialEq,
+    {
+        let mut shared = 0;
+        let end = self.sealed.len().min(other.sealed.len());
+        for k in (from / CHUNK)..end {
+            let (mine, theirs) = (&self.sealed[k], &other.sealed[k]);
+            if Arc::ptr_eq(mine, theirs) {
+                shared += 1;
+            } else if mine[..] == theirs[..] {
+                self.sealed[k] = Arc::clone(theirs);
+                shared += 1;
+            }
+        }
+        shared
     }
 
     pub fn last(&self) -> Option<&T> {
@@ -154,5 +182,35 @@ mod tests {
         }
         assert_eq!(shared.len(), 3 * CHUNK + 17, "a clone is untouched");
         assert_eq!(shared.get(2 * CHUNK + 3), Some(&(2 * CHUNK + 3)));
+    }
+
+    #[test]
+    fn equal_sealed_chunks_are_shared_and_others_kept() {
+        let mut leader: Chunked<usize> = Chunked::default();
+        let mut follower: Chunked<usize> = Chunked::default();
+        for i in 0..(3 * CHUNK + 5) {
+            leader.push(i);
+            // The follower's second chunk holds other items.
+            follower.push(if (CHUNK..2 * CHUNK).contains(&i) {
+                i + 1000
+            } else {
+                i
+            });
+        }
+        assert_eq!(follower.share_sealed(&leader, 0), 2);
+        assert!(Arc::ptr_eq(&follower.sealed[0], &leader.sealed[0]));
+        assert!(!Arc::ptr_eq(&follower.sealed[1], &leader.sealed[1]));
+        assert!(Arc::ptr_eq(&follower.sealed[2], &leader.sealed[2]));
+        assert_eq!(
+            follower.get(CHUNK),
+            Some(&(CHUNK + 1000)),
+            "its own items stay"
+        );
+        assert_eq!(follower.len(), 3 * CHUNK + 5);
+        // Truncating one leaves the other as it was.
+        follower.truncate(CHUNK / 2);
+        assert_eq!(leader.len(), 3 * CHUNK + 5);
+        assert!(leader.iter().copied().eq(0..3 * CHUNK + 5));
+        assert_eq!(follower.share_sealed(&leader, CHUNK), 0, "from an item on");
     }
 }

@@ -87,12 +87,16 @@ pub fn lag_now(
     }
 }
 
+/// Counts each group's partitions that no live member consumes, from one pass over the
+/// consumers: a count per partition ordinal (kept between steps, so a step allocates nothing),
+/// not a search of every consumer for every partition.
 fn count_paused(
     clock: Res<SimClock>,
     cluster: Res<Cluster>,
     mut monitor: ResMut<LagMonitor>,
     groups: Query<&ConsumerGroup>,
     consumers: Query<&Consumer>,
+    mut owners: Local<Vec<u32>>,
 ) {
     let now = clock.now_ms;
     if monitor.groups.len() < cluster.groups.len() {
@@ -100,16 +104,27 @@ fn count_paused(
             .groups
             .resize(cluster.groups.len(), GroupLag::default());
     }
+    // Owners by (group, partition ordinal).
+    let width = cluster.partitions.len();
+    owners.clear();
+    owners.resize(width * cluster.groups.len(), 0);
+    for c in consumers.iter_many(&cluster.consumers) {
+        if !c.alive {
+            continue;
+        }
+        let row = c.group as usize * width;
+        for ordinal in c.assigned.keys() {
+            owners[row + *ordinal as usize] += 1;
+        }
+    }
     for (i, &entity) in cluster.groups.iter().enumerate() {
         let group = groups.get(entity).expect("group");
-        let consumed = |ordinal: &u32| {
-            cluster.consumers.iter().any(|c| {
-                consumers.get(*c).is_ok_and(|c| {
-                    c.alive && c.group == group.index && c.assigned.contains_key(ordinal)
-                })
-            })
-        };
-        let paused = group.partitions.iter().filter(|o| !consumed(o)).count() as u64;
+        let row = &owners[group.index as usize * width..][..width];
+        let paused = group
+            .partitions
+            .iter()
+            .filter(|o| row[**o as usize] == 0)
+            .count() as u64;
         let lag = &mut monitor.groups[i];
         lag.paused_ms = lag.paused_until(now);
         lag.paused_now = paused;

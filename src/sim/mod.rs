@@ -16,7 +16,6 @@ pub mod cluster;
 pub mod consumer;
 pub mod controller;
 pub mod events;
-pub mod floor;
 pub mod group_coordinator;
 pub mod invariants;
 pub mod isr;
@@ -209,28 +208,6 @@ impl Sim {
     pub fn step(&mut self) {
         self.world.run_schedule(SimStep);
         self.world.clear_trackers();
-    }
-
-    /// How many of the step schedule's systems run at a step, on average over the next `steps`
-    /// steps (those whose run conditions pass; for the benchmark's floor).
-    pub fn systems_run_per_step(&mut self, steps: u64) -> f64 {
-        let mut ran = 0;
-        for _ in 0..steps {
-            let before = self.world.read_change_tick();
-            self.step();
-            let after = self.world.read_change_tick();
-            let schedule = self
-                .world
-                .resource::<Schedules>()
-                .get(SimStep)
-                .expect("the model plugin adds its schedule");
-            ran += schedule
-                .systems()
-                .expect("the schedule has run")
-                .filter(|(_, system)| system.get_last_run().is_newer_than(before, after))
-                .count();
-        }
-        ran as f64 / steps.max(1) as f64
     }
 
     /// Steps every millisecond instead of jumping over idle ones (the reports are the same).

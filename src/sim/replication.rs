@@ -6,7 +6,7 @@
 
 use bevy::prelude::*;
 
-use super::cluster::{Broker, Cluster, Partition, Record, Replica};
+use super::cluster::{Broker, BrokerId, Cluster, Partition, Record, Replica};
 use super::events::{EventKind, EventLog, Metrics};
 use super::network::{Network, Node, Wire, WireState, arrivals};
 use super::protocol::{
@@ -288,6 +288,7 @@ fn followers_take_responses(
     mut brokers: Query<&mut Broker>,
     partitions: Query<&Partition>,
     mut replicas: Query<&mut Replica>,
+    mut share: Local<Vec<(Entity, Entity, usize)>>,
     mut commands: Commands,
 ) {
     let now = clock.now_ms;
@@ -335,9 +336,23 @@ fn followers_take_responses(
                     continue; // Not where this log ends: a stale answer.
                 }
                 metrics.records_replicated += fetched.records.len() as u64;
+                let sealed = replica.log.sealed_len();
                 replica.append(fetched.records.iter().cloned());
+                if replica.log.sealed_len() > sealed {
+                    let leader = partition.leader_replica().expect("answered as leader");
+                    share.push((fetched.replica, leader, sealed));
+                }
             }
             replica.high_watermark = fetched.high_watermark.min(replica.log_end_offset());
+        }
+    }
+    // What a follower copied is its leader's records: keep one copy of each full chunk.
+    for (follower, leader, from) in share.drain(..) {
+        if let Ok([mut follower, leader]) = replicas.get_many_mut([follower, leader]) {
+            follower
+                .bypass_change_detection()
+                .log
+                .share_sealed(&leader.log, from);
         }
     }
 }
@@ -368,6 +383,77 @@ fn wake_fetchers(broker: &Broker, now: u64, config: &ClusterConfig, wake: &mut W
     }
 }
 
+/// Which partitions each broker follows from which leader, with its replica of each, in
+/// partition order: the (follower, leader) pairs `ReplicaFetcherManager` keeps a fetcher thread
+/// for. Leadership changes rarely, so it is computed again only when some partition's leader is
+/// not the one it was computed with, instead of every broker looking at every partition at
+/// every step.
+#[derive(Default)]
+struct Followed {
+    /// The partitions' entities and leaders when computed, by ordinal (a restored checkpoint
+    /// has other entities).
+    partitions: Vec<Entity>,
+    leaders: Vec<Option<BrokerId>>,
+    /// By broker id - 1: (leader, [(partition, the follower's replica)]), by leader.
+    by_broker: Vec<Vec<(BrokerId, Vec<(Entity, Entity)>)>>,
+}
+
+impl Followed {
+    fn compute(cluster: &Cluster, partitions: &Query<&Partition>) -> Followed {
+        let mut followed = Followed {
+            partitions: cluster.partitions.clone(),
+            leaders: Vec::with_capacity(cluster.partitions.len()),
+            by_broker: vec![Vec::new(); cluster.brokers.len()],
+        };
+        for (&p, partition) in cluster
+            .partitions
+            .iter()
+            .zip(partitions.iter_many(&cluster.partitions))
+        {
+            followed.leaders.push(partition.leader);
+            let Some(leader) = partition.leader else {
+                continue;
+            };
+            for (&follower, &replica) in partition.assignment.iter().zip(&partition.replicas) {
+                if follower == leader {
+                    continue;
+                }
+                let pairs = &mut followed.by_broker[follower as usize - 1];
+                let i = match pairs.binary_search_by_key(&leader, |(l, _)| *l) {
+                    Ok(i) => i,
+                    Err(i) => {
+                        pairs.insert(i, (leader, Vec::new()));
+                        i
+                    }
+                };
+                pairs[i].1.push((p, replica));
+            }
+        }
+        followed
+    }
+
+    /// Computes the pairs again if a leader moved since.
+    fn refresh(&mut self, cluster: &Cluster, partitions: &Query<&Partition>) {
+        let current = self.partitions == cluster.partitions
+            && self
+                .leaders
+                .iter()
+                .zip(partitions.iter_many(&cluster.partitions))
+                .all(|(l, p)| *l == p.leader);
+        if !current {
+            *self = Followed::compute(cluster, partitions);
+        }
+        #[cfg(debug_assertions)]
+        {
+            let fresh = Followed::compute(cluster, partitions);
+            debug_assert_eq!(
+                self.by_broker, fresh.by_broker,
+                "the followed pairs are current"
+            );
+        }
+    }
+}
+
 /// Each running broker's fetcher for each leader it follows partitions from, when idle (its last
 /// fetch answered or timed out, its back-off over), asks for what follows each of those
 /// replicas' log end offsets, in one request.
@@ -380,9 +466,11 @@ fn followers_send_fetches(
     mut brokers: Query<&mut Broker>,
     partitions: Query<&Partition>,
     replicas: Query<&Replica>,
+    mut followed: Local<Followed>,
     mut commands: Commands,
 ) {
     let now = clock.now_ms;
+    followed.refresh(&cluster, &partitions);
     for &broker_entity in &cluster.brokers {
         let mut broker = brokers.get_mut(broker_entity).expect("broker entity");
         time_out_fetches(&mut broker, now, &cluster.config);
@@ -391,40 +479,33 @@ fn followers_send_fetches(
             continue;
         }
         let follower = broker.id;
-        // The partitions it follows, by leader, in partition order.
-        let mut by_leader: Vec<(u32, Vec<FetchPartition>)> = Vec::new();
-        for &p in &cluster.partitions {
-            let partition = partitions.get(p).expect("partition entity");
-            let (Some(leader), Some(replica)) = (partition.leader, partition.replica_on(follower))
-            else {
-                continue;
-            };
-            if leader == follower {
-                continue;
-            }
-            let fetcher = broker.fetcher(leader);
+        for (leader, list) in &followed.by_broker[follower as usize - 1] {
+            let fetcher = broker.fetcher(*leader);
             if fetcher.in_flight.is_some() || now < fetcher.backoff_until_ms {
                 continue;
             }
-            let r = replicas.get(replica).expect("replica entity");
-            let fetch = FetchPartition {
-                partition: p,
-                replica,
-                fetch_offset: r.log_end_offset(),
-                last_fetched_epoch: r.latest_epoch(),
-            };
-            match by_leader.iter_mut().find(|(l, _)| *l == leader) {
-                Some((_, list)) => list.push(fetch),
-                None => by_leader.push((leader, vec![fetch])),
-            }
-        }
-        by_leader.sort_by_key(|(l, _)| *l);
-        for (leader, list) in by_leader {
-            let wire = network.send(now, Node::Broker(follower), Node::Broker(leader));
-            let fetcher = broker.fetcher(leader);
+            let fetches = list
+                .iter()
+                .map(|&(partition, replica)| {
+                    let r = replicas.get(replica).expect("replica entity");
+                    FetchPartition {
+                        partition,
+                        replica,
+                        fetch_offset: r.log_end_offset(),
+                        last_fetched_epoch: r.latest_epoch(),
+                    }
+                })
+                .collect();
+            let wire = network.send(now, Node::Broker(follower), Node::Broker(*leader));
+            let fetcher = broker.fetcher(*leader);
             fetcher.in_flight = Some(wire.id);
             fetcher.sent_ms = now;
-            commands.spawn((wire, FetchRequest { partitions: list }));
+            commands.spawn((
+                wire,
+                FetchRequest {
+                    partitions: fetches,
+                },
+            ));
         }
         wake_fetchers(&broker, now, &cluster.config, &mut wake);
     }
