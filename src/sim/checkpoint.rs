@@ -274,6 +274,13 @@ fn approx_bytes(entities: &BTreeMap<Entity, Parts>, resources: &Resources) -> us
     let mut bytes = size_of::<Resources>()
         + resources.ledger.records.unshared_bytes()
         + resources.events.events.unshared_bytes();
+    for group in &resources.lag.groups {
+        bytes += group
+            .series
+            .iter()
+            .map(|(_, samples)| samples.unshared_bytes())
+            .sum::<usize>();
+    }
     for parts in entities.values() {
         bytes += MAP_ENTRY + parts.boxed_bytes();
         if let Some(replica) = &parts.replica {

@@ -6,10 +6,16 @@
 use std::sync::Arc;
 
 /// Items are kept in sealed chunks of this many, shared between clones, plus an owned tail.
-const CHUNK: usize = 64;
+const CHUNK: usize = 32;
+
+/// Sealed chunks are grouped this many at a time, so that a clone copies a pointer per group,
+/// not per chunk: a checkpoint of a log of millions of records then costs a few kilobytes.
+const GROUP: usize = 64;
 
 #[derive(Debug, Clone)]
 pub struct Chunked<T> {
+    groups: Vec<Arc<[Arc<[T]>]>>,
+    /// The sealed chunks after the groups (fewer than `GROUP`).
     sealed: Vec<Arc<[T]>>,
     tail: Vec<T>,
 }
@@ -17,6 +23,7 @@ pub struct Chunked<T> {
 impl<T> Default for Chunked<T> {
     fn default() -> Self {
         Chunked {
+            groups: Vec::new(),
             sealed: Vec::new(),
             tail: Vec::new(),
         }
@@ -24,8 +31,31 @@ impl<T> Default for Chunked<T> {
 }
 
 impl<T: Clone> Chunked<T> {
+    /// How many sealed chunks there are, grouped or not.
+    fn chunks(&self) -> usize {
+        self.groups.len() * GROUP + self.sealed.len()
+    }
+
+    /// Sealed chunk `k`.
+    fn chunk(&self, k: usize) -> Option<&Arc<[T]>> {
+        let grouped = self.groups.len() * GROUP;
+        if k < grouped {
+            Some(&self.groups[k / GROUP][k % GROUP])
+        } else {
+            self.sealed.get(k - grouped)
+        }
+    }
+
+    /// Every sealed chunk, in order.
+    fn all_chunks(&self) -> impl DoubleEndedIterator<Item = &Arc<[T]>> {
+        self.groups
+            .iter()
+            .flat_map(|g| g.iter())
+            .chain(&self.sealed)
+    }
+
     pub fn len(&self) -> usize {
-        self.sealed.len() * CHUNK + self.tail.len()
+        self.chunks() * CHUNK + self.tail.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -33,22 +63,25 @@ impl<T: Clone> Chunked<T> {
     }
 
     pub fn get(&self, i: usize) -> Option<&T> {
-        let (chunk, at) = (i / CHUNK, i % CHUNK);
-        match self.sealed.get(chunk) {
+        let (k, at) = (i / CHUNK, i % CHUNK);
+        match self.chunk(k) {
             Some(c) => c.get(at),
-            None if chunk == self.sealed.len() => self.tail.get(at),
+            None if k == self.chunks() => self.tail.get(at),
             None => None,
         }
     }
 
-    /// Roughly the bytes a clone costs of its own: the newest items and a pointer per chunk.
+    /// Roughly the bytes a clone costs of its own: the newest items and a pointer per group and
+    /// per chunk not yet grouped.
     pub fn unshared_bytes(&self) -> usize {
-        self.tail.len() * size_of::<T>() + self.sealed.len() * size_of::<Arc<[T]>>()
+        self.tail.len() * size_of::<T>()
+            + self.sealed.len() * size_of::<Arc<[T]>>()
+            + self.groups.len() * size_of::<Arc<[Arc<[T]>]>>()
     }
 
     /// How many items are in sealed chunks, which [`Chunked::share_sealed`] can share.
     pub fn sealed_len(&self) -> usize {
-        self.sealed.len() * CHUNK
+        self.chunks() * CHUNK
     }
 
     /// Takes `other`'s sealed chunks in place of this vector's own from item `from` on, where
@@ -59,15 +92,28 @@ impl<T: Clone> Chunked<T> {
         T: PartialEq,
     {
         let mut shared = 0;
-        let end = self.sealed.len().min(other.sealed.len());
-        for k in (from / CHUNK)..end {
-            let (mine, theirs) = (&self.sealed[k], &other.sealed[k]);
+        for k in (from / CHUNK)..self.chunks().min(other.chunks()) {
+            let (Some(mine), Some(theirs)) = (self.chunk(k), other.chunk(k)) else {
+                break;
+            };
             if Arc::ptr_eq(mine, theirs) {
                 shared += 1;
-            } else if mine[..] == theirs[..] {
-                self.sealed[k] = Arc::clone(theirs);
-                shared += 1;
+                continue;
             }
+            if mine[..] != theirs[..] {
+                continue;
+            }
+            let theirs = Arc::clone(theirs);
+            let grouped = self.groups.len() * GROUP;
+            if k < grouped {
+                // A group formed by the append that sealed this chunk.
+                let mut group = self.groups[k / GROUP].to_vec();
+                group[k % GROUP] = theirs;
+                self.groups[k / GROUP] = group.into();
+            } else {
+                self.sealed[k - grouped] = theirs;
+            }
+            shared += 1;
         }
         shared
     }
@@ -81,6 +127,10 @@ impl<T: Clone> Chunked<T> {
         if self.tail.len() == CHUNK {
             let full = std::mem::replace(&mut self.tail, Vec::with_capacity(CHUNK));
             self.sealed.push(full.into());
+            if self.sealed.len() == GROUP {
+                let group = std::mem::take(&mut self.sealed);
+                self.groups.push(group.into());
+            }
         }
     }
 
@@ -89,16 +139,24 @@ impl<T: Clone> Chunked<T> {
         if len >= self.len() {
             return;
         }
-        let (chunks, rest) = (len / CHUNK, len % CHUNK);
-        if chunks < self.sealed.len() {
-            self.tail = self.sealed[chunks][..rest].to_vec();
-            self.sealed.truncate(chunks);
-        } else {
+        let (keep, rest) = (len / CHUNK, len % CHUNK);
+        let Some(cut) = self.chunk(keep).cloned() else {
+            // Within the tail.
             self.tail.truncate(rest);
+            return;
+        };
+        self.tail = cut[..rest].to_vec();
+        let group = keep / GROUP;
+        if group < self.groups.len() {
+            self.sealed = self.groups[group][..keep % GROUP].to_vec();
+            self.groups.truncate(group);
+        } else {
+            self.sealed.truncate(keep - self.groups.len() * GROUP);
         }
     }
 
     pub fn clear(&mut self) {
+        self.groups.clear();
         self.sealed.clear();
         self.tail.clear();
     }
@@ -107,19 +165,18 @@ impl<T: Clone> Chunked<T> {
     pub fn iter_from(&self, from: usize) -> impl Iterator<Item = &T> {
         let first = from / CHUNK;
         let skip = from % CHUNK;
-        self.sealed
-            .iter()
+        let chunks = self.chunks();
+        self.all_chunks()
             .skip(first)
             .map(|c| &c[..])
-            .chain(std::iter::once(&self.tail[..]).filter(move |_| first <= self.sealed.len()))
+            .chain(std::iter::once(&self.tail[..]).filter(move |_| first <= chunks))
             .flatten()
             .skip(skip)
     }
 
     /// All items, from either end.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = &T> {
-        self.sealed
-            .iter()
+        self.all_chunks()
             .map(|c| &c[..])
             .chain(std::iter::once(&self.tail[..]))
             .flatten()
@@ -198,9 +255,18 @@ mod tests {
             });
         }
         assert_eq!(follower.share_sealed(&leader, 0), 2);
-        assert!(Arc::ptr_eq(&follower.sealed[0], &leader.sealed[0]));
-        assert!(!Arc::ptr_eq(&follower.sealed[1], &leader.sealed[1]));
-        assert!(Arc::ptr_eq(&follower.sealed[2], &leader.sealed[2]));
+        assert!(Arc::ptr_eq(
+            follower.chunk(0).unwrap(),
+            leader.chunk(0).unwrap()
+        ));
+        assert!(!Arc::ptr_eq(
+            follower.chunk(1).unwrap(),
+            leader.chunk(1).unwrap()
+        ));
+        assert!(Arc::ptr_eq(
+            follower.chunk(2).unwrap(),
+            leader.chunk(2).unwrap()
+        ));
         assert_eq!(
             follower.get(CHUNK),
             Some(&(CHUNK + 1000)),
@@ -212,5 +278,58 @@ mod tests {
         assert_eq!(leader.len(), 3 * CHUNK + 5);
         assert!(leader.iter().copied().eq(0..3 * CHUNK + 5));
         assert_eq!(follower.share_sealed(&leader, CHUNK), 0, "from an item on");
+    }
+
+    #[test]
+    fn groups_of_chunks_behave_like_a_vec() {
+        let n = 2 * GROUP * CHUNK + 3 * CHUNK + 9;
+        let mut c: Chunked<usize> = (0..n).fold(Chunked::default(), |mut c, i| {
+            c.push(i);
+            c
+        });
+        let mut v: Vec<usize> = (0..n).collect();
+        assert_eq!(c.groups.len(), 2);
+        assert!(c.iter().eq(v.iter()) && c.iter().rev().eq(v.iter().rev()));
+        for from in [
+            0,
+            GROUP * CHUNK - 1,
+            GROUP * CHUNK,
+            GROUP * CHUNK + 70,
+            n - 1,
+            n,
+            n + 5,
+        ] {
+            assert!(c.iter_from(from).eq(v.iter().skip(from)), "from {from}");
+        }
+        let kept = c.clone();
+        for len in [
+            n - 3,
+            2 * GROUP * CHUNK + 1,
+            GROUP * CHUNK + 5 * CHUNK + 3,
+            GROUP * CHUNK,
+            100,
+        ] {
+            c.truncate(len);
+            v.truncate(len);
+            assert!(c.iter().eq(v.iter()), "truncate {len}");
+            assert_eq!(c.len(), v.len());
+            c.push(7);
+            v.push(7);
+        }
+        assert!(kept.iter().copied().eq(0..n), "a clone is untouched");
+        // A follower whose append completes a group shares the chunk that completed it.
+        let mut leader: Chunked<usize> = Chunked::default();
+        let mut follower: Chunked<usize> = Chunked::default();
+        for i in 0..GROUP * CHUNK {
+            leader.push(i);
+            follower.push(i);
+        }
+        let from = (GROUP - 1) * CHUNK;
+        assert_eq!(follower.share_sealed(&leader, from), 1);
+        assert!(Arc::ptr_eq(
+            follower.chunk(GROUP - 1).unwrap(),
+            leader.chunk(GROUP - 1).unwrap()
+        ));
+        assert!(follower.iter().eq(leader.iter()));
     }
 }

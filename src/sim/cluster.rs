@@ -2,7 +2,6 @@
 //! loading of a scenario into a world.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
 
 use bevy::prelude::*;
 
@@ -304,8 +303,8 @@ impl Partition {
     }
 }
 
-/// One record in a replica's log. Its offset is its index: the model keeps whole logs (no
-/// retention, no compaction).
+/// One record in a replica's log, in 56 bytes. Its offset is its index: the model keeps whole
+/// logs (no retention, no compaction).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Record {
     /// Unique over the run: which `send()` made it (a retried duplicate has the same id).
@@ -313,7 +312,8 @@ pub struct Record {
     pub offset: u64,
     /// The leader epoch of the leader that appended it.
     pub leader_epoch: u32,
-    pub key: Option<Arc<str>>,
+    /// Written out by its producer's [`super::producer::Producer::key_text`].
+    pub key: super::keys::Key,
     /// The producer's index in the scenario.
     pub producer: u32,
     /// Idempotent producer sequence number, or -1 (`RecordBatch.NO_SEQUENCE`).
@@ -734,3 +734,6 @@ fn spawn_partition(
 
 /// Kafka's internal topic of committed offsets.
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
+
+// A log holds a record per offset, shared by the replicas that agree: keep it small.
+const _: () = assert!(size_of::<Record>() == 56);

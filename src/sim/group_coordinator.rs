@@ -482,7 +482,7 @@ fn handle_group_requests(
                     id: 0,
                     offset: 0,
                     leader_epoch: epoch,
-                    key: None,
+                    key: crate::sim::keys::Key::NONE,
                     producer: u32::MAX,
                     sequence: -1,
                     batch_first_sequence: -1,

@@ -530,7 +530,7 @@ mod tests {
             id,
             offset: 0,
             leader_epoch: 0,
-            key: None,
+            key: crate::sim::keys::Key::NONE,
             producer,
             sequence,
             batch_first_sequence: sequence,

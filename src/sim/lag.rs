@@ -27,8 +27,9 @@ pub struct LagSample {
 /// A group's lag history and pause accounting.
 #[derive(Debug, Clone, Default)]
 pub struct GroupLag {
-    /// By the group's partition order: (ordinal, samples).
-    pub series: Vec<(u32, Vec<LagSample>)>,
+    /// By the group's partition order: (ordinal, samples). Chunked, so that a checkpoint
+    /// shares the history instead of copying it.
+    pub series: Vec<(u32, super::chunked::Chunked<LagSample>)>,
     pub max_lag: u64,
     /// Summed over partitions: time with no member consuming.
     pub paused_ms: u64,
@@ -150,7 +151,11 @@ fn sample_lag(
         let group = groups.get(entity).expect("group");
         let lag = &mut monitor.groups[i];
         if lag.series.is_empty() {
-            lag.series = group.partitions.iter().map(|o| (*o, Vec::new())).collect();
+            lag.series = group
+                .partitions
+                .iter()
+                .map(|o| (*o, Default::default()))
+                .collect();
         }
         for (ordinal, samples) in &mut lag.series {
             let sample = lag_now(group, *ordinal, &cluster, &partitions, &replicas, now);

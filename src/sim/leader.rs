@@ -87,7 +87,7 @@ fn append_batch(
         id: r.id,
         offset: 0,
         leader_epoch: epoch,
-        key: r.key.clone(),
+        key: r.key,
         producer: batch.producer,
         sequence: batch.base_sequence.map_or(-1, |s| s + i as i32),
         batch_first_sequence: batch.base_sequence.unwrap_or(-1),

@@ -19,6 +19,7 @@ pub mod events;
 pub mod group_coordinator;
 pub mod invariants;
 pub mod isr;
+pub mod keys;
 pub mod lag;
 pub mod leader;
 pub mod ledger;

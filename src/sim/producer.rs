@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::clock::SimRng;
 use super::cluster::{BrokerId, Cluster, Partition};
+use super::keys::{self, Key};
 use super::ledger::{AckLedger, AckedRecord};
 use super::network::{Network, Node, Wire, arrivals};
 use super::protocol::{
@@ -192,6 +193,8 @@ pub struct Producer {
     rate_since_ms: u64,
     made_since: u64,
     key_counter: u64,
+    /// The texts its keys name: sequences' prefixes, fixed keys, the timeline's keys.
+    pub key_names: Vec<Arc<str>>,
     /// Records asked for by the timeline (`Produce`), sent at the next step.
     pub requested: VecDeque<(Option<String>, u64)>,
     /// The sticky partition for records without a key, and the bytes sent to it.
@@ -235,6 +238,7 @@ impl Producer {
             rate_since_ms: 0,
             made_since: 0,
             key_counter: 0,
+            key_names: Vec::new(),
             requested: VecDeque::new(),
             sticky: None,
             queues: vec![VecDeque::new(); n],
@@ -248,6 +252,10 @@ impl Producer {
             drain_start: BTreeMap::new(),
             stats: ProducerStats::default(),
         };
+        // A sequence's prefix comes first in the table, where a key's bits can always name it.
+        if let Keys::Sequence(name) | Keys::Fixed(name) = &config.keys {
+            keys::intern(&mut producer.key_names, name);
+        }
         producer.set_acks(config.acks);
         producer
     }
@@ -277,24 +285,41 @@ impl Producer {
         (queued + flying) as u64
     }
 
-    fn next_key(&mut self, rng: &mut SimRng) -> Option<String> {
+    fn next_key(&mut self, rng: &mut SimRng) -> Key {
         match &self.config.keys {
-            Keys::None => None,
-            Keys::Fixed(k) => Some(k.clone()),
+            Keys::None => Key::NONE,
+            Keys::Fixed(k) => Key::named(keys::intern(&mut self.key_names, k)),
             Keys::Sequence(prefix) => {
-                let key = format!("{prefix}{}", self.key_counter);
+                let prefix = keys::intern(&mut self.key_names, prefix);
+                let key = Key::sequence(prefix, self.key_counter);
                 self.key_counter += 1;
-                Some(key)
+                key
             }
-            Keys::Random(n) => Some(format!("key-{}", rng.below(u64::from(*n)))),
+            Keys::Random(n) => Key::random(rng.below(u64::from(*n))),
         }
     }
 
+    /// A key's text, as the application gave it to `send()`.
+    pub fn key_text(&self, key: Key) -> Option<String> {
+        key.text(&self.key_names)
+    }
+
+    /// Whether a key's text is `text`.
+    pub fn key_is(&self, key: Key, text: &str) -> bool {
+        key.is(&self.key_names, text)
+    }
+
     /// The partitioner (`BuiltInPartitioner`): murmur2 of the key over all partitions; without a
-    /// key, the sticky partition.
-    fn choose_partition(&mut self, key: Option<&str>, available: &[bool], rng: &mut SimRng) -> u32 {
-        if let Some(key) = key {
-            return partition_for_key(key.as_bytes(), self.partitions.len() as u32);
+    /// key, the sticky partition. `text` is a buffer to write the key's text in.
+    fn choose_partition(
+        &mut self,
+        key: Key,
+        text: &mut String,
+        available: &[bool],
+        rng: &mut SimRng,
+    ) -> u32 {
+        if key.write(&self.key_names, text) {
+            return partition_for_key(text.as_bytes(), self.partitions.len() as u32);
         }
         match self.sticky {
             Some((p, _)) => p,
@@ -353,7 +378,7 @@ impl Producer {
     }
 
     /// `RecordAccumulator.append`: into the partition's last batch if it fits, else a new one.
-    fn append(&mut self, now: u64, partition: u32, key: Option<String>) {
+    fn append(&mut self, now: u64, partition: u32, key: Key) {
         let bytes = self.config.record_bytes;
         let batch_size = self.config.batch_size;
         let id = self.next_batch_id;
@@ -368,7 +393,7 @@ impl Producer {
         let batch = queue.back_mut().expect("just ensured");
         batch.records.push(PendingRecord {
             id: (u64::from(self.index) << SEND_NUMBER_BITS) | self.records_made,
-            key: key.map(Arc::from),
+            key,
             bytes,
         });
         self.records_made += 1;
@@ -574,13 +599,14 @@ impl Producer {
         let partition = self.first_partition_index + batch.partition;
         ledger
             .records
-            .extend(batch.records.iter().enumerate().map(|(i, r)| AckedRecord {
-                id: r.id,
-                partition,
-                offset: base.map(|b| b + i as u64),
-                key: r.key.clone(),
-                producer: self.index,
-                acks: self.acks,
+            .extend(batch.records.iter().enumerate().map(|(i, r)| {
+                AckedRecord::new(
+                    r.id,
+                    partition,
+                    base.map(|b| b + i as u64),
+                    r.key,
+                    self.acks,
+                )
             }));
     }
 
@@ -708,32 +734,40 @@ fn accumulate(
     mut rng: ResMut<SimRng>,
     partitions: Query<&Partition>,
     mut producers: Query<&mut Producer>,
+    mut scratch: Local<(Vec<Key>, Vec<bool>, String)>,
 ) {
     let now = clock.now_ms;
+    let (batch, available, text) = &mut *scratch;
     // In scenario order: the order producers draw random numbers and wire ids in.
     for &entity in &cluster.producers {
         let mut producer = producers.get_mut(entity).expect("producer entity");
         let due = (now - producer.rate_since_ms + 1) * u64::from(producer.records_per_sec) / 1000;
-        let mut batch: Vec<Option<String>> = Vec::new();
+        batch.clear();
         while producer.made_since < due {
             producer.made_since += 1;
             let key = producer.next_key(&mut rng);
             batch.push(key);
         }
         while let Some((key, count)) = producer.requested.pop_front() {
+            let key = match key {
+                Some(k) => Key::named(keys::intern(&mut producer.key_names, &k)),
+                None => Key::NONE,
+            };
             batch.extend(std::iter::repeat_n(key, count as usize));
         }
         if batch.is_empty() {
             continue;
         }
-        let available: Vec<bool> = producer
-            .partitions
-            .iter()
-            .map(|p| partitions.get(*p).is_ok_and(|p| p.leader.is_some()))
-            .collect();
-        for key in batch {
+        available.clear();
+        available.extend(
+            producer
+                .partitions
+                .iter()
+                .map(|p| partitions.get(*p).is_ok_and(|p| p.leader.is_some())),
+        );
+        for &key in batch.iter() {
             let keyless = key.is_none();
-            let partition = producer.choose_partition(key.as_deref(), &available, &mut rng);
+            let partition = producer.choose_partition(key, text, available, &mut rng);
             producer.append(now, partition, key);
             if keyless {
                 producer.after_keyless_record(&available, &mut rng);
@@ -938,4 +972,12 @@ impl Producer {
             }
         }
     }
+}
+
+/// A record's key as text, written out by the producer that made it (outside the schedule: the
+/// view, reports, tests).
+pub fn record_key(world: &World, record: &super::cluster::Record) -> Option<String> {
+    let cluster = world.get_resource::<Cluster>()?;
+    let producer = world.get::<Producer>(*cluster.producers.get(record.producer as usize)?)?;
+    producer.key_text(record.key)
 }

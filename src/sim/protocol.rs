@@ -1,7 +1,5 @@
 //! The payloads of the messages on the wire, and Kafka's error codes among them.
 
-use std::sync::Arc;
-
 use bevy::prelude::*;
 use serde::Serialize;
 
@@ -56,7 +54,7 @@ impl KafkaError {
 pub struct PendingRecord {
     /// Unique over the run (see `Record::id`).
     pub id: u64,
-    pub key: Option<Arc<str>>,
+    pub key: super::keys::Key,
     pub bytes: u32,
 }
 

@@ -194,7 +194,7 @@ pub fn resolve(world: &World, record: &RecordRef) -> Option<Picked> {
                         .get::<Replica>(*e)?
                         .log
                         .iter()
-                        .find(|r| r.producer == producer.index && r.key.as_deref() == Some(key))
+                        .find(|r| r.producer == producer.index && producer.key_is(r.key, key))
                         .map(|r| (r.id, Some(r.offset)))
                 };
                 let in_log = partition
@@ -210,7 +210,7 @@ pub fn resolve(world: &World, record: &RecordRef) -> Option<Picked> {
                         .chain(producer.in_flight.iter().flat_map(|f| &f.batches));
                     batches
                         .flat_map(|b| &b.records)
-                        .filter(|r| r.key.as_deref() == Some(key))
+                        .filter(|r| producer.key_is(r.key, key))
                         .map(|r| (r.id, None))
                         .min()
                 };
@@ -267,10 +267,10 @@ pub fn trace(world: &mut World, picked: Picked, acks: &mut AckScan) -> Option<Tr
     let any_copy = leader_copy.or_else(|| partition.replicas.iter().find_map(holds));
     let offset = any_copy.map(|(_, r)| r.offset);
     let key = any_copy
-        .and_then(|(_, r)| r.key.as_deref())
-        .or(in_batch_record.and_then(|r| r.key.as_deref()))
-        .or(in_flight_record.and_then(|r| r.key.as_deref()))
-        .map(str::to_string);
+        .map(|(_, r)| r.key)
+        .or(in_batch_record.map(|r| r.key))
+        .or(in_flight_record.map(|r| r.key))
+        .and_then(|k| producer.key_text(k));
     let replicas = partition
         .replicas
         .iter()
@@ -364,9 +364,9 @@ pub fn trace(world: &mut World, picked: Picked, acks: &mut AckScan) -> Option<Tr
     if nowhere && entry.is_none() {
         return None;
     }
-    let key = key.or_else(|| entry.and_then(|e| e.key.as_deref().map(str::to_string)));
+    let key = key.or_else(|| entry.and_then(|e| producer.key_text(e.key)));
     let lost = nowhere && entry.is_some();
-    let offset = offset.or_else(|| entry.filter(|_| lost).and_then(|e| e.offset));
+    let offset = offset.or_else(|| entry.filter(|_| lost).and_then(|e| e.offset()));
     Some(Trace {
         id: picked.id,
         partitioner: key

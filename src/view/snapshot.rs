@@ -154,8 +154,7 @@ impl PartitionView {
 #[derive(Debug, Clone, PartialEq)]
 pub struct CardView {
     pub id: u64,
-    /// Shared with the model's record: reading it each frame copies no text.
-    pub key: Option<std::sync::Arc<str>>,
+    pub key: Option<String>,
 }
 
 /// A batch in the producer's accumulator.
@@ -171,7 +170,7 @@ pub struct BatchView {
 }
 
 impl BatchView {
-    fn of(b: &crate::sim::producer::Batch) -> BatchView {
+    fn of(b: &crate::sim::producer::Batch, producer: &Producer) -> BatchView {
         BatchView {
             partition: b.partition,
             records: b
@@ -179,7 +178,7 @@ impl BatchView {
                 .iter()
                 .map(|r| CardView {
                     id: r.id,
-                    key: r.key.clone(),
+                    key: producer.key_text(r.key),
                 })
                 .collect(),
             bytes: b.bytes,
@@ -418,14 +417,19 @@ impl Snapshot {
             .iter()
             .map(|e| {
                 let p = world.get::<Producer>(*e).expect("producer");
-                let batches = p.queues.iter().flatten().map(BatchView::of).collect();
+                let batches = p
+                    .queues
+                    .iter()
+                    .flatten()
+                    .map(|b| BatchView::of(b, p))
+                    .collect();
                 let in_flight = p
                     .in_flight
                     .iter()
                     .map(|f| RequestView {
                         wire_id: f.wire_id,
                         broker: f.broker,
-                        batches: f.batches.iter().map(BatchView::of).collect(),
+                        batches: f.batches.iter().map(|b| BatchView::of(b, p)).collect(),
                     })
                     .collect();
                 ProducerView {

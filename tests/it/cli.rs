@@ -326,7 +326,7 @@ fn bad_input_exits_2_with_a_clear_message() {
 }
 
 #[test]
-fn bench_sets_the_speed_against_the_floor_of_its_messages() {
+fn bench_prints_speed_messages_and_memory() {
     let out = kafkascope(&["bench", "throughput", "--sim-seconds", "2"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
@@ -336,26 +336,30 @@ fn bench_sets_the_speed_against_the_floor_of_its_messages() {
         text.contains("2000 steps (100% of the milliseconds)"),
         "{text}"
     );
-    let floor = text
+    let memory = text
         .lines()
-        .find(|l| l.contains("the floor"))
-        .expect("a floor line");
-    let number_after = |label: &str| -> f64 {
-        floor
+        .find(|l| l.contains("messages sent a step"))
+        .expect("a line of messages and memory");
+    let number_before = |label: &str| -> f64 {
+        memory
             .split(label)
-            .nth(1)
-            .and_then(|rest| rest.split(' ').next())
+            .next()
+            .and_then(|head| head.rsplit(' ').next())
             .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("{label:?} in {floor}"))
+            .unwrap_or_else(|| panic!("{label:?} in {memory}"))
     };
-    // 2.25 messages a step, and the rules that run at every busy step (fifteen now; the others
-    // wait for their run conditions: the timeline, faults, the controller, the periodic ISR
-    // check).
-    assert!((2.0..2.6).contains(&number_after("while ")), "{floor}");
     assert!(
-        (10.0..=20.0).contains(&number_after("the floor, ")),
-        "{floor}"
+        (2.0..2.6).contains(&number_before(" messages sent a step")),
+        "{memory}"
     );
-    assert!(number_after("takes ") > 0.0, "{floor}");
+    // One checkpoint at 0 ms, and the next at 2.5 s (1000 records/s).
+    assert_eq!(number_before(" checkpoints ("), 1.0, "{memory}");
+    let peak = memory
+        .split("peak memory ")
+        .nth(1)
+        .and_then(|m| m.strip_suffix(" MB"))
+        .and_then(|n| n.parse::<f64>().ok())
+        .expect("the peak memory in MB on Linux");
+    assert!((1.0..10_000.0).contains(&peak), "{memory}");
     assert!(text.contains("seeking to 20 instants"), "{text}");
 }

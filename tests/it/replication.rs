@@ -234,7 +234,8 @@ fn keyed_records_land_on_the_partition_kafka_picks() {
             .get::<kafkascope::sim::Partition>(replica.partition)
             .unwrap();
         for record in &replica.log {
-            let key = record.key.as_deref().expect("quickstart keys its records");
+            let key = kafkascope::sim::producer::record_key(world, record)
+                .expect("quickstart keys its records");
             assert_eq!(partition_for_key(key.as_bytes(), 3), partition.index);
             checked += 1;
         }
@@ -256,7 +257,7 @@ fn duplicate_keys(sim: &mut Sim) -> usize {
                 replica
                     .log
                     .iter()
-                    .map(|r| r.key.as_deref().unwrap().to_string()),
+                    .map(|r| kafkascope::sim::producer::record_key(world, r).unwrap()),
             );
         }
     }

@@ -352,7 +352,7 @@ fn leader_keys(sim: &Sim) -> Vec<Option<String>> {
     leader
         .log
         .iter()
-        .map(|r| r.key.as_deref().map(str::to_string))
+        .map(|r| kafkascope::sim::producer::record_key(world, r))
         .collect()
 }
 

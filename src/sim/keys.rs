@@ -1,0 +1,146 @@
+//! Record keys in eight bytes. A log holds millions of records, and most keys are made by a rule
+//! (`Sequence("order-")` numbers them, `Random(n)` draws a number): a record keeps the rule's
+//! number, not the text, and the text is written out again when something shows or reports it.
+//! Keys given as text (a fixed key, the timeline's `Produce`) and the sequences' prefixes are
+//! kept once each, in the producer's table of names.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+/// A record's key: a rule and its number, a name from the producer's table, or none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Key(u64);
+
+const TAG_SHIFT: u32 = 62;
+const SEQUENCE: u64 = 0;
+const RANDOM: u64 = 1;
+const NAMED: u64 = 2;
+// Tag 3 is `Key::NONE`'s (every bit set).
+/// A sequence's number takes the low bits; the name of its prefix the bits above.
+const NUMBER_BITS: u32 = 48;
+const NUMBER_MASK: u64 = (1 << NUMBER_BITS) - 1;
+/// The most names a producer's table holds: the prefix's index must fit in its bits.
+pub const MAX_NAMES: usize = 1 << (TAG_SHIFT - NUMBER_BITS);
+
+impl Key {
+    pub const NONE: Key = Key(u64::MAX);
+
+    /// `{prefix}{n}`, the prefix being name `prefix` of the producer's table.
+    pub fn sequence(prefix: usize, n: u64) -> Key {
+        debug_assert!(prefix < MAX_NAMES && n <= NUMBER_MASK);
+        Key((SEQUENCE << TAG_SHIFT) | ((prefix as u64) << NUMBER_BITS) | (n & NUMBER_MASK))
+    }
+
+    /// `key-{n}`, as `Random` keys are named.
+    pub fn random(n: u64) -> Key {
+        Key((RANDOM << TAG_SHIFT) | (n & ((1 << TAG_SHIFT) - 1)))
+    }
+
+    /// Name `index` of the producer's table.
+    pub fn named(index: usize) -> Key {
+        Key((NAMED << TAG_SHIFT) | index as u64)
+    }
+
+    pub fn is_none(self) -> bool {
+        self == Key::NONE
+    }
+
+    fn tag(self) -> u64 {
+        self.0 >> TAG_SHIFT
+    }
+
+    fn payload(self) -> u64 {
+        self.0 & ((1 << TAG_SHIFT) - 1)
+    }
+
+    /// Writes the key's text into `out` (cleared first); false for no key.
+    pub fn write(self, names: &[Arc<str>], out: &mut String) -> bool {
+        out.clear();
+        match self.tag() {
+            SEQUENCE => {
+                let prefix = (self.payload() >> NUMBER_BITS) as usize;
+                out.push_str(&names[prefix]);
+                let _ = write!(out, "{}", self.payload() & NUMBER_MASK);
+            }
+            RANDOM => {
+                let _ = write!(out, "key-{}", self.payload());
+            }
+            NAMED => out.push_str(&names[self.payload() as usize]),
+            _ => return false,
+        }
+        true
+    }
+
+    /// The key's text, or `None` for no key.
+    pub fn text(self, names: &[Arc<str>]) -> Option<String> {
+        let mut out = String::new();
+        self.write(names, &mut out).then_some(out)
+    }
+
+    /// Whether the key's text is `text`, without writing it out.
+    pub fn is(self, names: &[Arc<str>], text: &str) -> bool {
+        // The decimal digits of `n`, exactly as `{n}` writes them.
+        let number_is = |digits: &str, n: u64| {
+            !digits.is_empty()
+                && digits.bytes().all(|b| b.is_ascii_digit())
+                && (digits.len() == 1 || !digits.starts_with('0'))
+                && digits.parse::<u64>() == Ok(n)
+        };
+        match self.tag() {
+            SEQUENCE => {
+                let prefix = (self.payload() >> NUMBER_BITS) as usize;
+                text.strip_prefix(&*names[prefix])
+                    .is_some_and(|d| number_is(d, self.payload() & NUMBER_MASK))
+            }
+            RANDOM => text
+                .strip_prefix("key-")
+                .is_some_and(|d| number_is(d, self.payload())),
+            NAMED => &*names[self.payload() as usize] == text,
+            _ => false,
+        }
+    }
+}
+
+/// The index of `name` in a table of names, added if new.
+pub fn intern(names: &mut Vec<Arc<str>>, name: &str) -> usize {
+    match names.iter().position(|n| &**n == name) {
+        Some(i) => i,
+        None => {
+            names.push(Arc::from(name));
+            names.len() - 1
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_write_the_text_they_were_made_from() {
+        let mut names = Vec::new();
+        let order = intern(&mut names, "order-");
+        let fixed = intern(&mut names, "user-7");
+        assert_eq!(intern(&mut names, "order-"), order, "a name is kept once");
+        let cases = [
+            (Key::sequence(order, 0), "order-0"),
+            (Key::sequence(order, 1_234_567), "order-1234567"),
+            (Key::random(99_999), "key-99999"),
+            (Key::named(fixed), "user-7"),
+        ];
+        for (key, text) in cases {
+            assert_eq!(key.text(&names).as_deref(), Some(text));
+            assert!(key.is(&names, text), "{text}");
+            assert!(!key.is(&names, &format!("{text}0")), "{text}0");
+        }
+        assert!(
+            !Key::sequence(order, 5).is(&names, "order-05"),
+            "no leading zeros"
+        );
+        assert!(!Key::sequence(order, 5).is(&names, "order-+5"));
+        assert!(!Key::random(5).is(&names, "order-5"));
+        assert_eq!(Key::NONE.text(&names), None);
+        assert!(!Key::NONE.is(&names, ""));
+        assert!(Key::NONE.is_none() && !Key::random(0).is_none());
+    }
+}
