@@ -1101,10 +1101,10 @@ impl Scenario {
                     format!("{}: must be 1 to {}", p.batch_size, limits::BATCH_SIZE),
                 ));
             }
-            if let Keys::Sequence(key) | Keys::Fixed(key) = &p.keys {
-                if let Some(why) = key_too_long(key) {
-                    return Err(bad(at("keys"), why));
-                }
+            if let Keys::Sequence(key) | Keys::Fixed(key) = &p.keys
+                && let Some(why) = key_too_long(key)
+            {
+                return Err(bad(at("keys"), why));
             }
             if let Keys::Random(0) = p.keys {
                 return Err(bad(at("keys"), "Random(0): needs at least one key".into()));
@@ -1175,17 +1175,17 @@ impl Scenario {
             );
         }
 
-        if let Some(racks) = &c.broker_racks {
-            if racks.len() != c.brokers as usize {
-                return Err(bad(
-                    "cluster.broker_racks".into(),
-                    format!(
-                        "{} racks for {} brokers: give one per broker",
-                        racks.len(),
-                        c.brokers
-                    ),
-                ));
-            }
+        if let Some(racks) = &c.broker_racks
+            && racks.len() != c.brokers as usize
+        {
+            return Err(bad(
+                "cluster.broker_racks".into(),
+                format!(
+                    "{} racks for {} brokers: give one per broker",
+                    racks.len(),
+                    c.brokers
+                ),
+            ));
         }
         if c.offsets_topic_partitions == 0 || c.offsets_topic_partitions > limits::PARTITIONS {
             return Err(bad(
@@ -1365,10 +1365,10 @@ impl Scenario {
                 }
                 Action::Produce(name, key, count) => {
                     let p = producer(name)?;
-                    if let Some(key) = key {
-                        if let Some(why) = key_too_long(key) {
-                            return Err(bad(field, why));
-                        }
+                    if let Some(key) = key
+                        && let Some(why) = key_too_long(key)
+                    {
+                        return Err(bad(field, why));
                     }
                     memory.add(*count, producer_rf(p));
                 }

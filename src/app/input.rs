@@ -185,6 +185,7 @@ pub fn hit(shown: &Shown, at: Vec2) -> Option<Target> {
     None
 }
 
+#[allow(clippy::too_many_arguments)]
 fn mouse(
     buttons: Res<ButtonInput<MouseButton>>,
     window: Single<&Window, With<PrimaryWindow>>,

@@ -275,6 +275,7 @@ fn change_color(commands: &mut Commands, e: Entity, sprite: &mut Sprite, to: Col
     }
 }
 
+#[allow(clippy::type_complexity)]
 fn animate_state(
     mut commands: Commands,
     shown: Res<Shown>,

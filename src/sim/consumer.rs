@@ -351,20 +351,17 @@ fn handle_group_responses(
                     consumer.state = MemberState::Unjoined;
                 }
                 for o in new {
-                    if !consumer.assigned.contains_key(&o) {
+                    consumer.assigned.entry(o).or_insert_with(|| {
                         let start =
                             start_offset(group, o, leader_hw(&cluster, &partitions, &replicas, o));
-                        consumer.assigned.insert(
-                            o,
-                            Progress {
-                                position: start,
-                                processed: start,
-                                fetch_in_flight: None,
-                                fetch_sent_ms: 0,
-                                committed_sent: group.committed.get(&o).copied(),
-                            },
-                        );
-                    }
+                        Progress {
+                            position: start,
+                            processed: start,
+                            fetch_in_flight: None,
+                            fetch_sent_ms: 0,
+                            committed_sent: group.committed.get(&o).copied(),
+                        }
+                    });
                 }
             }
             GroupResponseBody::Heartbeat => consumer.heartbeat_in_flight = None,
@@ -420,6 +417,7 @@ fn wire_from_broker(wire: &Wire) -> Option<u32> {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn handle_fetch_responses(
     clock: Res<SimClock>,
     cluster: Res<Cluster>,
@@ -718,8 +716,9 @@ pub(super) fn send_requests(
                             .is_some_and(|(r, mine)| r.get(b as usize - 1) == Some(mine))
                     };
                     let mut serving = leader;
-                    if cluster.config.rack_aware_replica_selector && !in_rack(leader) {
-                        if let Some(b) = partition
+                    if cluster.config.rack_aware_replica_selector
+                        && !in_rack(leader)
+                        && let Some(b) = partition
                             .isr
                             .iter()
                             .filter(|b| in_rack(**b) && views[**b as usize].alive)
@@ -730,9 +729,8 @@ pub(super) fn send_requests(
                                     std::cmp::Reverse(**b),
                                 )
                             })
-                        {
-                            serving = *b;
-                        }
+                    {
+                        serving = *b;
                     }
                     let replica = partition.replica_on(serving).expect("a replica");
                     let wire = network.send(now, node, Node::Broker(serving));

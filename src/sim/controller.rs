@@ -95,19 +95,18 @@ pub fn choose_leader(
     {
         return Some((*b, false));
     }
-    if elr_enabled {
-        if let Some(b) = partition
+    if elr_enabled
+        && let Some(b) = partition
             .assignment
             .iter()
             .find(|b| partition.elr.contains(b) && eligible(b))
-        {
-            return Some((*b, false));
-        }
+    {
+        return Some((*b, false));
     }
-    if partition.unclean_leader_election {
-        if let Some(b) = partition.assignment.iter().find(|b| eligible(b)) {
-            return Some((*b, true));
-        }
+    if partition.unclean_leader_election
+        && let Some(b) = partition.assignment.iter().find(|b| eligible(b))
+    {
+        return Some((*b, true));
     }
     None
 }
@@ -230,10 +229,11 @@ fn unfence(
     let elr_enabled = ctx.cluster.config.eligible_leader_replicas;
     for &entity in &ctx.cluster.partitions {
         let mut partition = partitions.get_mut(entity).expect("partition entity");
-        if partition.leader.is_none() && partition.assignment.contains(&broker) {
-            if let Some(next) = choose_leader(&partition, ctx.brokers, elr_enabled) {
-                set_leader(&mut partition, Some(next), replicas, ctx);
-            }
+        if partition.leader.is_none()
+            && partition.assignment.contains(&broker)
+            && let Some(next) = choose_leader(&partition, ctx.brokers, elr_enabled)
+        {
+            set_leader(&mut partition, Some(next), replicas, ctx);
         }
     }
 }

@@ -206,12 +206,12 @@ fn check(
                 ),
             );
         }
-        if let Some(leader) = p.leader {
-            if p.leader_epoch != seen.epoch
-                && !p.elected_uncleanly
-                && !seen.electable.contains(&leader)
-            {
-                invariants.report(
+        if let Some(leader) = p.leader
+            && p.leader_epoch != seen.epoch
+            && !p.elected_uncleanly
+            && !seen.electable.contains(&leader)
+        {
+            invariants.report(
                     "clean-leader-outside-isr",
                     i,
                     leader,
@@ -222,16 +222,17 @@ fn check(
                         seen.electable
                     ),
                 );
-            }
         }
         // A dead leader's process keeps nothing in memory (and a wiped one has no disk either).
         let leader_hw = p
             .leader_replica()
             .filter(|_| p.leader.is_some_and(|l| views[l as usize].alive))
             .map(|e| replicas.get(e).expect("replica").high_watermark);
-        if let (Some(hw), Some(last)) = (leader_hw, seen.leader_hw) {
-            if p.leader_epoch == seen.epoch && hw < last {
-                invariants.report(
+        if let (Some(hw), Some(last)) = (leader_hw, seen.leader_hw)
+            && p.leader_epoch == seen.epoch
+            && hw < last
+        {
+            invariants.report(
                     "leader-hw-backwards",
                     i,
                     p.leader.unwrap_or(0),
@@ -241,7 +242,6 @@ fn check(
                         p.leader_epoch
                     ),
                 );
-            }
         }
         seen.leader = p.leader;
         seen.epoch = p.leader_epoch;

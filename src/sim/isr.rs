@@ -121,7 +121,7 @@ fn shrink_isr(
     let now = clock.now_ms;
     wake.clear(Standing::IsrCheck);
     wake.standing_at(Standing::IsrCheck, (now / period + 1) * period);
-    if now == 0 || now % period != 0 {
+    if now == 0 || !now.is_multiple_of(period) {
         return;
     }
     let views = broker_views(brokers.iter());

@@ -144,7 +144,7 @@ fn sample_lag(
 ) {
     let now = clock.now_ms;
     wake.at((now / SAMPLE_EVERY_MS + 1) * SAMPLE_EVERY_MS);
-    if now % SAMPLE_EVERY_MS != 0 {
+    if !now.is_multiple_of(SAMPLE_EVERY_MS) {
         return;
     }
     for (i, &entity) in cluster.groups.iter().enumerate() {

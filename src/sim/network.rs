@@ -244,7 +244,7 @@ fn despawn_lost(
 /// A broker whose process is gone refuses connections: a request that reaches it, or one it was
 /// holding when it died, is lost, and its sender learns at once (the connection resets; a producer
 /// sees NETWORK_EXCEPTION, a follower's fetcher backs off).
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
 fn refuse_at_dead_brokers(
     clock: Res<SimClock>,
     cluster: Res<Cluster>,
@@ -271,7 +271,7 @@ fn refuse_at_dead_brokers(
     let dead = |w: &Wire| match w.to {
         Node::Broker(b) => {
             let view = views[b as usize];
-            !view.alive && !(view.starting && w.from == Node::Controller)
+            !(view.alive || view.starting && w.from == Node::Controller)
         }
         _ => false,
     };
@@ -298,13 +298,13 @@ fn refuse_at_dead_brokers(
                     &mut ledger,
                 );
         }
-        if group.is_some() || consumer_fetch.is_some() {
-            if let Node::Consumer(c) = wire.from {
-                consumers
-                    .get_mut(cluster.consumers[c as usize])
-                    .expect("consumer entity")
-                    .request_failed(wire.id, now);
-            }
+        if (group.is_some() || consumer_fetch.is_some())
+            && let Node::Consumer(c) = wire.from
+        {
+            consumers
+                .get_mut(cluster.consumers[c as usize])
+                .expect("consumer entity")
+                .request_failed(wire.id, now);
         }
         if let (Some(_), Node::Broker(follower), Node::Broker(leader)) = (fetch, wire.from, wire.to)
         {

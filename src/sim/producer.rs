@@ -770,7 +770,7 @@ fn accumulate(
             let partition = producer.choose_partition(key, text, available, &mut rng);
             producer.append(now, partition, key);
             if keyless {
-                producer.after_keyless_record(&available, &mut rng);
+                producer.after_keyless_record(available, &mut rng);
             }
         }
     }

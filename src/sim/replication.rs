@@ -395,8 +395,11 @@ struct Followed {
     partitions: Vec<Entity>,
     leaders: Vec<Option<BrokerId>>,
     /// By broker id - 1: (leader, [(partition, the follower's replica)]), by leader.
-    by_broker: Vec<Vec<(BrokerId, Vec<(Entity, Entity)>)>>,
+    by_broker: Vec<Vec<(BrokerId, Followers)>>,
 }
+
+/// The partitions one follower fetches from one leader: (partition, the follower's replica).
+type Followers = Vec<(Entity, Entity)>;
 
 impl Followed {
     fn compute(cluster: &Cluster, partitions: &Query<&Partition>) -> Followed {

@@ -296,7 +296,7 @@ fn annotate(a: &Annotation, ctx: &Context, out: &mut Vec<Mark>) {
                 }
                 let c = strip.cell(i);
                 // Clear of the role and numbers written at the line's right end.
-                if offset % every.max(1) != 0
+                if !offset.is_multiple_of(every.max(1))
                     || c.max.x > strip.rect.max.x - 240.0 * ctx.layout.text
                 {
                     continue;

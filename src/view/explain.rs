@@ -53,9 +53,7 @@ pub fn explain(s: &Snapshot, config: &ClusterConfig, target: Target) -> Option<(
             )
         }
         Target::Replica { ordinal, broker } => {
-            let Some(p) = s.partitions.get(ordinal as usize) else {
-                return None;
-            };
+            let p = s.partitions.get(ordinal as usize)?;
             let r = p.replicas.iter().find(|r| r.broker == broker);
             let role = r.map_or(String::new(), |r| match r.role {
                 ReplicaRole::Leader => {
@@ -125,9 +123,7 @@ pub fn explain(s: &Snapshot, config: &ClusterConfig, target: Target) -> Option<(
             )
         }
         Target::Message(i) => {
-            let Some(m) = s.messages.get(i) else {
-                return None;
-            };
+            let m = s.messages.get(i)?;
             let name = m.detail.unwrap_or(m.kind.name());
             let why = match m.kind {
                 MessageKind::Produce => {
@@ -217,9 +213,7 @@ pub fn explain(s: &Snapshot, config: &ClusterConfig, target: Target) -> Option<(
             )
         }
         Target::Member { group, index } => {
-            let Some(m) = s.groups.get(group).and_then(|g| g.members.get(index)) else {
-                return None;
-            };
+            let m = s.groups.get(group).and_then(|g| g.members.get(index))?;
             (
                 m.name.clone(),
                 format!(

@@ -525,7 +525,7 @@ fn the_invariants_notice_an_in_sync_follower_holding_other_records_than_the_lead
     let violations = sim.report().invariant_violations;
     assert_eq!(violations.len(), 1, "{violations:?}");
     assert!(
-        violations[0].contains(&format!("in-sync broker 2 holds record #1000"))
+        violations[0].contains(&"in-sync broker 2 holds record #1000".to_string())
             && violations[0].contains(&format!("at offset {hw}")),
         "{violations:?}"
     );

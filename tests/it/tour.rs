@@ -212,11 +212,11 @@ fn every_beat_starts_from_the_same_state_forwards_and_back() {
         forward.get(2),
         "beat 3's start, reached backwards"
     );
-    for i in 3..tour.beats.len() {
+    for (i, expected) in forward.iter().enumerate().take(tour.beats.len()).skip(3) {
         let at_start = play(&mut sim, &mut place, Step::Next);
         assert_eq!(
             at_start,
-            forward[i],
+            *expected,
             "beat {}'s start, the second time",
             i + 1
         );
