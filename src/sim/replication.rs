@@ -438,6 +438,7 @@ impl Followed {
     /// Computes the pairs again if a leader moved since.
     fn refresh(&mut self, cluster: &Cluster, partitions: &Query<&Partition>) {
         let current = self.partitions == cluster.partitions
+            && self.by_broker.len() == cluster.brokers.len()
             && self
                 .leaders
                 .iter()

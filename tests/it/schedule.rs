@@ -29,6 +29,17 @@ fn the_step_schedule_has_no_ambiguity() {
 }
 
 #[test]
+fn a_cluster_without_topics_runs() {
+    // Brokers only: nothing to follow, fetch or consume, and no rule may assume there is.
+    let report = crate::run(&crate::scenario(
+        r#"(name: "bare", cluster: (brokers: 3), duration_ms: 5000)"#,
+    ));
+    assert_eq!(report.sim_time_ms, 5000);
+    assert!(report.partitions.is_empty());
+    assert!(report.invariant_violations.is_empty());
+}
+
+#[test]
 fn same_scenario_same_report() {
     let scenario = crate::built_in("quickstart");
     let a = crate::run(&scenario).to_json();
