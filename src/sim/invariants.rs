@@ -212,16 +212,16 @@ fn check(
             && !seen.electable.contains(&leader)
         {
             invariants.report(
-                    "clean-leader-outside-isr",
-                    i,
-                    leader,
-                    format!(
-                        "{now} ms: {}: broker {leader} was elected cleanly in epoch {} without being in the ISR {:?}",
-                        name(p),
-                        p.leader_epoch,
-                        seen.electable
-                    ),
-                );
+                "clean-leader-outside-isr",
+                i,
+                leader,
+                format!(
+                    "{now} ms: {}: broker {leader} was elected cleanly in epoch {} without being in the ISR {:?}",
+                    name(p),
+                    p.leader_epoch,
+                    seen.electable
+                ),
+            );
         }
         // A dead leader's process keeps nothing in memory (and a wiped one has no disk either).
         let leader_hw = p
@@ -233,15 +233,15 @@ fn check(
             && hw < last
         {
             invariants.report(
-                    "leader-hw-backwards",
-                    i,
-                    p.leader.unwrap_or(0),
-                    format!(
-                        "{now} ms: {}: the leader's high watermark moved back from {last} to {hw} in epoch {}",
-                        name(p),
-                        p.leader_epoch
-                    ),
-                );
+                "leader-hw-backwards",
+                i,
+                p.leader.unwrap_or(0),
+                format!(
+                    "{now} ms: {}: the leader's high watermark moved back from {last} to {hw} in epoch {}",
+                    name(p),
+                    p.leader_epoch
+                ),
+            );
         }
         seen.leader = p.leader;
         seen.epoch = p.leader_epoch;

@@ -59,6 +59,9 @@ pub fn producer_name(cluster: &Cluster, producers: &Query<&Producer>, index: u32
         .unwrap_or_default()
 }
 
+/// Where a producer's table of key names holds its configured prefix or fixed key.
+const CONFIG_KEY_NAME: usize = 0;
+
 /// A batch in the accumulator or in flight.
 #[derive(Debug, Clone)]
 pub struct Batch {
@@ -252,9 +255,10 @@ impl Producer {
             drain_start: BTreeMap::new(),
             stats: ProducerStats::default(),
         };
-        // A sequence's prefix comes first in the table, where a key's bits can always name it.
+        // The configured prefix or fixed key is name 0 (`CONFIG_KEY_NAME`), where a key's bits
+        // can always name it.
         if let Keys::Sequence(name) | Keys::Fixed(name) = &config.keys {
-            keys::intern(&mut producer.key_names, name);
+            producer.key_names.push(Arc::from(name.as_str()));
         }
         producer.set_acks(config.acks);
         producer
@@ -288,10 +292,9 @@ impl Producer {
     fn next_key(&mut self, rng: &mut SimRng) -> Key {
         match &self.config.keys {
             Keys::None => Key::NONE,
-            Keys::Fixed(k) => Key::named(keys::intern(&mut self.key_names, k)),
-            Keys::Sequence(prefix) => {
-                let prefix = keys::intern(&mut self.key_names, prefix);
-                let key = Key::sequence(prefix, self.key_counter);
+            Keys::Fixed(_) => Key::named(CONFIG_KEY_NAME),
+            Keys::Sequence(_) => {
+                let key = Key::sequence(CONFIG_KEY_NAME, self.key_counter);
                 self.key_counter += 1;
                 key
             }
