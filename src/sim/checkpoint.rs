@@ -13,17 +13,15 @@ use super::cluster::{Broker, Cluster, Partition, Replica};
 use super::consumer::Consumer;
 use super::controller::Controller;
 use super::events::{EventLog, Metrics};
-use super::group_coordinator::{CommitPending, ConsumerGroup};
+use super::group_coordinator::ConsumerGroup;
 use super::invariants::Invariants;
 use super::lag::LagMonitor;
 use super::ledger::AckLedger;
-use super::network::{Network, Wire};
+use super::network::Network;
 use super::producer::Producer;
-use super::protocol::{
-    ConsumerFetch, ConsumerFetchResponse, FetchRequest, FetchResponse, GroupRequest, GroupResponse,
-    Heartbeat, HeartbeatResponse, PendingRecord, ProduceRequest, ProduceResponse,
-};
+use super::protocol::PendingRecord;
 use super::timeline::Timeline;
+use super::wires::{Payload, Wires};
 
 /// Points an entity reference of a checkpoint at the entity restored in its place.
 trait Remap {
@@ -42,18 +40,7 @@ macro_rules! no_entities {
     };
 }
 
-no_entities!(
-    Name,
-    Broker,
-    Controller,
-    Consumer,
-    Wire,
-    Heartbeat,
-    HeartbeatResponse,
-    GroupRequest,
-    GroupResponse,
-    CommitPending
-);
+no_entities!(Name, Broker, Controller, Consumer);
 
 impl Remap for Partition {
     fn remap(&mut self, map: &EntityHashMap<Entity>) {
@@ -79,52 +66,45 @@ impl Remap for ConsumerGroup {
     }
 }
 
-impl Remap for ProduceRequest {
+impl Remap for Wires {
     fn remap(&mut self, map: &EntityHashMap<Entity>) {
-        self.batches
-            .iter_mut()
-            .for_each(|b| remap(&mut b.partition, map));
-    }
-}
-
-impl Remap for ProduceResponse {
-    fn remap(&mut self, map: &EntityHashMap<Entity>) {
-        self.results
-            .iter_mut()
-            .for_each(|r| remap(&mut r.partition, map));
-    }
-}
-
-impl Remap for FetchRequest {
-    fn remap(&mut self, map: &EntityHashMap<Entity>) {
-        for p in &mut self.partitions {
-            remap(&mut p.partition, map);
-            remap(&mut p.replica, map);
+        for payload in self.payloads_mut() {
+            match payload {
+                Payload::Produce(request) => request
+                    .batches
+                    .iter_mut()
+                    .for_each(|b| remap(&mut b.partition, map)),
+                Payload::ProduceResponse(response) => response
+                    .results
+                    .iter_mut()
+                    .for_each(|r| remap(&mut r.partition, map)),
+                Payload::Fetch(request) => {
+                    for p in &mut request.partitions {
+                        remap(&mut p.partition, map);
+                        remap(&mut p.replica, map);
+                    }
+                }
+                Payload::FetchResponse(response) => {
+                    for p in &mut response.partitions {
+                        remap(&mut p.partition, map);
+                        remap(&mut p.replica, map);
+                    }
+                }
+                Payload::ConsumerFetch(fetch) => {
+                    remap(&mut fetch.consumer, map);
+                    remap(&mut fetch.partition, map);
+                    remap(&mut fetch.replica, map);
+                }
+                Payload::ConsumerFetchResponse(response) => {
+                    remap(&mut response.consumer, map);
+                    remap(&mut response.partition, map);
+                }
+                Payload::Heartbeat(_)
+                | Payload::HeartbeatResponse(_)
+                | Payload::Group(_)
+                | Payload::GroupResponse(_) => {}
+            }
         }
-    }
-}
-
-impl Remap for FetchResponse {
-    fn remap(&mut self, map: &EntityHashMap<Entity>) {
-        for p in &mut self.partitions {
-            remap(&mut p.partition, map);
-            remap(&mut p.replica, map);
-        }
-    }
-}
-
-impl Remap for ConsumerFetch {
-    fn remap(&mut self, map: &EntityHashMap<Entity>) {
-        remap(&mut self.consumer, map);
-        remap(&mut self.partition, map);
-        remap(&mut self.replica, map);
-    }
-}
-
-impl Remap for ConsumerFetchResponse {
-    fn remap(&mut self, map: &EntityHashMap<Entity>) {
-        remap(&mut self.consumer, map);
-        remap(&mut self.partition, map);
     }
 }
 
@@ -238,18 +218,6 @@ model_state! {
         producer: Producer,
         group: ConsumerGroup,
         consumer: Consumer,
-        wire: Wire,
-        produce_request: ProduceRequest,
-        produce_response: ProduceResponse,
-        fetch_request: FetchRequest,
-        fetch_response: FetchResponse,
-        heartbeat: Heartbeat,
-        heartbeat_response: HeartbeatResponse,
-        group_request: GroupRequest,
-        group_response: GroupResponse,
-        consumer_fetch: ConsumerFetch,
-        consumer_fetch_response: ConsumerFetchResponse,
-        commit_pending: CommitPending,
     }
     resources {
         clock: SimClock,
@@ -258,6 +226,7 @@ model_state! {
         events: EventLog,
         metrics: Metrics,
         network: Network,
+        wires: Wires,
         ledger: AckLedger,
         timeline: Timeline,
         invariants: Invariants,
@@ -273,6 +242,7 @@ fn approx_bytes(entities: &BTreeMap<Entity, Parts>, resources: &Resources) -> us
     const MAP_ENTRY: usize = size_of::<Entity>() + size_of::<Parts>() + 16;
     let mut bytes = size_of::<Resources>()
         + resources.ledger.records.unshared_bytes()
+        + resources.wires.approx_bytes()
         + resources.events.events.unshared_bytes();
     for group in &resources.lag.groups {
         bytes += group

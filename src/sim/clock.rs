@@ -77,6 +77,11 @@ impl Wake {
         self.next_ms = self.next_ms.min(at_ms);
     }
 
+    /// The earliest instant anything asked to be woken at so far.
+    pub fn next_ms(&self) -> u64 {
+        self.next_ms
+    }
+
     /// Whether a standing rule runs at this step: its deadline is due, or the clock runs every
     /// rule at every step.
     pub fn due(&self, rule: Standing, clock: &SimClock) -> bool {

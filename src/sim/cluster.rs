@@ -526,6 +526,7 @@ pub fn load(world: &mut World, scenario: &Scenario) {
     world.insert_resource(EventLog::default());
     world.insert_resource(Metrics::default());
     world.insert_resource(Network::new(&scenario.cluster));
+    world.insert_resource(super::wires::Wires::default());
     world.insert_resource(super::ledger::AckLedger::default());
 
     let brokers: Vec<Entity> = (1..=scenario.cluster.brokers)

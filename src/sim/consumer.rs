@@ -10,11 +10,12 @@ use bevy::prelude::*;
 use super::cluster::{Broker, Cluster, Partition, Replica, broker_views};
 use super::group_coordinator::ConsumerGroup;
 use super::invariants::Invariants;
-use super::network::{Network, Node, Wire, arrivals};
+use super::network::{Network, Node, Wire};
 use super::protocol::{
     ConsumerFetch, ConsumerFetchResponse, GroupError, GroupRequest, GroupRequestBody,
     GroupResponse, GroupResponseBody, KafkaError,
 };
+use super::wires::Wires;
 use super::{SimClock, SimSet, SimStep, Wake};
 use crate::assignor::{self, TopicPartition};
 use crate::scenario::OffsetReset;
@@ -257,17 +258,18 @@ fn handle_group_responses(
     clock: Res<SimClock>,
     cluster: Res<Cluster>,
     mut network: ResMut<Network>,
-    responses: Query<(Entity, &Wire, &GroupResponse)>,
+    mut wires: ResMut<Wires>,
     partitions: Query<&Partition>,
     replicas: Query<&Replica>,
     groups: Query<&ConsumerGroup>,
     mut consumers: Query<&mut Consumer>,
-    mut commands: Commands,
+    mut due: Local<Vec<u64>>,
 ) {
     let now = clock.now_ms;
-    for entity in arrivals(responses.iter().map(|(e, w, _)| (e, w)), now) {
-        let (_, wire, response) = responses.get(entity).unwrap();
-        commands.entity(entity).despawn();
+    wires.arriving::<GroupResponse>(&mut due);
+    for &id in due.iter() {
+        wires.finish(id);
+        let (wire, response) = wires.get_of::<GroupResponse>(id).expect("a group response");
         let Node::Consumer(index) = wire.to else {
             unreachable!("group responses go to consumers")
         };
@@ -308,21 +310,20 @@ fn handle_group_responses(
                 let Some(coordinator) = wire_from_broker(wire) else {
                     continue;
                 };
-                let request = network.send(now, Node::Consumer(index), Node::Broker(coordinator));
+                let request = GroupRequest {
+                    group: consumer.group,
+                    member: consumer.member_id.clone(),
+                    body: GroupRequestBody::SyncGroup {
+                        generation: *generation,
+                        assignment,
+                    },
+                    commit_ends_at: None,
+                };
+                let from = Node::Consumer(index);
+                let request = network.send(now, from, Node::Broker(coordinator), request);
                 consumer.request_in_flight = Some(request.id);
                 consumer.sent_ms[0] = now;
                 consumer.state = MemberState::Syncing;
-                commands.spawn((
-                    request,
-                    GroupRequest {
-                        group: consumer.group,
-                        member: consumer.member_id.clone(),
-                        body: GroupRequestBody::SyncGroup {
-                            generation: *generation,
-                            assignment,
-                        },
-                    },
-                ));
             }
             GroupResponseBody::SyncGroup {
                 generation,
@@ -422,17 +423,20 @@ fn handle_fetch_responses(
     clock: Res<SimClock>,
     cluster: Res<Cluster>,
     mut invariants: ResMut<Invariants>,
-    responses: Query<(Entity, &Wire, &ConsumerFetchResponse)>,
+    mut wires: ResMut<Wires>,
     partitions: Query<&Partition>,
     replicas: Query<&Replica>,
     groups: Query<&ConsumerGroup>,
     mut consumers: Query<&mut Consumer>,
-    mut commands: Commands,
+    mut due: Local<Vec<u64>>,
 ) {
     let now = clock.now_ms;
-    for entity in arrivals(responses.iter().map(|(e, w, _)| (e, w)), now) {
-        let (_, _, response) = responses.get(entity).unwrap();
-        commands.entity(entity).despawn();
+    wires.arriving::<ConsumerFetchResponse>(&mut due);
+    for &id in due.iter() {
+        wires.finish(id);
+        let (_, response) = wires
+            .get_of::<ConsumerFetchResponse>(id)
+            .expect("a consumer fetch response");
         let mut consumer = consumers
             .get_mut(response.consumer)
             .expect("consumer entity");
@@ -552,7 +556,6 @@ pub(super) fn send_requests(
     replicas: Query<&Replica>,
     groups: Query<&ConsumerGroup>,
     mut consumers: Query<&mut Consumer>,
-    mut commands: Commands,
 ) {
     let now = clock.now_ms;
     let views = broker_views(brokers.iter());
@@ -574,17 +577,13 @@ pub(super) fn send_requests(
             .and_then(|p| p.leader);
         let mut send_group = |c: &mut Consumer, body: GroupRequestBody| -> Option<u64> {
             let broker = coordinator?;
-            let wire = network.send(now, node, Node::Broker(broker));
-            let id = wire.id;
-            commands.spawn((
-                wire,
-                GroupRequest {
-                    group: c.group,
-                    member: c.member_id.clone(),
-                    body,
-                },
-            ));
-            Some(id)
+            let request = GroupRequest {
+                group: c.group,
+                member: c.member_id.clone(),
+                body,
+                commit_ends_at: None,
+            };
+            Some(network.send(now, node, Node::Broker(broker), request).id)
         };
         if let Some(t) = c.expire_requests(now) {
             wake.at(t);
@@ -733,20 +732,17 @@ pub(super) fn send_requests(
                         serving = *b;
                     }
                     let replica = partition.replica_on(serving).expect("a replica");
-                    let wire = network.send(now, node, Node::Broker(serving));
+                    let fetch = ConsumerFetch {
+                        consumer: entity,
+                        partition: cluster.partitions[o as usize],
+                        replica,
+                        offset: p.position,
+                        max_records: config.max_poll_records,
+                    };
+                    let wire = network.send(now, node, Node::Broker(serving), fetch);
                     let progress = c.assigned.get_mut(&o).unwrap();
                     progress.fetch_in_flight = Some(wire.id);
                     progress.fetch_sent_ms = now;
-                    commands.spawn((
-                        wire,
-                        ConsumerFetch {
-                            consumer: entity,
-                            partition: cluster.partitions[o as usize],
-                            replica,
-                            offset: p.position,
-                            max_records: config.max_poll_records,
-                        },
-                    ));
                 }
             }
             _ => {}

@@ -18,9 +18,10 @@ use bevy::prelude::*;
 use super::clock::{SimRng, Standing};
 use super::cluster::{Broker, BrokerId, BrokerView, Cluster, FollowerState, Partition, Replica};
 use super::events::{EventKind, EventLog, Metrics};
-use super::network::{Network, Node, Wire, WireState, arrivals};
+use super::network::{Network, Node};
 use super::protocol::{Heartbeat, HeartbeatResponse};
 use super::timeline::Timeline;
+use super::wires::{OnWire, Wires};
 use super::{SimClock, SimSet, SimStep, Wake};
 use crate::scenario::ClusterConfig;
 
@@ -276,11 +277,9 @@ fn controller_due(clock: Res<SimClock>, wake: Res<Wake>, timeline: Res<Timeline>
 }
 
 /// A heartbeat or its answer still on its way wakes the controller's rules when it arrives.
-fn wake_at_arrivals<'a>(wires: impl Iterator<Item = &'a Wire>, now: u64, wake: &mut Wake) {
-    for wire in wires {
-        if wire.state == WireState::InFlight && wire.arrive_ms > now {
-            wake.standing_at(Standing::Controller, wire.arrive_ms);
-        }
+fn wake_at_arrivals<T: OnWire>(wires: &Wires, wake: &mut Wake) {
+    if let Some(at) = wires.next_arrival::<T>() {
+        wake.standing_at(Standing::Controller, at);
     }
 }
 
@@ -290,7 +289,6 @@ fn brokers_send_heartbeats(
     mut network: ResMut<Network>,
     mut wake: ResMut<Wake>,
     mut brokers: Query<&mut Broker>,
-    mut commands: Commands,
 ) {
     let now = clock.now_ms;
     wake.clear(Standing::Controller);
@@ -300,16 +298,13 @@ fn brokers_send_heartbeats(
             continue;
         }
         if now >= broker.next_heartbeat_ms {
-            let wire = network.send(now, Node::Broker(broker.id), Node::Controller);
+            let heartbeat = Heartbeat {
+                broker: broker.id,
+                incarnation: broker.incarnation,
+                registration: broker.starting,
+            };
+            let wire = network.send(now, Node::Broker(broker.id), Node::Controller, heartbeat);
             wake.standing_at(Standing::Controller, wire.arrive_ms);
-            commands.spawn((
-                wire,
-                Heartbeat {
-                    broker: broker.id,
-                    incarnation: broker.incarnation,
-                    registration: broker.starting,
-                },
-            ));
             broker.next_heartbeat_ms = now + cluster.config.heartbeat_interval_ms;
         }
         wake.standing_at(Standing::Controller, broker.next_heartbeat_ms);
@@ -335,15 +330,18 @@ fn brokers_take_heartbeat_responses(
     cluster: Res<Cluster>,
     mut rng: ResMut<SimRng>,
     mut wake: ResMut<Wake>,
-    responses: Query<(Entity, &Wire, &HeartbeatResponse)>,
+    mut wires: ResMut<Wires>,
     mut brokers: Query<&mut Broker>,
-    mut commands: Commands,
+    mut due: Local<Vec<u64>>,
 ) {
     let now = clock.now_ms;
-    wake_at_arrivals(responses.iter().map(|(_, w, _)| w), now, &mut wake);
-    for entity in arrivals(responses.iter().map(|(e, w, _)| (e, w)), now) {
-        commands.entity(entity).despawn();
-        let (_, _, response) = responses.get(entity).unwrap();
+    wake_at_arrivals::<HeartbeatResponse>(&wires, &mut wake);
+    wires.arriving::<HeartbeatResponse>(&mut due);
+    for &id in due.iter() {
+        wires.finish(id);
+        let (_, response) = wires
+            .get_of::<HeartbeatResponse>(id)
+            .expect("a heartbeat response");
         let mut broker = brokers
             .get_mut(cluster.brokers[response.broker as usize - 1])
             .expect("broker entity");
@@ -376,23 +374,23 @@ fn controller_handles_heartbeats(
     mut wake: ResMut<Wake>,
     mut events: ResMut<EventLog>,
     mut metrics: ResMut<Metrics>,
-    heartbeats: Query<(Entity, &Wire, &Heartbeat)>,
+    mut wires: ResMut<Wires>,
     mut controllers: Query<&mut Controller>,
     mut brokers: Query<&mut Broker>,
     mut partitions: Query<&mut Partition>,
     mut replicas: Query<&mut Replica>,
-    mut commands: Commands,
+    mut due: Local<Vec<u64>>,
 ) {
     let now = clock.now_ms;
-    wake_at_arrivals(heartbeats.iter().map(|(_, w, _)| w), now, &mut wake);
-    let due = arrivals(heartbeats.iter().map(|(e, w, _)| (e, w)), now);
-    if due.len() == 0 {
+    wake_at_arrivals::<Heartbeat>(&wires, &mut wake);
+    wires.arriving::<Heartbeat>(&mut due);
+    if due.is_empty() {
         return;
     }
     let mut controller = controllers.get_mut(cluster.controller).expect("controller");
-    for entity in due {
-        let (_, wire, heartbeat) = heartbeats.get(entity).unwrap();
-        commands.entity(entity).despawn();
+    for &id in due.iter() {
+        wires.finish(id);
+        let (&wire, heartbeat) = wires.get_of::<Heartbeat>(id).expect("a heartbeat");
         let b = heartbeat.broker;
         let broker_entity = cluster.brokers[b as usize - 1];
         let registered = controller.registered[b as usize];
@@ -468,17 +466,14 @@ fn controller_handles_heartbeats(
                 );
             }
         }
-        let response = network.send(now, Node::Controller, wire.from);
+        let response = HeartbeatResponse {
+            broker: b,
+            incarnation: heartbeat.incarnation,
+            fenced: brokers.get(broker_entity).expect("broker").fenced,
+            refused,
+        };
+        let response = network.send(now, Node::Controller, wire.from, response);
         wake.standing_at(Standing::Controller, response.arrive_ms);
-        commands.spawn((
-            response,
-            HeartbeatResponse {
-                broker: b,
-                incarnation: heartbeat.incarnation,
-                fenced: brokers.get(broker_entity).expect("broker").fenced,
-                refused,
-            },
-        ));
     }
 }
 

@@ -13,10 +13,11 @@ use bevy::prelude::*;
 
 use super::cluster::{Cluster, Partition, Record, Replica};
 use super::events::{EventKind, EventLog};
-use super::network::{Network, Node, Wire, WireState, arrivals, held};
+use super::network::{Network, Node, Wire, WireState};
 use super::protocol::{
     GroupError, GroupRequest, GroupRequestBody, GroupResponse, GroupResponseBody,
 };
+use super::wires::Wires;
 use super::{SimClock, SimSet, SimStep, Wake};
 use crate::assignor::{Assignment, Member, TopicPartition};
 use crate::scenario::ConsumerGroupConfig;
@@ -149,7 +150,6 @@ pub(super) fn plugin(app: &mut App) {
 }
 
 fn respond(
-    commands: &mut Commands,
     network: &mut Network,
     now: u64,
     wire: &Wire,
@@ -157,14 +157,16 @@ fn respond(
     member: &str,
     body: GroupResponseBody,
 ) {
-    commands.spawn((
-        network.send(now, wire.to, wire.from),
+    network.send(
+        now,
+        wire.to,
+        wire.from,
         GroupResponse {
             group,
             member: member.to_string(),
             body,
         },
-    ));
+    );
 }
 
 /// The coordinator broker of a group now: the offsets partition's leader.
@@ -214,26 +216,28 @@ fn handle_group_requests(
     cluster: Res<Cluster>,
     mut network: ResMut<Network>,
     mut events: ResMut<EventLog>,
-    mut requests: Query<(Entity, &mut Wire, &GroupRequest)>,
+    mut wires: ResMut<Wires>,
     partitions: Query<&Partition>,
     mut replicas: Query<&mut Replica>,
     mut groups: Query<&mut ConsumerGroup>,
     mut wake: ResMut<Wake>,
-    mut commands: Commands,
+    mut due: Local<Vec<u64>>,
 ) {
     let now = clock.now_ms;
     let initial_delay = cluster.config.group_initial_rebalance_delay_ms;
-    for entity in arrivals(requests.iter().map(|(e, w, _)| (e, w)), now) {
-        let (_, mut wire, request) = requests.get_mut(entity).unwrap();
+    wires.arriving::<GroupRequest>(&mut due);
+    for &id in due.iter() {
+        // A copy: handling it may hold or answer other requests of the group.
+        let (&wire, request) = wires.get_of::<GroupRequest>(id).expect("a group request");
+        let request = request.clone();
         let mut group = groups
             .get_mut(cluster.groups[request.group as usize])
             .expect("group entity");
         let g = request.group;
         let member = request.member.clone();
         let name = request.body.name();
-        let error = |commands: &mut Commands, network: &mut Network, wire: &Wire, error| {
+        let error = |network: &mut Network, wire: &Wire, error| {
             respond(
-                commands,
                 network,
                 now,
                 wire,
@@ -251,13 +255,8 @@ fn handle_group_requests(
                 _ => unreachable!("group requests go to brokers"),
             })
         {
-            error(
-                &mut commands,
-                &mut network,
-                &wire,
-                GroupError::NotCoordinator,
-            );
-            commands.entity(entity).despawn();
+            error(&mut network, &wire, GroupError::NotCoordinator);
+            wires.finish(id);
             continue;
         }
         let known = group.member(&member);
@@ -289,8 +288,8 @@ fn handle_group_requests(
                         leader: group.leader.clone().unwrap_or_default(),
                         members: Vec::new(),
                     };
-                    respond(&mut commands, &mut network, now, &wire, g, &member, body);
-                    commands.entity(entity).despawn();
+                    respond(&mut network, now, &wire, g, &member, body);
+                    wires.finish(id);
                     continue;
                 }
                 if let Some(slot) = static_slot {
@@ -326,45 +325,28 @@ fn handle_group_requests(
                     group.members[i].joined = true;
                 }
                 // The JoinGroup waits at the coordinator until the join phase completes.
-                wire.state = WireState::Held {
-                    until_ms: group.join_deadline_ms,
-                };
+                wires.hold(id, group.join_deadline_ms);
             }
             GroupRequestBody::SyncGroup {
                 generation,
                 assignment,
             } => {
                 if known.is_none() {
-                    error(
-                        &mut commands,
-                        &mut network,
-                        &wire,
-                        GroupError::UnknownMemberId,
-                    );
-                    commands.entity(entity).despawn();
+                    error(&mut network, &wire, GroupError::UnknownMemberId);
+                    wires.finish(id);
                 } else if *generation != group.generation {
-                    error(
-                        &mut commands,
-                        &mut network,
-                        &wire,
-                        GroupError::IllegalGeneration,
-                    );
-                    commands.entity(entity).despawn();
+                    error(&mut network, &wire, GroupError::IllegalGeneration);
+                    wires.finish(id);
                 } else {
                     match group.state {
                         GroupState::PreparingRebalance | GroupState::Empty => {
-                            error(
-                                &mut commands,
-                                &mut network,
-                                &wire,
-                                GroupError::RebalanceInProgress,
-                            );
-                            commands.entity(entity).despawn();
+                            error(&mut network, &wire, GroupError::RebalanceInProgress);
+                            wires.finish(id);
                         }
                         GroupState::Stable => {
                             let body = group.sync_body(&member);
-                            respond(&mut commands, &mut network, now, &wire, g, &member, body);
-                            commands.entity(entity).despawn();
+                            respond(&mut network, now, &wire, g, &member, body);
+                            wires.finish(id);
                         }
                         GroupState::CompletingRebalance => {
                             if let Some(assignment) = assignment {
@@ -378,21 +360,12 @@ fn handle_group_requests(
                                     },
                                 );
                                 let body = group.sync_body(&member);
-                                respond(&mut commands, &mut network, now, &wire, g, &member, body);
-                                commands.entity(entity).despawn();
+                                respond(&mut network, now, &wire, g, &member, body);
+                                wires.finish(id);
                                 // The others' SyncGroups, held until now, get theirs.
-                                release_syncs(
-                                    &mut commands,
-                                    &mut network,
-                                    now,
-                                    &group,
-                                    &requests,
-                                    entity,
-                                );
+                                release_syncs(&mut network, now, &group, &mut wires, id);
                             } else {
-                                wire.state = WireState::Held {
-                                    until_ms: now + group.config.session_timeout_ms,
-                                };
+                                wires.hold(id, now + group.config.session_timeout_ms);
                             }
                         }
                     }
@@ -413,9 +386,8 @@ fn handle_group_requests(
                     }
                 };
                 match reply {
-                    Some(e) => error(&mut commands, &mut network, &wire, e),
+                    Some(e) => error(&mut network, &wire, e),
                     None => respond(
-                        &mut commands,
                         &mut network,
                         now,
                         &wire,
@@ -424,7 +396,7 @@ fn handle_group_requests(
                         GroupResponseBody::Heartbeat,
                     ),
                 }
-                commands.entity(entity).despawn();
+                wires.finish(id);
             }
             GroupRequestBody::LeaveGroup => {
                 if let Some(i) = known {
@@ -438,7 +410,6 @@ fn handle_group_requests(
                     }
                 }
                 respond(
-                    &mut commands,
                     &mut network,
                     now,
                     &wire,
@@ -446,7 +417,7 @@ fn handle_group_requests(
                     &member,
                     GroupResponseBody::LeaveGroup,
                 );
-                commands.entity(entity).despawn();
+                wires.finish(id);
             }
             GroupRequestBody::OffsetCommit {
                 generation,
@@ -462,8 +433,8 @@ fn handle_group_requests(
                     None
                 };
                 if let Some(e) = reject {
-                    error(&mut commands, &mut network, &wire, e);
-                    commands.entity(entity).despawn();
+                    error(&mut network, &wire, e);
+                    wires.finish(id);
                     continue;
                 }
                 if let Some(i) = known {
@@ -497,53 +468,36 @@ fn handle_group_requests(
                 // Followers' fetches held at this leader finish once it has appended
                 // (`DelayedFetch`): the next step's delayed phase answers them, so it must run.
                 wake.at(now + 1);
-                wire.state = WireState::Held {
-                    until_ms: now + OFFSETS_COMMIT_TIMEOUT_MS,
-                };
-                commands.entity(entity).insert(CommitPending {
-                    required: log.log_end_offset(),
-                });
+                wires.hold(id, now + OFFSETS_COMMIT_TIMEOUT_MS);
+                let (_, held) = wires.get_mut_of::<GroupRequest>(id).expect("held");
+                held.commit_ends_at = Some(log.log_end_offset());
             }
         }
     }
 }
 
-/// Where a held OffsetCommit's records end in the offsets partition.
-#[derive(Clone, Component, Debug)]
-pub struct CommitPending {
-    pub required: u64,
-}
-
 fn release_syncs(
-    commands: &mut Commands,
     network: &mut Network,
     now: u64,
     group: &ConsumerGroup,
-    requests: &Query<(Entity, &mut Wire, &GroupRequest)>,
-    except: Entity,
+    wires: &mut Wires,
+    except: u64,
 ) {
-    let waiting = held(requests.iter().map(|(e, w, _)| (e, w)));
-    for entity in waiting {
-        if entity == except {
+    let mut waiting = Vec::new();
+    wires.held::<GroupRequest>(&mut waiting);
+    for id in waiting {
+        if id == except {
             continue;
         }
-        let (_, wire, request) = requests.get(entity).unwrap();
+        let (wire, request) = wires.get_of::<GroupRequest>(id).expect("a group request");
         if request.group != group.index
             || !matches!(request.body, GroupRequestBody::SyncGroup { .. })
         {
             continue;
         }
         let body = group.sync_body(&request.member);
-        respond(
-            commands,
-            network,
-            now,
-            wire,
-            group.index,
-            &request.member,
-            body,
-        );
-        commands.entity(entity).despawn();
+        respond(network, now, wire, group.index, &request.member, body);
+        wires.finish(id);
     }
 }
 
@@ -557,9 +511,9 @@ fn complete_joins(
     cluster: Res<Cluster>,
     mut network: ResMut<Network>,
     mut wake: ResMut<Wake>,
-    requests: Query<(Entity, &Wire, &GroupRequest)>,
+    mut wires: ResMut<Wires>,
     mut groups: Query<&mut ConsumerGroup>,
-    mut commands: Commands,
+    mut waiting: Local<Vec<u64>>,
 ) {
     let now = clock.now_ms;
     for &entity in &cluster.groups {
@@ -603,13 +557,13 @@ fn complete_joins(
                 owned: m.owned.clone(),
             })
             .collect();
-        let mut waiting: Vec<Entity> = held(requests.iter().map(|(e, w, _)| (e, w))).collect();
-        waiting.retain(|e| {
-            let (_, _, r) = requests.get(*e).unwrap();
+        wires.held::<GroupRequest>(&mut waiting);
+        waiting.retain(|id| {
+            let (_, r) = wires.get_of::<GroupRequest>(*id).expect("a group request");
             r.group == group.index && matches!(r.body, GroupRequestBody::JoinGroup { .. })
         });
-        for e in waiting {
-            let (_, wire, request) = requests.get(e).unwrap();
+        for &id in waiting.iter() {
+            let (wire, request) = wires.get_of::<GroupRequest>(id).expect("a group request");
             let body = GroupResponseBody::JoinGroup {
                 generation: group.generation,
                 leader: leader.clone(),
@@ -619,16 +573,8 @@ fn complete_joins(
                     Vec::new()
                 },
             };
-            respond(
-                &mut commands,
-                &mut network,
-                now,
-                wire,
-                group.index,
-                &request.member,
-                body,
-            );
-            commands.entity(e).despawn();
+            respond(&mut network, now, wire, group.index, &request.member, body);
+            wires.finish(id);
         }
     }
 }
@@ -683,15 +629,19 @@ fn complete_commits(
     clock: Res<SimClock>,
     cluster: Res<Cluster>,
     mut network: ResMut<Network>,
-    requests: Query<(Entity, &Wire, &GroupRequest, &CommitPending)>,
+    mut wires: ResMut<Wires>,
     partitions: Query<&Partition>,
     replicas: Query<&Replica>,
     mut groups: Query<&mut ConsumerGroup>,
-    mut commands: Commands,
+    mut due: Local<Vec<u64>>,
 ) {
     let now = clock.now_ms;
-    for entity in held(requests.iter().map(|(e, w, ..)| (e, w))) {
-        let (_, wire, request, pending) = requests.get(entity).unwrap();
+    wires.held::<GroupRequest>(&mut due);
+    for &id in due.iter() {
+        let (wire, request) = wires.get_of::<GroupRequest>(id).expect("a group request");
+        let Some(ends_at) = request.commit_ends_at else {
+            continue;
+        };
         let mut group = groups
             .get_mut(cluster.groups[request.group as usize])
             .expect("group entity");
@@ -711,7 +661,7 @@ fn complete_commits(
                 request: "OffsetCommit",
                 error: GroupError::NotCoordinator,
             },
-            Some(hw) if hw >= pending.required => {
+            Some(hw) if hw >= ends_at => {
                 for (p, o) in offsets {
                     group.committed.insert(*p, *o);
                 }
@@ -728,7 +678,6 @@ fn complete_commits(
             Some(_) => continue,
         };
         respond(
-            &mut commands,
             &mut network,
             now,
             wire,
@@ -736,6 +685,6 @@ fn complete_commits(
             &request.member,
             body,
         );
-        commands.entity(entity).despawn();
+        wires.finish(id);
     }
 }

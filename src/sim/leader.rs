@@ -6,10 +6,11 @@ use bevy::prelude::*;
 
 use super::cluster::{Partition, Record, Replica};
 use super::events::Metrics;
-use super::network::{Network, Node, Wire, WireState, arrivals, held};
+use super::network::{Network, Node, Wire, WireState};
 use super::protocol::{
     BatchOutcome, BatchResult, KafkaError, ProduceRequest, ProduceResponse, WireBatch,
 };
+use super::wires::Wires;
 use super::{SimClock, SimSet, SimStep};
 use crate::scenario::Acks;
 
@@ -110,13 +111,7 @@ fn wait_or_done(acks: Acks, base_offset: u64, count: u64) -> BatchOutcome {
     }
 }
 
-fn respond(
-    commands: &mut Commands,
-    network: &mut Network,
-    now: u64,
-    wire: &Wire,
-    request: &ProduceRequest,
-) {
+fn respond(network: &mut Network, now: u64, wire: &Wire, request: &ProduceRequest) {
     let results = request
         .batches
         .iter()
@@ -130,27 +125,32 @@ fn respond(
             },
         })
         .collect();
-    commands.spawn((
-        network.send(now, wire.to, wire.from),
+    network.send(
+        now,
+        wire.to,
+        wire.from,
         ProduceResponse {
             request: wire.id,
             results,
         },
-    ));
+    );
 }
 
 fn append_produce_requests(
     clock: Res<SimClock>,
     mut network: ResMut<Network>,
     mut metrics: ResMut<Metrics>,
-    mut requests: Query<(Entity, &mut Wire, &mut ProduceRequest)>,
+    mut wires: ResMut<Wires>,
     partitions: Query<&Partition>,
     mut replicas: Query<&mut Replica>,
-    mut commands: Commands,
+    mut due: Local<Vec<u64>>,
 ) {
     let now = clock.now_ms;
-    for entity in arrivals(requests.iter().map(|(e, w, _)| (e, w)), now) {
-        let (_, mut wire, mut request) = requests.get_mut(entity).unwrap();
+    wires.arriving::<ProduceRequest>(&mut due);
+    for &id in due.iter() {
+        let (&wire, request) = wires
+            .get_mut_of::<ProduceRequest>(id)
+            .expect("a produce request");
         let broker = broker_of(wire.to);
         metrics.produce_requests += 1;
         let acks = request.acks;
@@ -168,14 +168,13 @@ fn append_produce_requests(
             .iter()
             .all(|o| matches!(o, BatchOutcome::Done(_)));
         if acks == Acks::Zero {
-            commands.entity(entity).despawn();
+            wires.finish(id);
         } else if all_done {
-            respond(&mut commands, &mut network, now, &wire, &request);
-            commands.entity(entity).despawn();
+            respond(&mut network, now, &wire, request);
+            wires.finish(id);
         } else {
-            wire.state = WireState::Held {
-                until_ms: now + request.timeout_ms,
-            };
+            let until_ms = now + request.timeout_ms;
+            wires.hold(id, until_ms);
         }
     }
 }
@@ -186,16 +185,18 @@ fn append_produce_requests(
 pub(super) fn complete_delayed_produce(
     clock: Res<SimClock>,
     mut network: ResMut<Network>,
-    mut requests: Query<(Entity, &Wire, &mut ProduceRequest)>,
+    mut wires: ResMut<Wires>,
     partitions: Query<&Partition>,
     replicas: Query<&Replica>,
-    mut commands: Commands,
+    mut due: Local<Vec<u64>>,
 ) {
     let now = clock.now_ms;
-    for entity in held(requests.iter().map(|(e, w, _)| (e, w))) {
-        let (_, wire, mut request) = requests.get_mut(entity).unwrap();
+    wires.held::<ProduceRequest>(&mut due);
+    for &id in due.iter() {
+        let (&wire, request) = wires
+            .get_mut_of::<ProduceRequest>(id)
+            .expect("a produce request");
         let broker = broker_of(wire.to);
-        let request = &mut *request;
         for (batch, outcome) in request.batches.iter().zip(request.outcomes.iter_mut()) {
             let BatchOutcome::Waiting {
                 base_offset,
@@ -227,8 +228,8 @@ pub(super) fn complete_delayed_produce(
             .all(|o| matches!(o, BatchOutcome::Done(_)));
         let expired = matches!(wire.state, WireState::Held { until_ms } if now >= until_ms);
         if all_done || expired {
-            respond(&mut commands, &mut network, now, wire, request);
-            commands.entity(entity).despawn();
+            respond(&mut network, now, &wire, request);
+            wires.finish(id);
         }
     }
 }

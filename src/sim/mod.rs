@@ -30,11 +30,13 @@ pub mod reads;
 pub mod replication;
 pub mod timeline;
 pub mod trace;
+pub mod wires;
 
 pub use clock::{SimClock, SimRng, Wake};
 pub use cluster::{Broker, BrokerId, Cluster, Partition, Record, Replica};
 pub use events::{Event, EventKind, EventLog, Metrics};
 pub use network::{Node, Wire, WireState};
+pub use wires::{Message, Payload, Wires};
 
 /// The most record bytes a fetch may ask for (`replica.fetch.max.bytes` is capped here).
 pub const MAX_FETCH_BYTES_LIMIT: u64 = 64 * 1_048_576;

@@ -1,5 +1,6 @@
-//! The wire: every request and response is an entity with the instant it was sent and the instant
-//! it arrives, so the view can draw exactly where it is at any sim time.
+//! The wire: every request and response has the instant it was sent and the instant it arrives,
+//! so the view can draw exactly where it is at any sim time; links can be cut and brokers slowed.
+//! The messages themselves are rows of [`Wires`].
 
 use std::collections::BTreeSet;
 
@@ -9,11 +10,11 @@ use serde::Serialize;
 use super::clock::SimRng;
 use super::cluster::{Broker, BrokerId, Cluster, broker_views};
 use super::consumer::Consumer;
-use super::events::Metrics;
 use super::ledger::AckLedger;
 use super::producer::Producer;
-use super::protocol::{ConsumerFetch, FetchRequest, GroupRequest, KafkaError, ProduceRequest};
-use super::{SimClock, SimSet, SimStep, Wake};
+use super::protocol::KafkaError;
+use super::wires::{Message, OnWire, Payload, Wires};
+use super::{SimClock, SimSet, SimStep};
 use crate::scenario::ClusterConfig;
 
 /// An end of a link.
@@ -28,7 +29,7 @@ pub enum Node {
     Consumer(u32),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WireState {
     /// On its way; handled by its receiver at `arrive_ms`.
     InFlight,
@@ -39,8 +40,8 @@ pub enum WireState {
     Held { until_ms: u64 },
 }
 
-/// The envelope of every message. The payload is a second component (`ProduceRequest`, ...).
-#[derive(Component, Debug, Clone)]
+/// The envelope of every message (its payload is beside it in [`Wires`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Wire {
     /// Unique and increasing in send order: the order receivers handle simultaneous arrivals in.
     pub id: u64,
@@ -74,8 +75,8 @@ pub struct Network {
     /// Extra delay of every message to or from a broker, indexed by broker id.
     pub extra_ms: Vec<u64>,
     next_id: u64,
-    /// The earliest arrival among messages sent this step (not yet spawned, so not yet seen).
-    first_arrival_ms: u64,
+    /// Sent at this step: on the wire from its end.
+    sent: Vec<Message>,
 }
 
 impl Network {
@@ -87,7 +88,7 @@ impl Network {
             controller_cut: BTreeSet::new(),
             extra_ms: vec![0; config.brokers as usize + 1],
             next_id: 0,
-            first_arrival_ms: u64::MAX,
+            sent: Vec::new(),
         }
     }
 
@@ -136,9 +137,19 @@ impl Network {
         }
     }
 
-    /// The envelope of a message sent now: latency plus the slow brokers' extra delay at either
-    /// end; lost at once if its link is cut.
-    pub fn send(&mut self, now: u64, from: Node, to: Node) -> Wire {
+    /// Sends a message now: it arrives after the latency plus the slow brokers' extra delay at
+    /// either end, and is lost at once if its link is cut. It goes on the wire at the end of the
+    /// step; its envelope is returned.
+    pub fn send(&mut self, now: u64, from: Node, to: Node, payload: impl OnWire) -> Wire {
+        let wire = self.envelope(now, from, to);
+        self.sent.push(Message {
+            wire,
+            payload: payload.into_payload(),
+        });
+        wire
+    }
+
+    fn envelope(&mut self, now: u64, from: Node, to: Node) -> Wire {
         self.next_id += 1;
         let state = if self.is_cut(from, to) {
             WireState::Lost { at_ms: now }
@@ -146,7 +157,6 @@ impl Network {
             WireState::InFlight
         };
         let arrive_ms = now + self.latency_ms + self.extra(from) + self.extra(to);
-        self.first_arrival_ms = self.first_arrival_ms.min(arrive_ms);
         Wire {
             id: self.next_id,
             from,
@@ -158,25 +168,11 @@ impl Network {
     }
 }
 
-/// The messages of one kind that arrive now, in send order.
-pub fn arrivals<'a>(messages: impl Iterator<Item = (Entity, &'a Wire)>, now: u64) -> InSendOrder {
-    in_send_order(messages.filter(|(_, w)| w.arrives_now(now)))
-}
-
-/// The messages of one kind held at their receiver, in send order.
-pub fn held<'a>(messages: impl Iterator<Item = (Entity, &'a Wire)>) -> InSendOrder {
-    in_send_order(messages.filter(|(_, w)| w.held()))
-}
-
-/// Message entities in send order. A named type, not `impl Iterator`, so that it does not
-/// borrow the query the messages came from, which the caller goes on to use.
-pub type InSendOrder =
-    std::iter::Map<std::vec::IntoIter<(u64, Entity)>, fn((u64, Entity)) -> Entity>;
-
-fn in_send_order<'a>(messages: impl Iterator<Item = (Entity, &'a Wire)>) -> InSendOrder {
-    let mut due: Vec<(u64, Entity)> = messages.map(|(e, w)| (w.id, e)).collect();
-    due.sort_unstable();
-    due.into_iter().map(|(_, e)| e)
+impl Network {
+    /// What this step sent, to go on the wire.
+    pub(super) fn take_sent(&mut self) -> std::vec::Drain<'_, Message> {
+        self.sent.drain(..)
+    }
 }
 
 pub(super) fn plugin(app: &mut App) {
@@ -189,9 +185,11 @@ pub(super) fn plugin(app: &mut App) {
         )
         .add_systems(
             SimStep,
-            despawn_lost
-                .in_set(SimSet::Clock)
-                .before(super::clock::tick),
+            (
+                super::wires::end_step.before(super::clock::tick),
+                super::wires::take_arrivals.after(super::clock::tick),
+            )
+                .in_set(SimSet::Clock),
         );
 }
 
@@ -202,65 +200,27 @@ fn any_fault(clock: Res<SimClock>, network: Res<Network>, brokers: Query<&Broker
 
 /// A message whose link is cut while it travels never arrives (a network partition drops
 /// packets; nobody is told).
-fn drop_on_cut_links(clock: Res<SimClock>, network: Res<Network>, mut wires: Query<&mut Wire>) {
+fn drop_on_cut_links(clock: Res<SimClock>, network: Res<Network>, mut wires: ResMut<Wires>) {
     if !network.any_cut() {
         return;
     }
-    for mut wire in &mut wires {
-        if wire.state == WireState::InFlight && network.is_cut(wire.from, wire.to) {
-            wire.state = WireState::Lost {
-                at_ms: clock.now_ms,
-            };
-        }
-    }
-}
-
-/// Lost messages stay visible until they would have arrived, then go. Every other message wakes
-/// the clock when it arrives or when its hold runs out.
-fn despawn_lost(
-    clock: Res<SimClock>,
-    wires: Query<(Entity, &Wire)>,
-    mut metrics: ResMut<Metrics>,
-    mut network: ResMut<Network>,
-    mut wake: ResMut<Wake>,
-    mut commands: Commands,
-) {
-    let now = clock.now_ms;
-    wake.at(network.first_arrival_ms);
-    network.first_arrival_ms = u64::MAX;
-    for (entity, wire) in &wires {
-        match wire.state {
-            WireState::Lost { .. } if wire.arrive_ms <= now => {
-                metrics.messages_lost += 1;
-                commands.entity(entity).despawn();
-            }
-            WireState::Held { until_ms } if until_ms > now => wake.at(until_ms),
-            _ if wire.arrive_ms > now => wake.at(wire.arrive_ms),
-            _ => {}
-        }
-    }
+    wires.lose_where(clock.now_ms, |w| network.is_cut(w.from, w.to));
 }
 
 /// A broker whose process is gone refuses connections: a request that reaches it, or one it was
 /// holding when it died, is lost, and its sender learns at once (the connection resets; a producer
 /// sees NETWORK_EXCEPTION, a follower's fetcher backs off).
-#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+#[allow(clippy::too_many_arguments)]
 fn refuse_at_dead_brokers(
     clock: Res<SimClock>,
     cluster: Res<Cluster>,
     mut rng: ResMut<SimRng>,
     mut ledger: ResMut<AckLedger>,
     mut brokers_mut: Query<&mut Broker>,
-    mut wires: Query<(
-        Entity,
-        &mut Wire,
-        Option<&ProduceRequest>,
-        Option<&FetchRequest>,
-        Option<&GroupRequest>,
-        Option<&ConsumerFetch>,
-    )>,
+    mut wires: ResMut<Wires>,
     mut producers: Query<&mut Producer>,
     mut consumers: Query<&mut Consumer>,
+    mut due: Local<Vec<u64>>,
 ) {
     if brokers_mut.iter().all(|b| b.alive) {
         return;
@@ -275,47 +235,46 @@ fn refuse_at_dead_brokers(
         }
         _ => false,
     };
-    let mut refused: Vec<(u64, Entity)> = wires
-        .iter()
-        .filter(|(_, w, ..)| dead(w) && (w.arrives_now(now) || w.held()))
-        .map(|(e, w, ..)| (w.id, e))
-        .collect();
-    refused.sort_unstable();
-    for (_, entity) in refused {
-        let (_, mut wire, produce, fetch, group, consumer_fetch) = wires.get_mut(entity).unwrap();
-        wire.state = WireState::Lost { at_ms: now };
-        wire.arrive_ms = wire.arrive_ms.min(now);
-        if let Some(request) = produce {
-            let producer = cluster.producers[request.producer as usize];
-            producers
-                .get_mut(producer)
-                .expect("producer entity")
-                .fail_request(
-                    wire.id,
-                    KafkaError::NetworkException,
-                    now,
-                    &mut rng,
-                    &mut ledger,
-                );
-        }
-        if (group.is_some() || consumer_fetch.is_some())
-            && let Node::Consumer(c) = wire.from
-        {
-            consumers
-                .get_mut(cluster.consumers[c as usize])
-                .expect("consumer entity")
-                .request_failed(wire.id, now);
-        }
-        if let (Some(_), Node::Broker(follower), Node::Broker(leader)) = (fetch, wire.from, wire.to)
-        {
-            let mut broker = brokers_mut
-                .get_mut(cluster.brokers[follower as usize - 1])
-                .expect("broker entity");
-            let fetcher = broker.fetcher(leader);
-            if fetcher.in_flight == Some(wire.id) {
-                fetcher.in_flight = None;
-                fetcher.backoff_until_ms = now + cluster.config.replica_fetch_backoff_ms;
+    wires.all_arriving_or_held(&mut due);
+    due.retain(|id| dead(&wires.get(*id).expect("a message on the wire").wire));
+    for &id in due.iter() {
+        let message = wires.refuse(id, now);
+        let wire = message.wire;
+        match &message.payload {
+            Payload::Produce(request) => {
+                let producer = cluster.producers[request.producer as usize];
+                producers
+                    .get_mut(producer)
+                    .expect("producer entity")
+                    .fail_request(
+                        wire.id,
+                        KafkaError::NetworkException,
+                        now,
+                        &mut rng,
+                        &mut ledger,
+                    );
             }
+            Payload::Group(_) | Payload::ConsumerFetch(_) => {
+                if let Node::Consumer(c) = wire.from {
+                    consumers
+                        .get_mut(cluster.consumers[c as usize])
+                        .expect("consumer entity")
+                        .request_failed(wire.id, now);
+                }
+            }
+            Payload::Fetch(_) => {
+                if let (Node::Broker(follower), Node::Broker(leader)) = (wire.from, wire.to) {
+                    let mut broker = brokers_mut
+                        .get_mut(cluster.brokers[follower as usize - 1])
+                        .expect("broker entity");
+                    let fetcher = broker.fetcher(leader);
+                    if fetcher.in_flight == Some(wire.id) {
+                        fetcher.in_flight = None;
+                        fetcher.backoff_until_ms = now + cluster.config.replica_fetch_backoff_ms;
+                    }
+                }
+            }
+            _ => {}
         }
     }
 }

@@ -12,10 +12,11 @@ use super::clock::SimRng;
 use super::cluster::{BrokerId, Cluster, Partition};
 use super::keys::{self, Key};
 use super::ledger::{AckLedger, AckedRecord};
-use super::network::{Network, Node, Wire, arrivals};
+use super::network::{Network, Node};
 use super::protocol::{
     BatchResult, KafkaError, PendingRecord, ProduceRequest, ProduceResponse, WireBatch,
 };
+use super::wires::Wires;
 use super::{SimClock, SimSet, SimStep, Wake};
 use crate::partitioner::partition_for_key;
 use crate::scenario::{Acks, Keys, ProducerConfig};
@@ -636,14 +637,17 @@ fn handle_responses(
     cluster: Res<Cluster>,
     mut rng: ResMut<SimRng>,
     mut ledger: ResMut<AckLedger>,
-    responses: Query<(Entity, &Wire, &ProduceResponse)>,
+    mut wires: ResMut<Wires>,
     mut producers: Query<&mut Producer>,
-    mut commands: Commands,
+    mut due: Local<Vec<u64>>,
 ) {
     let now = clock.now_ms;
-    for entity in arrivals(responses.iter().map(|(e, w, _)| (e, w)), now) {
-        let (_, wire, response) = responses.get(entity).unwrap();
-        commands.entity(entity).despawn();
+    wires.arriving::<ProduceResponse>(&mut due);
+    for &id in due.iter() {
+        wires.finish(id);
+        let (wire, response) = wires
+            .get_of::<ProduceResponse>(id)
+            .expect("a produce response");
         let Node::Producer(index) = wire.to else {
             unreachable!("produce responses go to producers")
         };
@@ -793,7 +797,6 @@ fn send(
     mut wake: ResMut<Wake>,
     partitions: Query<&Partition>,
     mut producers: Query<&mut Producer>,
-    mut commands: Commands,
 ) {
     let now = clock.now_ms;
     // In scenario order: the order producers draw random numbers and wire ids in.
@@ -802,14 +805,7 @@ fn send(
         let producer = &mut *producer;
         producer.settle_sequences();
         if producer.queues.iter().any(|q| !q.is_empty()) {
-            send_requests(
-                producer,
-                now,
-                &partitions,
-                &mut network,
-                &mut ledger,
-                &mut commands,
-            );
+            send_requests(producer, now, &partitions, &mut network, &mut ledger);
         }
         producer.wake(now, &mut wake);
     }
@@ -822,7 +818,6 @@ fn send_requests(
     partitions: &Query<&Partition>,
     network: &mut Network,
     ledger: &mut AckLedger,
-    commands: &mut Commands,
 ) {
     // Partitions by leader, from the producer's metadata (read straight from the model).
     let mut by_leader: BTreeMap<BrokerId, Vec<u32>> = BTreeMap::new();
@@ -897,32 +892,29 @@ fn send_requests(
         if batches.is_empty() {
             continue;
         }
-        let wire = network.send(now, Node::Producer(producer.index), Node::Broker(broker));
-        let wire_id = wire.id;
-        commands.spawn((
-            wire,
-            ProduceRequest {
-                producer: producer.index,
-                acks: producer.acks,
-                timeout_ms: producer.config.request_timeout_ms,
-                batches: batches
-                    .iter()
-                    .map(|b| WireBatch {
-                        id: b.id,
-                        partition: producer.partitions[b.partition as usize],
-                        producer: producer.index,
-                        base_sequence: if producer.idempotent {
-                            b.base_sequence
-                        } else {
-                            None
-                        },
-                        producer_epoch: b.producer_epoch,
-                        records: b.records.clone(),
-                    })
-                    .collect(),
-                outcomes: Vec::new(),
-            },
-        ));
+        let request = ProduceRequest {
+            producer: producer.index,
+            acks: producer.acks,
+            timeout_ms: producer.config.request_timeout_ms,
+            batches: batches
+                .iter()
+                .map(|b| WireBatch {
+                    id: b.id,
+                    partition: producer.partitions[b.partition as usize],
+                    producer: producer.index,
+                    base_sequence: if producer.idempotent {
+                        b.base_sequence
+                    } else {
+                        None
+                    },
+                    producer_epoch: b.producer_epoch,
+                    records: b.records.clone(),
+                })
+                .collect(),
+            outcomes: Vec::new(),
+        };
+        let from = Node::Producer(producer.index);
+        let wire_id = network.send(now, from, Node::Broker(broker), request).id;
         if producer.acks == Acks::Zero {
             // acks=0: done once written to the socket; no answer will come.
             for batch in &batches {

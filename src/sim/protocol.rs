@@ -81,7 +81,7 @@ pub enum BatchOutcome {
 }
 
 /// A ProduceRequest to a partition leader: the batches of every partition that broker leads.
-#[derive(Component, Debug, Clone)]
+#[derive(Debug, Clone)]
 pub struct ProduceRequest {
     pub producer: u32,
     pub acks: Acks,
@@ -100,7 +100,7 @@ pub struct BatchResult {
     pub result: Result<u64, KafkaError>,
 }
 
-#[derive(Component, Debug, Clone)]
+#[derive(Debug, Clone)]
 pub struct ProduceResponse {
     /// The wire id of the request it answers.
     pub request: u64,
@@ -121,7 +121,7 @@ pub struct FetchPartition {
 
 /// A follower's Fetch to one leader broker, for every partition it follows from it (one request
 /// per follower and leader broker, as `ReplicaFetcherThread` sends).
-#[derive(Component, Debug, Clone)]
+#[derive(Debug, Clone)]
 pub struct FetchRequest {
     pub partitions: Vec<FetchPartition>,
 }
@@ -147,14 +147,14 @@ pub struct FetchedPartition {
     pub diverging: Option<Diverging>,
 }
 
-#[derive(Component, Debug, Clone)]
+#[derive(Debug, Clone)]
 pub struct FetchResponse {
     pub request: u64,
     pub partitions: Vec<FetchedPartition>,
 }
 
 /// A broker's heartbeat to the active controller (`BrokerHeartbeatRequest`).
-#[derive(Component, Debug, Clone)]
+#[derive(Debug, Clone)]
 pub struct Heartbeat {
     pub broker: u32,
     pub incarnation: u32,
@@ -163,7 +163,7 @@ pub struct Heartbeat {
 }
 
 /// The controller's answer (`BrokerHeartbeatResponse`), drawn on the way back.
-#[derive(Component, Debug, Clone)]
+#[derive(Debug, Clone)]
 pub struct HeartbeatResponse {
     pub broker: u32,
     /// The incarnation the heartbeat came from (an answer to an earlier one is ignored).
@@ -195,12 +195,15 @@ impl GroupError {
 }
 
 /// A member's request to its group coordinator.
-#[derive(Component, Debug, Clone)]
+#[derive(Debug, Clone)]
 pub struct GroupRequest {
     /// Index of the group in the scenario.
     pub group: u32,
     pub member: String,
     pub body: GroupRequestBody,
+    /// Set by the coordinator on an OffsetCommit it holds: where the commit's records end in the
+    /// offsets partition, which the high watermark must reach before it is answered.
+    pub commit_ends_at: Option<u64>,
 }
 
 #[derive(Debug, Clone)]
@@ -241,7 +244,7 @@ impl GroupRequestBody {
 }
 
 /// The coordinator's answer.
-#[derive(Component, Debug, Clone)]
+#[derive(Debug, Clone)]
 pub struct GroupResponse {
     pub group: u32,
     pub member: String,
@@ -273,7 +276,7 @@ pub enum GroupResponseBody {
 
 /// A consumer's fetch of one partition, from its position. Only records below the serving
 /// replica's high watermark come back.
-#[derive(Component, Debug, Clone)]
+#[derive(Debug, Clone)]
 pub struct ConsumerFetch {
     pub consumer: Entity,
     pub partition: Entity,
@@ -283,7 +286,7 @@ pub struct ConsumerFetch {
     pub max_records: u32,
 }
 
-#[derive(Component, Debug, Clone)]
+#[derive(Debug, Clone)]
 pub struct ConsumerFetchResponse {
     pub request: u64,
     pub consumer: Entity,

@@ -7,8 +7,9 @@
 use bevy::prelude::*;
 
 use super::cluster::{Cluster, Partition, Replica};
-use super::network::{Network, Node, Wire, WireState};
+use super::network::{Network, Node, WireState};
 use super::protocol::{ConsumerFetch, ConsumerFetchResponse, KafkaError};
+use super::wires::Wires;
 use super::{SimClock, SimSet, SimStep};
 
 /// `fetch.max.wait.ms`.
@@ -20,7 +21,7 @@ pub(super) fn plugin(app: &mut App) {
         serve_consumer_fetches
             .in_set(SimSet::Delayed)
             .after(super::replication::complete_delayed_fetches)
-            .run_if(|fetches: Query<(), With<ConsumerFetch>>| !fetches.is_empty()),
+            .run_if(|wires: Res<Wires>| wires.any_due::<ConsumerFetch>()),
     );
 }
 
@@ -37,20 +38,15 @@ fn serve_consumer_fetches(
     clock: Res<SimClock>,
     cluster: Res<Cluster>,
     mut network: ResMut<Network>,
-    mut requests: Query<(Entity, &mut Wire, &ConsumerFetch)>,
+    mut wires: ResMut<Wires>,
     partitions: Query<&Partition>,
     replicas: Query<&Replica>,
-    mut commands: Commands,
+    mut due: Local<Vec<u64>>,
 ) {
     let now = clock.now_ms;
-    let mut due: Vec<(u64, Entity)> = requests
-        .iter()
-        .filter(|(_, w, _)| w.arrives_now(now) || w.held())
-        .map(|(e, w, _)| (w.id, e))
-        .collect();
-    due.sort_unstable();
-    for (_, entity) in due {
-        let (_, mut wire, request) = requests.get_mut(entity).unwrap();
+    wires.arriving_or_held::<ConsumerFetch>(&mut due);
+    for &id in due.iter() {
+        let (&wire, request) = wires.get_of::<ConsumerFetch>(id).expect("a consumer fetch");
         let Node::Broker(broker) = wire.to else {
             unreachable!("consumer fetches go to brokers")
         };
@@ -68,16 +64,16 @@ fn serve_consumer_fetches(
             let expired = matches!(wire.state, WireState::Held { until_ms } if now >= until_ms);
             if count == 0 && !expired {
                 if !wire.held() {
-                    wire.state = WireState::Held {
-                        until_ms: now + FETCH_MAX_WAIT_MS,
-                    };
+                    wires.hold(id, now + FETCH_MAX_WAIT_MS);
                 }
                 continue;
             }
             (request.offset, count, None)
         };
-        commands.spawn((
-            network.send(now, wire.to, wire.from),
+        network.send(
+            now,
+            wire.to,
+            wire.from,
             ConsumerFetchResponse {
                 request: wire.id,
                 consumer: request.consumer,
@@ -87,7 +83,7 @@ fn serve_consumer_fetches(
                 high_watermark: replica.high_watermark,
                 error,
             },
-        ));
-        commands.entity(entity).despawn();
+        );
+        wires.finish(id);
     }
 }

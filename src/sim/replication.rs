@@ -8,10 +8,11 @@ use bevy::prelude::*;
 
 use super::cluster::{Broker, BrokerId, Cluster, Partition, Record, Replica};
 use super::events::{EventKind, EventLog, Metrics};
-use super::network::{Network, Node, Wire, WireState, arrivals};
+use super::network::{Network, Node, Wire, WireState};
 use super::protocol::{
     Diverging, FetchPartition, FetchRequest, FetchResponse, FetchedPartition, KafkaError,
 };
+use super::wires::Wires;
 use super::{SimClock, SimSet, SimStep, Wake};
 use crate::scenario::ClusterConfig;
 
@@ -107,20 +108,16 @@ fn worth_sending(answers: &[FetchedPartition]) -> bool {
         .any(|a| !a.records.is_empty() || a.diverging.is_some() || a.error.is_some())
 }
 
-fn respond(
-    commands: &mut Commands,
-    network: &mut Network,
-    now: u64,
-    wire: &Wire,
-    partitions: Vec<FetchedPartition>,
-) {
-    commands.spawn((
-        network.send(now, wire.to, wire.from),
+fn respond(network: &mut Network, now: u64, wire: &Wire, partitions: Vec<FetchedPartition>) {
+    network.send(
+        now,
+        wire.to,
+        wire.from,
         FetchResponse {
             request: wire.id,
             partitions,
         },
-    ));
+    );
 }
 
 /// Whether the follower's log leaves the leader's before the fetch offset
@@ -183,15 +180,16 @@ fn leaders_answer_fetches(
     cluster: Res<Cluster>,
     mut network: ResMut<Network>,
     mut metrics: ResMut<Metrics>,
-    mut requests: Query<(Entity, &mut Wire, &FetchRequest)>,
+    mut wires: ResMut<Wires>,
     mut partitions: Query<&mut Partition>,
     replicas: Query<&Replica>,
-    mut commands: Commands,
+    mut due: Local<Vec<u64>>,
 ) {
     let now = clock.now_ms;
     let max_bytes = cluster.config.replica_fetch_max_bytes;
-    for entity in arrivals(requests.iter().map(|(e, w, _)| (e, w)), now) {
-        let (_, mut wire, request) = requests.get_mut(entity).unwrap();
+    wires.arriving::<FetchRequest>(&mut due);
+    for &id in due.iter() {
+        let (wire, request) = wires.get_of::<FetchRequest>(id).expect("a fetch");
         metrics.fetch_requests += 1;
         let (Node::Broker(to), Node::Broker(follower)) = (wire.to, wire.from) else {
             unreachable!("followers fetch from brokers")
@@ -215,12 +213,10 @@ fn leaders_answer_fetches(
             }
         }
         if worth_sending(&answers) {
-            respond(&mut commands, &mut network, now, &wire, answers);
-            commands.entity(entity).despawn();
+            respond(&mut network, now, wire, answers);
+            wires.finish(id);
         } else {
-            wire.state = WireState::Held {
-                until_ms: now + cluster.config.replica_fetch_wait_max_ms,
-            };
+            wires.hold(id, now + cluster.config.replica_fetch_wait_max_ms);
         }
     }
 }
@@ -233,20 +229,21 @@ pub(super) fn complete_delayed_fetches(
     clock: Res<SimClock>,
     cluster: Res<Cluster>,
     mut network: ResMut<Network>,
-    requests: Query<(Entity, &Wire, &FetchRequest)>,
+    mut wires: ResMut<Wires>,
     partitions: Query<&Partition>,
     replicas: Query<&Replica>,
     changed: Query<&Replica, Changed<Replica>>,
-    mut commands: Commands,
+    mut due: Local<Vec<u64>>,
 ) {
     let now = clock.now_ms;
     // Only partitions whose replicas changed since the last step can have new data.
     let mut touched: Vec<Entity> = changed.iter().map(|r| r.partition).collect();
     touched.sort_unstable();
     touched.dedup();
-    let mut due: Vec<(u64, Entity)> = requests
-        .iter()
-        .filter(|(_, wire, request)| match wire.state {
+    wires.held::<FetchRequest>(&mut due);
+    due.retain(|id| {
+        let (wire, request) = wires.get_of::<FetchRequest>(*id).expect("a fetch");
+        match wire.state {
             WireState::Held { until_ms } => {
                 now >= until_ms
                     || request
@@ -255,12 +252,10 @@ pub(super) fn complete_delayed_fetches(
                         .any(|f| touched.binary_search(&f.partition).is_ok())
             }
             _ => false,
-        })
-        .map(|(e, w, _)| (w.id, e))
-        .collect();
-    due.sort_unstable();
-    for (_, entity) in due {
-        let (_, wire, request) = requests.get(entity).unwrap();
+        }
+    });
+    for &id in due.iter() {
+        let (wire, request) = wires.get_of::<FetchRequest>(id).expect("a fetch");
         let Node::Broker(to) = wire.to else {
             unreachable!("fetches go to brokers")
         };
@@ -268,8 +263,8 @@ pub(super) fn complete_delayed_fetches(
         let max_bytes = cluster.config.replica_fetch_max_bytes;
         let answers = answer_all(request, &partitions, to, &replicas, max_bytes);
         if expired || worth_sending(&answers) {
-            respond(&mut commands, &mut network, now, wire, answers);
-            commands.entity(entity).despawn();
+            respond(&mut network, now, wire, answers);
+            wires.finish(id);
         }
     }
 }
@@ -284,17 +279,18 @@ fn followers_take_responses(
     cluster: Res<Cluster>,
     mut metrics: ResMut<Metrics>,
     mut events: ResMut<EventLog>,
-    responses: Query<(Entity, &Wire, &FetchResponse)>,
+    mut wires: ResMut<Wires>,
     mut brokers: Query<&mut Broker>,
     partitions: Query<&Partition>,
     mut replicas: Query<&mut Replica>,
     mut share: Local<Vec<(Entity, Entity, usize)>>,
-    mut commands: Commands,
+    mut due: Local<Vec<u64>>,
 ) {
     let now = clock.now_ms;
-    for entity in arrivals(responses.iter().map(|(e, w, _)| (e, w)), now) {
-        let (_, wire, response) = responses.get(entity).unwrap();
-        commands.entity(entity).despawn();
+    wires.arriving::<FetchResponse>(&mut due);
+    for &id in due.iter() {
+        wires.finish(id);
+        let (wire, response) = wires.get_of::<FetchResponse>(id).expect("a fetch response");
         let (Node::Broker(follower), Node::Broker(leader)) = (wire.to, wire.from) else {
             unreachable!("fetch responses go between brokers")
         };
@@ -471,7 +467,6 @@ fn followers_send_fetches(
     partitions: Query<&Partition>,
     replicas: Query<&Replica>,
     mut followed: Local<Followed>,
-    mut commands: Commands,
 ) {
     let now = clock.now_ms;
     followed.refresh(&cluster, &partitions);
@@ -500,16 +495,17 @@ fn followers_send_fetches(
                     }
                 })
                 .collect();
-            let wire = network.send(now, Node::Broker(follower), Node::Broker(*leader));
-            let fetcher = broker.fetcher(*leader);
-            fetcher.in_flight = Some(wire.id);
-            fetcher.sent_ms = now;
-            commands.spawn((
-                wire,
+            let wire = network.send(
+                now,
+                Node::Broker(follower),
+                Node::Broker(*leader),
                 FetchRequest {
                     partitions: fetches,
                 },
-            ));
+            );
+            let fetcher = broker.fetcher(*leader);
+            fetcher.in_flight = Some(wire.id);
+            fetcher.sent_ms = now;
         }
         wake_fetchers(&broker, now, &cluster.config, &mut wake);
     }

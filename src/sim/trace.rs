@@ -7,11 +7,8 @@
 
 use bevy::prelude::*;
 
-use super::network::{Node, Wire, WireState};
-use super::protocol::{
-    ConsumerFetch, ConsumerFetchResponse, FetchRequest, FetchResponse, GroupRequest, GroupResponse,
-    Heartbeat, HeartbeatResponse, ProduceRequest, ProduceResponse,
-};
+use super::network::{Node, WireState};
+use super::wires::Wires;
 use super::{Sim, SimRng};
 
 /// FNV-1a, 64 bits: portable and fixed by its definition.
@@ -67,50 +64,27 @@ fn state(s: WireState) -> [u64; 2] {
     }
 }
 
-/// The kind of every message, by its payload.
-type Kinds<'a> = (
-    Has<ProduceRequest>,
-    Has<ProduceResponse>,
-    Has<FetchRequest>,
-    Has<FetchResponse>,
-    Has<Heartbeat>,
-    Has<HeartbeatResponse>,
-    Has<GroupRequest>,
-    Has<GroupResponse>,
-    Has<ConsumerFetch>,
-    Has<ConsumerFetchResponse>,
-);
-
 /// Folds the state of the world after a step into the digest.
-fn fold_step(world: &mut World, hash: &mut Fnv) {
+fn fold_step(world: &World, hash: &mut Fnv) {
     hash.word(world.resource::<super::SimClock>().now_ms);
     hash.word(world.resource::<SimRng>().draws());
-    let mut query = world.query::<(&Wire, Kinds)>();
-    let mut wires: Vec<[u64; 8]> = query
-        .iter(world)
-        .map(|(w, kinds)| {
-            let (a, b, c, d, e, f, g, h, i, j) = kinds;
-            let kind = [a, b, c, d, e, f, g, h, i, j]
-                .iter()
-                .position(|k| *k)
-                .map_or(u64::MAX, |k| k as u64);
-            let [s, at] = state(w.state);
-            [
-                w.id,
-                kind,
-                node(w.from),
-                node(w.to),
-                w.sent_ms,
-                w.arrive_ms,
-                s,
-                at,
-            ]
-        })
-        .collect();
-    wires.sort_unstable();
+    let wires = world.resource::<Wires>();
     hash.word(wires.len() as u64);
-    for wire in wires {
-        for word in wire {
+    // In send order, as rows are kept.
+    for message in wires.iter() {
+        let w = &message.wire;
+        let [s, at] = state(w.state);
+        let words = [
+            w.id,
+            message.payload.kind() as u64,
+            node(w.from),
+            node(w.to),
+            w.sent_ms,
+            w.arrive_ms,
+            s,
+            at,
+        ];
+        for word in words {
             hash.word(word);
         }
     }
@@ -129,7 +103,7 @@ impl Sim {
         while self.now_ms() < until_ms {
             self.step();
             steps += 1;
-            fold_step(self.world_mut(), &mut hash);
+            fold_step(self.world(), &mut hash);
             let now = self.now_ms();
             if now >= next_line || now >= until_ms {
                 lines.push(TraceLine {

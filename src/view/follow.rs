@@ -11,9 +11,8 @@ use crate::sim::cluster::{Cluster, Partition, Record, Replica};
 use crate::sim::consumer::Consumer;
 use crate::sim::group_coordinator::ConsumerGroup;
 use crate::sim::ledger::{AckLedger, AckedRecord};
-use crate::sim::network::Wire;
 use crate::sim::producer::Producer;
-use crate::sim::protocol::{ConsumerFetchResponse, FetchResponse, ProduceRequest};
+use crate::sim::wires::{Payload, Wires};
 use crate::tour::RecordRef;
 
 /// A record picked to follow: its id (which `send()` made it), and its partition.
@@ -228,10 +227,8 @@ pub fn resolve(world: &World, record: &RecordRef) -> Option<Picked> {
 /// record is nowhere and was never acknowledged: not made yet (after a seek back), or made and
 /// failed.
 pub fn trace(world: &mut World, picked: Picked, acks: &mut AckScan) -> Option<Trace> {
-    let mut produce = world.query::<(&Wire, &ProduceRequest)>();
-    let mut fetched = world.query::<(&Wire, &FetchResponse)>();
-    let mut served = world.query::<(&Wire, &ConsumerFetchResponse)>();
     let world = &*world;
+    let on_wire = world.resource::<Wires>();
     let cluster = world.resource::<Cluster>();
     let partition_entity = *cluster.partitions.get(picked.partition as usize)?;
     let partition = world.get::<Partition>(partition_entity)?;
@@ -282,34 +279,26 @@ pub fn trace(world: &mut World, picked: Picked, acks: &mut AckScan) -> Option<Tr
         .collect();
 
     let mut wires: Vec<u64> = Vec::new();
-    for (wire, request) in produce.iter(world) {
-        if request
-            .batches
-            .iter()
-            .any(|b| b.records.iter().any(|r| r.id == picked.id))
-        {
-            wires.push(wire.id);
+    for message in on_wire.iter() {
+        let carries = match &message.payload {
+            Payload::Produce(request) => request
+                .batches
+                .iter()
+                .any(|b| b.records.iter().any(|r| r.id == picked.id)),
+            Payload::FetchResponse(response) => response
+                .partitions
+                .iter()
+                .any(|p| p.records.iter().any(|r| r.id == picked.id)),
+            Payload::ConsumerFetchResponse(response) => offset.is_some_and(|offset| {
+                response.partition == partition_entity
+                    && (response.from..response.from + response.count).contains(&offset)
+            }),
+            _ => false,
+        };
+        if carries {
+            wires.push(message.wire.id);
         }
     }
-    for (wire, response) in fetched.iter(world) {
-        if response
-            .partitions
-            .iter()
-            .any(|p| p.records.iter().any(|r| r.id == picked.id))
-        {
-            wires.push(wire.id);
-        }
-    }
-    if let Some(offset) = offset {
-        for (wire, response) in served.iter(world) {
-            if response.partition == partition_entity
-                && (response.from..response.from + response.count).contains(&offset)
-            {
-                wires.push(wire.id);
-            }
-        }
-    }
-    wires.sort_unstable();
 
     let consumers: Vec<&Consumer> = cluster
         .consumers

@@ -8,10 +8,7 @@ use crate::sim::consumer::Consumer;
 use crate::sim::group_coordinator::{ConsumerGroup, GroupState};
 use crate::sim::network::{Network, Node, Wire, WireState};
 use crate::sim::producer::Producer;
-use crate::sim::protocol::{
-    ConsumerFetch, ConsumerFetchResponse, FetchRequest, FetchResponse, GroupRequest, GroupResponse,
-    Heartbeat, HeartbeatResponse, ProduceRequest, ProduceResponse,
-};
+use crate::sim::wires::{Payload, Wires};
 use crate::sim::{Metrics, SimClock};
 
 use super::palette::ReplicaRole;
@@ -271,70 +268,62 @@ pub struct Snapshot {
 /// A message's kind and detail, the records it carries, and a produce request's acks.
 type Kind = (MessageKind, Option<&'static str>, u32, Option<&'static str>);
 
-fn message_kind(world: &World, e: Entity) -> Option<Kind> {
-    let entity = world.entity(e);
-    let (kind, detail) = if let Some(r) = entity.get::<ProduceRequest>() {
-        let records = r.batches.iter().map(|b| b.records.len() as u32).sum();
-        return Some((
-            MessageKind::Produce,
-            None,
-            records,
-            Some(r.acks.as_config()),
-        ));
-    } else if entity.contains::<ProduceResponse>() {
-        (MessageKind::ProduceResponse, None)
-    } else if entity.contains::<FetchRequest>() {
-        (MessageKind::Fetch, None)
-    } else if let Some(r) = entity.get::<FetchResponse>() {
-        let records = r.partitions.iter().map(|p| p.records.len() as u32).sum();
-        return Some((MessageKind::FetchResponse, None, records, None));
-    } else if let Some(r) = entity.get::<ConsumerFetchResponse>() {
-        return Some((
-            MessageKind::ConsumerFetchResponse,
-            None,
-            r.count as u32,
-            None,
-        ));
-    } else if let Some(h) = entity.get::<Heartbeat>() {
-        (
+fn message_kind(payload: &Payload) -> Kind {
+    let (kind, detail) = match payload {
+        Payload::Produce(r) => {
+            let records = r.batches.iter().map(|b| b.records.len() as u32).sum();
+            return (
+                MessageKind::Produce,
+                None,
+                records,
+                Some(r.acks.as_config()),
+            );
+        }
+        Payload::ProduceResponse(_) => (MessageKind::ProduceResponse, None),
+        Payload::Fetch(_) => (MessageKind::Fetch, None),
+        Payload::FetchResponse(r) => {
+            let records = r.partitions.iter().map(|p| p.records.len() as u32).sum();
+            return (MessageKind::FetchResponse, None, records, None);
+        }
+        Payload::ConsumerFetchResponse(r) => {
+            return (
+                MessageKind::ConsumerFetchResponse,
+                None,
+                r.count as u32,
+                None,
+            );
+        }
+        Payload::Heartbeat(h) => (
             MessageKind::Heartbeat,
             h.registration.then_some("BrokerRegistration"),
-        )
-    } else if let Some(r) = entity.get::<HeartbeatResponse>() {
-        (
+        ),
+        Payload::HeartbeatResponse(r) => (
             MessageKind::HeartbeatResponse,
             r.refused.then_some("DUPLICATE_BROKER_REGISTRATION"),
-        )
-    } else if let Some(r) = entity.get::<GroupRequest>() {
-        (MessageKind::Group, Some(r.body.name()))
-    } else if entity.contains::<GroupResponse>() {
-        (MessageKind::GroupResponse, None)
-    } else if entity.contains::<ConsumerFetch>() {
-        (MessageKind::ConsumerFetch, None)
-    } else {
-        return None;
+        ),
+        Payload::Group(r) => (MessageKind::Group, Some(r.body.name())),
+        Payload::GroupResponse(_) => (MessageKind::GroupResponse, None),
+        Payload::ConsumerFetch(_) => (MessageKind::ConsumerFetch, None),
     };
-    Some((kind, detail, 0, None))
+    (kind, detail, 0, None)
 }
 
 impl Snapshot {
     /// Reads the model. Needs `&mut` only to look the messages up by their component.
     pub fn of(world: &mut World) -> Snapshot {
-        let mut wires = world.query::<(Entity, &Wire)>();
-        let mut on_wire: Vec<(Entity, Wire)> =
-            wires.iter(world).map(|(e, w)| (e, w.clone())).collect();
-        on_wire.sort_by_key(|(_, w)| w.id);
-        let messages = on_wire
-            .into_iter()
-            .filter_map(|(e, wire)| {
-                let (kind, detail, records, acks) = message_kind(world, e)?;
-                Some(MessageView {
-                    wire,
+        // Rows are kept in send order.
+        let messages = world
+            .resource::<Wires>()
+            .iter()
+            .map(|message| {
+                let (kind, detail, records, acks) = message_kind(&message.payload);
+                MessageView {
+                    wire: message.wire,
                     kind,
                     detail,
                     records,
                     acks,
-                })
+                }
             })
             .collect();
 

@@ -256,14 +256,13 @@ fn a_consumer_in_a_rack_reads_from_the_in_sync_replica_there() {
     let mut seen = 0;
     while sim.now_ms() < scenario.duration_ms {
         sim.step();
-        let world = sim.world_mut();
-        let mut q = world.query::<(
-            &kafkascope::sim::Wire,
-            &kafkascope::sim::protocol::ConsumerFetch,
-        )>();
-        for (wire, _) in q.iter(world) {
+        let wires = sim.world().resource::<kafkascope::sim::Wires>();
+        for message in wires.iter() {
+            if !matches!(message.payload, kafkascope::sim::Payload::ConsumerFetch(_)) {
+                continue;
+            }
             seen += 1;
-            if wire.to == kafkascope::sim::Node::Broker(3) {
+            if message.wire.to == kafkascope::sim::Node::Broker(3) {
                 from_follower += 1;
             }
         }
