@@ -68,6 +68,7 @@ impl Remap for ConsumerGroup {
 
 impl Remap for Wires {
     fn remap(&mut self, map: &EntityHashMap<Entity>) {
+        self.remap_watched(|e| map.get(&e).copied().unwrap_or(e));
         for payload in self.payloads_mut() {
             match payload {
                 Payload::Produce(request) => request

@@ -89,7 +89,7 @@ impl Broker {
 }
 
 /// What the leader's rules need to know of every broker, by id (index 0 unused).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct BrokerView {
     pub alive: bool,
     /// Restarted, waiting for the controller to register it: it hears only the controller.

@@ -6,10 +6,13 @@
 //! - Shrink (`Partition.maybeShrinkIsr`, run every `replica.lag.time.max.ms / 2` by
 //!   `ReplicaManager`'s `isr-expiration` task): a follower that is not at the leader's log end and
 //!   has not been caught up for `replica.lag.time.max.ms` leaves.
-//! - High watermark (`Partition.maybeIncrementLeaderHW`): recomputed at every step, after its
-//!   appends, fetches and ISR changes. Kafka does it on each of those events; the instants agree
-//!   except when a caught-up follower outside the ISR stops counting as its lag time runs out,
-//!   where the model moves the high watermark at once and Kafka at the next event.
+//! - High watermark (`Partition.maybeIncrementLeaderHW`): recomputed after a step's appends,
+//!   fetches and ISR changes, for the partitions they touched. Kafka does it on each of those
+//!   events; the instants agree except when a caught-up follower outside the ISR stops counting
+//!   as its lag time runs out, where the model moves the high watermark at once and Kafka at the
+//!   next event.
+
+use std::collections::BTreeSet;
 
 use bevy::prelude::*;
 
@@ -172,19 +175,82 @@ fn shrink_isr(
     }
 }
 
+/// What can move a partition's high watermark: its own state (the followers' fetch offsets, the
+/// ISR, the leader), its leader's log, the brokers' states, and time, when a follower outside the
+/// ISR stops counting as caught up. A partition none of these touched since the last step keeps
+/// its high watermark and is not looked at (debug builds check that it would not move).
+#[derive(Default)]
+struct HighWatermarks {
+    /// The partitions' entities when last seen: a restored checkpoint has others, and then every
+    /// partition is looked at afresh.
+    partitions: Vec<Entity>,
+    views: Vec<BrokerView>,
+    /// (instant, partition ordinal) at which a follower outside the ISR stops counting as caught
+    /// up, and each partition's such instants.
+    lapses: BTreeSet<(u64, u32)>,
+    lapses_of: Vec<Vec<u64>>,
+    /// Scratch: the ordinals to look at this step.
+    due: Vec<u32>,
+}
+
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
 fn advance_high_watermarks(
     clock: Res<SimClock>,
     cluster: Res<Cluster>,
     brokers: Query<&Broker>,
     partitions: Query<&Partition>,
-    mut replicas: Query<&mut Replica>,
+    changed_partitions: Query<&Partition, Changed<Partition>>,
+    mut replicas: ParamSet<(Query<&Replica, Changed<Replica>>, Query<&mut Replica>)>,
     mut wake: ResMut<Wake>,
+    mut watch: Local<HighWatermarks>,
 ) {
     let now = clock.now_ms;
     let lag_max = cluster.config.replica_lag_time_max_ms;
     let views = broker_views(brokers.iter());
-    for &entity in &cluster.partitions {
-        let partition = partitions.get(entity).expect("partition entity");
+    let watch = &mut *watch;
+    let everything = watch.partitions != cluster.partitions || *watch.views != *views;
+    if watch.partitions != cluster.partitions {
+        watch.partitions = cluster.partitions.clone();
+        watch.lapses.clear();
+        watch.lapses_of = vec![Vec::new(); cluster.partitions.len()];
+    }
+    if *watch.views != *views {
+        watch.views = views.to_vec();
+    }
+    watch.due.clear();
+    if everything {
+        watch.due.extend(0..cluster.partitions.len() as u32);
+    } else {
+        watch
+            .due
+            .extend(changed_partitions.iter().map(|p| p.ordinal));
+        for replica in &replicas.p0() {
+            let partition = partitions.get(replica.partition).expect("partition entity");
+            watch.due.push(partition.ordinal);
+        }
+        while let Some(&(at, ordinal)) = watch.lapses.first()
+            && at <= now
+        {
+            watch.lapses.pop_first();
+            watch.due.push(ordinal);
+        }
+        watch.due.sort_unstable();
+        watch.due.dedup();
+    }
+    #[cfg(debug_assertions)]
+    let mut looked = vec![everything; cluster.partitions.len()];
+    let mut replicas = replicas.p1();
+    for &ordinal in &watch.due {
+        #[cfg(debug_assertions)]
+        {
+            looked[ordinal as usize] = true;
+        }
+        let partition = partitions
+            .get(cluster.partitions[ordinal as usize])
+            .expect("partition entity");
+        for at in watch.lapses_of[ordinal as usize].drain(..) {
+            watch.lapses.remove(&(at, ordinal));
+        }
         let Some(leader) = partition
             .leader_replica()
             .filter(|_| led_by_live(partition, &views))
@@ -199,14 +265,57 @@ fn advance_high_watermarks(
         // A follower outside the ISR holds the high watermark back only while it is caught up
         // within the lag time: when that runs out, the high watermark may move with no message.
         let leader_leo = leader.log_end_offset();
-        for (broker, f) in partition.assignment.iter().zip(&partition.followers) {
-            if Some(*broker) != partition.leader
-                && !partition.in_isr(*broker)
-                && f.log_end_offset < leader_leo
-                && let Some(t) = f.last_caught_up_ms.filter(|t| t + lag_max >= now)
-            {
-                wake.at(t + lag_max + 1);
-            }
+        for at in lapses(partition, leader_leo, now, lag_max) {
+            watch.lapses.insert((at, ordinal));
+            watch.lapses_of[ordinal as usize].push(at);
         }
     }
+    if let Some(&(at, _)) = watch.lapses.first() {
+        wake.at(at);
+    }
+    #[cfg(debug_assertions)]
+    for (ordinal, &entity) in cluster.partitions.iter().enumerate() {
+        if looked[ordinal] {
+            continue;
+        }
+        let partition = partitions.get(entity).expect("partition entity");
+        let Some(leader) = partition
+            .leader_replica()
+            .filter(|_| led_by_live(partition, &views))
+        else {
+            continue;
+        };
+        let leader = replicas.get(leader).expect("replica entity");
+        debug_assert_eq!(
+            partition.next_leader_hw(leader, &views, now, lag_max),
+            None,
+            "partition {ordinal}'s high watermark moved unwatched"
+        );
+        let mut expected: Vec<u64> =
+            lapses(partition, leader.log_end_offset(), now, lag_max).collect();
+        let mut kept = watch.lapses_of[ordinal].clone();
+        expected.sort_unstable();
+        kept.sort_unstable();
+        debug_assert_eq!(expected, kept, "partition {ordinal}'s lapses");
+    }
+}
+
+/// When each follower outside the ISR that still counts as caught up stops counting.
+fn lapses(
+    partition: &Partition,
+    leader_leo: u64,
+    now: u64,
+    lag_max: u64,
+) -> impl Iterator<Item = u64> + '_ {
+    partition
+        .assignment
+        .iter()
+        .zip(&partition.followers)
+        .filter_map(move |(broker, f)| {
+            let t = f.last_caught_up_ms.filter(|t| t + lag_max >= now)?;
+            (Some(*broker) != partition.leader
+                && !partition.in_isr(*broker)
+                && f.log_end_offset < leader_leo)
+                .then_some(t + lag_max + 1)
+        })
 }

@@ -7,7 +7,7 @@
 use bevy::prelude::*;
 
 use super::cluster::{Cluster, Partition, Replica};
-use super::network::{Network, Node, WireState};
+use super::network::{Network, Node, Wire, WireState};
 use super::protocol::{ConsumerFetch, ConsumerFetchResponse, KafkaError};
 use super::wires::Wires;
 use super::{SimClock, SimSet, SimStep};
@@ -34,6 +34,35 @@ fn may_serve(partition: &Partition, broker: u32, cluster: &Cluster) -> bool {
             && partition.in_isr(broker))
 }
 
+/// What a broker answers a consumer's fetch now: (from, count, error), or `None` to hold it.
+fn answer(
+    wire: &Wire,
+    request: &ConsumerFetch,
+    partition: &Partition,
+    replica: &Replica,
+    cluster: &Cluster,
+    now: u64,
+) -> Option<(u64, u64, Option<KafkaError>)> {
+    let Node::Broker(broker) = wire.to else {
+        unreachable!("consumer fetches go to brokers")
+    };
+    if !may_serve(partition, broker, cluster) {
+        return Some((request.offset, 0, Some(KafkaError::NotLeaderOrFollower)));
+    }
+    if request.offset > replica.log_end_offset() {
+        return Some((request.offset, 0, Some(KafkaError::OffsetOutOfRange)));
+    }
+    let count = replica
+        .high_watermark
+        .saturating_sub(request.offset)
+        .min(u64::from(request.max_records));
+    let expired = matches!(wire.state, WireState::Held { until_ms } if now >= until_ms);
+    (count > 0 || expired).then_some((request.offset, count, None))
+}
+
+/// Arriving fetches are answered or held; a held one is looked at again only when its partition
+/// or a replica of it changed, or its wait ran out: nothing else changes its answer.
+#[allow(clippy::too_many_arguments)]
 fn serve_consumer_fetches(
     clock: Res<SimClock>,
     cluster: Res<Cluster>,
@@ -41,34 +70,47 @@ fn serve_consumer_fetches(
     mut wires: ResMut<Wires>,
     partitions: Query<&Partition>,
     replicas: Query<&Replica>,
+    changed_partitions: Query<Entity, Changed<Partition>>,
+    changed_replicas: Query<&Replica, Changed<Replica>>,
+    mut touched: Local<Vec<Entity>>,
     mut due: Local<Vec<u64>>,
+    mut arriving: Local<Vec<u64>>,
 ) {
     let now = clock.now_ms;
-    wires.arriving_or_held::<ConsumerFetch>(&mut due);
+    touched.clear();
+    touched.extend(changed_partitions.iter());
+    touched.extend(changed_replicas.iter().map(|r| r.partition));
+    touched.sort_unstable();
+    touched.dedup();
+    wires.held_due::<ConsumerFetch>(&touched, now, &mut due);
+    #[cfg(debug_assertions)]
+    {
+        let mut held = Vec::new();
+        wires.held::<ConsumerFetch>(&mut held);
+        for id in held.into_iter().filter(|id| due.binary_search(id).is_err()) {
+            let (wire, request) = wires.get_of::<ConsumerFetch>(id).expect("a consumer fetch");
+            let partition = partitions.get(request.partition).expect("partition entity");
+            let replica = replicas.get(request.replica).expect("replica entity");
+            debug_assert_eq!(
+                answer(wire, request, partition, replica, &cluster, now),
+                None,
+                "a held consumer fetch left out would be answered"
+            );
+        }
+    }
+    wires.arriving::<ConsumerFetch>(&mut arriving);
+    due.extend(arriving.iter().copied());
+    due.sort_unstable();
     for &id in due.iter() {
         let (&wire, request) = wires.get_of::<ConsumerFetch>(id).expect("a consumer fetch");
-        let Node::Broker(broker) = wire.to else {
-            unreachable!("consumer fetches go to brokers")
-        };
         let partition = partitions.get(request.partition).expect("partition entity");
         let replica = replicas.get(request.replica).expect("replica entity");
-        let (from, count, error) = if !may_serve(partition, broker, &cluster) {
-            (request.offset, 0, Some(KafkaError::NotLeaderOrFollower))
-        } else if request.offset > replica.log_end_offset() {
-            (request.offset, 0, Some(KafkaError::OffsetOutOfRange))
-        } else {
-            let hw = replica.high_watermark;
-            let count = hw
-                .saturating_sub(request.offset)
-                .min(u64::from(request.max_records));
-            let expired = matches!(wire.state, WireState::Held { until_ms } if now >= until_ms);
-            if count == 0 && !expired {
-                if !wire.held() {
-                    wires.hold(id, now + FETCH_MAX_WAIT_MS);
-                }
-                continue;
+        let Some((from, count, error)) = answer(&wire, request, partition, replica, &cluster, now)
+        else {
+            if !wire.held() {
+                wires.hold(id, now + FETCH_MAX_WAIT_MS);
             }
-            (request.offset, count, None)
+            continue;
         };
         network.send(
             now,

@@ -240,20 +240,23 @@ pub(super) fn complete_delayed_fetches(
     let mut touched: Vec<Entity> = changed.iter().map(|r| r.partition).collect();
     touched.sort_unstable();
     touched.dedup();
-    wires.held::<FetchRequest>(&mut due);
-    due.retain(|id| {
-        let (wire, request) = wires.get_of::<FetchRequest>(*id).expect("a fetch");
-        match wire.state {
-            WireState::Held { until_ms } => {
-                now >= until_ms
-                    || request
-                        .partitions
-                        .iter()
-                        .any(|f| touched.binary_search(&f.partition).is_ok())
-            }
-            _ => false,
-        }
-    });
+    // The fetches watching a touched partition (`DelayedOperationPurgatory.checkAndComplete`
+    // by partition), and those whose wait has run out.
+    wires.held_due::<FetchRequest>(&touched, now, &mut due);
+    #[cfg(debug_assertions)]
+    {
+        let mut all = Vec::new();
+        wires.held::<FetchRequest>(&mut all);
+        all.retain(|id| {
+            let (wire, request) = wires.get_of::<FetchRequest>(*id).expect("a fetch");
+            matches!(wire.state, WireState::Held { until_ms } if now >= until_ms)
+                || request
+                    .partitions
+                    .iter()
+                    .any(|f| touched.binary_search(&f.partition).is_ok())
+        });
+        debug_assert_eq!(all, *due, "the purgatory has the held fetches that are due");
+    }
     for &id in due.iter() {
         let (wire, request) = wires.get_of::<FetchRequest>(id).expect("a fetch");
         let Node::Broker(to) = wire.to else {

@@ -9,6 +9,7 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
 
+use bevy::ecs::entity::EntityHashMap;
 use bevy::platform::collections::HashMap;
 
 use bevy::prelude::*;
@@ -220,6 +221,10 @@ pub struct Wires {
     held: [BTreeSet<u64>; KINDS],
     /// (until_ms, wire id) of the held messages: when their waits run out.
     holds: BTreeSet<(u64, u64)>,
+    /// The held fetches (a follower's or a consumer's) of each partition, as Kafka's
+    /// `DelayedOperationPurgatory` watches a delayed fetch under each of its partitions: a change
+    /// to a partition wakes only its own.
+    watching: EntityHashMap<Vec<u64>>,
     /// Handled at this step: they leave at its end.
     finished: Vec<u64>,
     /// Lost and due to leave at the end of this step.
@@ -331,12 +336,37 @@ impl Wires {
             .min()
     }
 
+    /// Puts in `out` the held messages of a kind that watch any of `partitions` or whose wait has
+    /// run out by `now`, in send order.
+    pub fn held_due<T: OnWire>(&self, partitions: &[Entity], now: u64, out: &mut Vec<u64>) {
+        out.clear();
+        for partition in partitions {
+            if let Some(ids) = self.watching.get(partition) {
+                out.extend(ids.iter().copied().filter(|id| self.is_held::<T>(*id)));
+            }
+        }
+        out.extend(
+            self.holds
+                .range(..=(now, u64::MAX))
+                .map(|(_, id)| *id)
+                .filter(|id| self.is_held::<T>(*id)),
+        );
+        out.sort_unstable();
+        out.dedup();
+    }
+
+    fn is_held<T: OnWire>(&self, id: u64) -> bool {
+        self.held[T::KIND as usize].contains(&id)
+    }
+
     /// Parks an arrived message at its receiver until it can be answered, at the latest
     /// `until_ms`.
     pub fn hold(&mut self, id: u64, until_ms: u64) {
         let message = self.rows.get_mut(id).expect("a message on the wire");
         if let WireState::Held { until_ms: before } = message.wire.state {
             self.holds.remove(&(before, id));
+        } else {
+            watch(&mut self.watching, &message.payload, id, true);
         }
         message.wire.state = WireState::Held { until_ms };
         self.held[message.payload.kind() as usize].insert(id);
@@ -370,6 +400,7 @@ impl Wires {
         if let WireState::Held { until_ms } = message.wire.state {
             self.holds.remove(&(until_ms, id));
             self.held[message.payload.kind() as usize].remove(&id);
+            watch(&mut self.watching, &message.payload, id, false);
         }
         message.wire.state = WireState::Lost { at_ms: now };
         message.wire.arrive_ms = message.wire.arrive_ms.min(now);
@@ -420,6 +451,7 @@ impl Wires {
         if let WireState::Held { until_ms } = message.wire.state {
             self.holds.remove(&(until_ms, id));
             self.held[message.payload.kind() as usize].remove(&id);
+            watch(&mut self.watching, &message.payload, id, false);
         }
         Some(message)
     }
@@ -457,6 +489,31 @@ impl Wires {
     /// Every entity a message refers to, for checkpoints.
     pub fn payloads_mut(&mut self) -> impl Iterator<Item = &mut Payload> {
         self.rows.iter_mut().map(|m| &mut m.payload)
+    }
+
+    /// Points the partitions watched at other entities, for checkpoints.
+    pub fn remap_watched(&mut self, to: impl Fn(Entity) -> Entity) {
+        self.watching = std::mem::take(&mut self.watching)
+            .into_iter()
+            .map(|(partition, ids)| (to(partition), ids))
+            .collect();
+    }
+}
+
+/// Starts or stops watching a held fetch under each partition it fetches.
+fn watch(watching: &mut EntityHashMap<Vec<u64>>, payload: &Payload, id: u64, on: bool) {
+    let mut one = |partition: Entity| {
+        let ids = watching.entry(partition).or_default();
+        if on {
+            ids.push(id);
+        } else if let Some(i) = ids.iter().position(|x| *x == id) {
+            ids.swap_remove(i);
+        }
+    };
+    match payload {
+        Payload::Fetch(request) => request.partitions.iter().for_each(|p| one(p.partition)),
+        Payload::ConsumerFetch(fetch) => one(fetch.partition),
+        _ => {}
     }
 }
 
