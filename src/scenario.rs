@@ -8,7 +8,6 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 pub use crate::assignor::Assignor;
-use crate::sim::MAX_FETCH_BYTES_LIMIT;
 
 /// A built-in scenario: its name, and the RON text compiled into the binary (the web build has no
 /// file system).
@@ -596,6 +595,8 @@ pub mod limits {
     pub const LATENCY_MS: u64 = 60_000;
     /// A record key's bytes (a key, or a `Sequence` prefix): every record keeps its own.
     pub const KEY_BYTES: usize = 4_096;
+    /// The most record bytes a follower's fetch may ask for (`replica.fetch.max.bytes`).
+    pub const FETCH_BYTES: u64 = 64 * 1_048_576;
 }
 
 /// What the text holds where a syntax error was found (ron's span, lines and columns from 1), to
@@ -926,12 +927,13 @@ impl Scenario {
                 ),
             ));
         }
-        if c.replica_fetch_max_bytes == 0 || c.replica_fetch_max_bytes > MAX_FETCH_BYTES_LIMIT {
+        if c.replica_fetch_max_bytes == 0 || c.replica_fetch_max_bytes > limits::FETCH_BYTES {
             return Err(bad(
                 "cluster.replica_fetch_max_bytes".into(),
                 format!(
-                    "{}: must be 1 to {MAX_FETCH_BYTES_LIMIT}",
-                    c.replica_fetch_max_bytes
+                    "{}: must be 1 to {}",
+                    c.replica_fetch_max_bytes,
+                    limits::FETCH_BYTES
                 ),
             ));
         }
