@@ -13,6 +13,7 @@ pub mod cluster;
 pub mod consumer;
 pub mod controller;
 pub mod events;
+mod faults;
 pub mod group_coordinator;
 pub mod invariants;
 pub mod isr;
@@ -20,6 +21,7 @@ pub mod keys;
 pub mod lag;
 pub mod leader;
 pub mod ledger;
+mod load;
 pub mod network;
 pub mod producer;
 pub mod protocol;
@@ -111,7 +113,8 @@ pub fn plugin(app: &mut App) {
         clock::plugin,
         events::plugin,
         timeline::plugin,
-        network::plugin,
+        wires::plugin,
+        faults::plugin,
         controller::plugin,
         replication::plugin,
         leader::plugin,

@@ -3,7 +3,7 @@
 
 use bevy::prelude::*;
 
-use super::{SimClock, SimStep, checkpoint, cluster, plugin, timeline};
+use super::{SimClock, SimStep, checkpoint, load, plugin, timeline};
 use crate::report::Report;
 use crate::scenario::Scenario;
 
@@ -53,7 +53,7 @@ impl Sim {
     pub fn new(scenario: &Scenario) -> Sim {
         let mut app = App::new();
         app.add_plugins((MinimalPlugins, plugin));
-        cluster::load(app.world_mut(), scenario);
+        load::load(app.world_mut(), scenario);
         // Only the step schedule ever runs: the app's own loop and its other schedules are unused.
         let world = std::mem::take(app.world_mut());
         let mut sim = Sim {

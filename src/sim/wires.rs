@@ -20,7 +20,7 @@ use super::protocol::{
     ConsumerFetch, ConsumerFetchResponse, FetchRequest, FetchResponse, GroupRequest, GroupResponse,
     Heartbeat, HeartbeatResponse, ProduceRequest, ProduceResponse,
 };
-use super::{SimClock, Wake};
+use super::{SimClock, SimSet, SimStep, Wake};
 
 /// What a message carries: one of Kafka's requests or responses.
 #[derive(Debug, Clone)]
@@ -515,6 +515,17 @@ fn watch(watching: &mut EntityHashMap<Vec<u64>>, payload: &Payload, id: u64, on:
         Payload::ConsumerFetch(fetch) => one(fetch.partition),
         _ => {}
     }
+}
+
+pub(super) fn plugin(app: &mut App) {
+    app.add_systems(
+        SimStep,
+        (
+            end_step.before(super::clock::tick),
+            take_arrivals.after(super::clock::tick),
+        )
+            .in_set(SimSet::Clock),
+    );
 }
 
 /// The last thing a step does before the clock moves: the wire as the next step will see it.
