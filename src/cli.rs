@@ -589,7 +589,7 @@ fn run(cli: Cli) -> Result<(), String> {
             let mut sim = Sim::new(&scenario);
             let steps = sim.run_until(until);
             let wall = started.elapsed().as_secs_f64();
-            let report = sim.report();
+            let report = Report::of(&sim);
             let records: u64 = report.producers.iter().map(|p| p.stats.sent).sum();
             let messages = report.metrics.produce_requests + report.metrics.fetch_requests;
             outln!(

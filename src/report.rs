@@ -4,14 +4,12 @@
 use bevy::prelude::*;
 use serde::Serialize;
 
-use bevy::ecs::system::RunSystemOnce;
-
 use crate::scenario::{Scenario, limits};
 use crate::sim::cluster::{Broker, Cluster, Partition, Replica};
 use crate::sim::group_coordinator::ConsumerGroup;
 use crate::sim::invariants::Invariants;
 use crate::sim::lag::{LagMonitor, lag_now};
-use crate::sim::ledger::{LostRecord, lost_in};
+use crate::sim::ledger::{LostRecord, lost_in, read};
 use crate::sim::producer::{Producer, ProducerStats};
 use crate::sim::{Event, EventLog, Metrics, Sim, SimClock};
 
@@ -31,7 +29,7 @@ pub fn run(scenario: &Scenario, until_ms: Option<u64>, name: &str) -> Result<Rep
     }
     let mut sim = Sim::new(scenario);
     sim.run_until(until_ms.unwrap_or(scenario.duration_ms));
-    Ok(sim.report())
+    Ok(Report::of(&sim))
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -121,7 +119,9 @@ pub struct ProducerReport {
 }
 
 impl Report {
-    pub fn from_world(world: &mut World) -> Report {
+    /// The report of a run as it stands.
+    pub fn of(sim: &Sim) -> Report {
+        let world = sim.world();
         let cluster = world.resource::<Cluster>();
         let partition_entities = cluster.partitions.clone();
         let producer_entities = cluster.producers.clone();
@@ -194,55 +194,54 @@ impl Report {
             }
         }
         let lost = lost_in(world);
-        let consumer_groups = world
-            .run_system_once(
-                move |cluster: Res<Cluster>,
-                      monitor: Res<LagMonitor>,
-                      groups: Query<&ConsumerGroup>,
-                      partitions: Query<&Partition>,
-                      replicas: Query<&Replica>| {
-                    cluster
-                        .groups
+        let consumer_groups = {
+            let cluster = world.resource::<Cluster>();
+            let monitor = world.resource::<LagMonitor>();
+            let mut groups = read::<&ConsumerGroup>(world);
+            let groups = groups.query(world);
+            let mut partitions = read::<&Partition>(world);
+            let partitions = partitions.query(world);
+            let mut replicas = read::<&Replica>(world);
+            let replicas = replicas.query(world);
+            cluster
+                .groups
+                .iter()
+                .enumerate()
+                .map(|(i, e)| {
+                    let group = groups.get(*e).expect("group");
+                    let lag = monitor.groups.get(i).cloned().unwrap_or_default();
+                    let offsets: Vec<OffsetReport> = group
+                        .partitions
                         .iter()
-                        .enumerate()
-                        .map(|(i, e)| {
-                            let group = groups.get(*e).expect("group");
-                            let lag = monitor.groups.get(i).cloned().unwrap_or_default();
-                            let offsets: Vec<OffsetReport> = group
-                                .partitions
-                                .iter()
-                                .map(|o| {
-                                    let s =
-                                        lag_now(group, *o, &cluster, &partitions, &replicas, now);
-                                    let p = partitions
-                                        .get(cluster.partitions[*o as usize])
-                                        .expect("partition");
-                                    OffsetReport {
-                                        topic: cluster.topics[p.topic].name.clone(),
-                                        partition: p.index,
-                                        committed: s.committed,
-                                        log_end_offset: s.log_end_offset,
-                                        high_watermark: s.high_watermark,
-                                        lag: s.lag,
-                                    }
-                                })
-                                .collect();
-                            let max_lag = offsets.iter().map(|o| o.lag).fold(lag.max_lag, u64::max);
-                            GroupReport {
-                                name: group.name.clone(),
-                                assignor: group.config.assignor.name().to_string(),
-                                generation: group.generation,
-                                rebalances: group.rebalances,
-                                paused_ms: lag.paused_until(now),
-                                max_lag,
-                                assignment: crate::assignor::to_json(&group.assignment),
-                                offsets,
+                        .map(|o| {
+                            let s = lag_now(group, *o, cluster, &partitions, &replicas, now);
+                            let p = partitions
+                                .get(cluster.partitions[*o as usize])
+                                .expect("partition");
+                            OffsetReport {
+                                topic: cluster.topics[p.topic].name.clone(),
+                                partition: p.index,
+                                committed: s.committed,
+                                log_end_offset: s.log_end_offset,
+                                high_watermark: s.high_watermark,
+                                lag: s.lag,
                             }
                         })
-                        .collect::<Vec<_>>()
-                },
-            )
-            .expect("the report's query runs");
+                        .collect();
+                    let max_lag = offsets.iter().map(|o| o.lag).fold(lag.max_lag, u64::max);
+                    GroupReport {
+                        name: group.name.clone(),
+                        assignor: group.config.assignor.name().to_string(),
+                        generation: group.generation,
+                        rebalances: group.rebalances,
+                        paused_ms: lag.paused_until(now),
+                        max_lag,
+                        assignment: crate::assignor::to_json(&group.assignment),
+                        offsets,
+                    }
+                })
+                .collect::<Vec<_>>()
+        };
         Report {
             scenario,
             seed,

@@ -299,7 +299,7 @@ pub(super) fn read_model(
         .events
         .len();
     if shown.lost_at_events != Some(events) {
-        shown.lost = crate::sim::ledger::lost_in(model.sim.world_mut());
+        shown.lost = crate::sim::ledger::lost_in(model.sim.world());
         shown.lost_at_events = Some(events);
     }
 }

@@ -79,19 +79,25 @@ pub struct LostRecord {
 
 /// [`lost_records`] for a whole world, outside the schedule: what the report and the window show.
 /// It reads every acknowledged record, so callers run it once, not every step or frame.
-pub fn lost_in(world: &mut World) -> Vec<LostRecord> {
-    use bevy::ecs::system::RunSystemOnce;
+pub fn lost_in(world: &World) -> Vec<LostRecord> {
+    let mut producers = read::<&Producer>(world);
+    let mut partitions = read::<&Partition>(world);
+    let mut replicas = read::<&Replica>(world);
+    lost_records(
+        world.resource::<AckLedger>(),
+        world.resource::<Cluster>(),
+        &producers.query(world),
+        &partitions.query(world),
+        &replicas.query(world),
+    )
+}
+
+/// A query of the model's world read from outside the schedule (`load` registers every model
+/// component, so the query can be made from a shared borrow).
+pub fn read<D: bevy::ecs::query::QueryData>(world: &World) -> QueryState<D> {
     world
-        .run_system_once(
-            |ledger: Res<AckLedger>,
-             cluster: Res<Cluster>,
-             producers: Query<&Producer>,
-             partitions: Query<&Partition>,
-             replicas: Query<&Replica>| {
-                lost_records(&ledger, &cluster, &producers, &partitions, &replicas)
-            },
-        )
-        .expect("the ledger's query runs")
+        .try_query::<D>()
+        .expect("the model's components are registered when it loads")
 }
 
 /// The acknowledged records absent from the log of their partition's current leader, or, for a

@@ -16,6 +16,15 @@ use crate::scenario::{Scenario, TopicConfig};
 
 /// Spawns the scenario's brokers, partitions, replicas and producers and sets the run's seed.
 pub fn load(world: &mut World, scenario: &Scenario) {
+    // Every model component, so that the report and the view can query a world they only
+    // borrow, whatever this scenario spawns.
+    world.register_component::<Broker>();
+    world.register_component::<Partition>();
+    world.register_component::<Replica>();
+    world.register_component::<Producer>();
+    world.register_component::<super::controller::Controller>();
+    world.register_component::<super::group_coordinator::ConsumerGroup>();
+    world.register_component::<super::consumer::Consumer>();
     world.insert_resource(SimClock::default());
     world.insert_resource(Wake::default());
     world.insert_resource(SimRng::new(scenario.seed));

@@ -4,7 +4,6 @@
 use bevy::prelude::*;
 
 use super::{SimClock, SimStep, checkpoint, load, plugin, timeline};
-use crate::report::Report;
 use crate::scenario::Scenario;
 
 /// Every despawn leaves Bevy a note per component for `RemovedComponents` readers (the model has
@@ -222,9 +221,5 @@ impl Sim {
     /// Actions given with [`Sim::act`], with their instants.
     pub fn actions(&self) -> &[(u64, crate::scenario::Action)] {
         &self.actions
-    }
-
-    pub fn report(&mut self) -> Report {
-        Report::from_world(&mut self.world)
     }
 }

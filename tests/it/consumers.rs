@@ -272,7 +272,7 @@ fn a_consumer_in_a_rack_reads_from_the_in_sync_replica_there() {
         from_follower, seen,
         "every fetch goes to broker 3, in rack c"
     );
-    let report = sim.report();
+    let report = Report::of(&sim);
     assert!(group(&report).offsets[0].committed.unwrap_or(0) > 1000);
     assert!(
         report.invariant_violations.is_empty(),
@@ -292,7 +292,7 @@ fn committing_after_each_batch_keeps_committed_offsets_closer() {
         // Summed over a few instants, so the phase of the 5 s commit timer does not decide.
         for k in 0..10 {
             sim.run_until(at + k * 700);
-            total += group(&sim.report())
+            total += group(&Report::of(&sim))
                 .offsets
                 .iter()
                 .map(|o| o.lag)
@@ -310,8 +310,7 @@ fn the_group_survives_its_coordinator_broker_crashing() {
     let p = kafkascope::partitioner::offsets_partition_for_group("billing", 50);
     let mut sim = kafkascope::sim::Sim::new(&base);
     sim.run_until(10_000);
-    let coordinator = sim
-        .report()
+    let coordinator = Report::of(&sim)
         .partitions
         .iter()
         .find(|x| x.topic == "__consumer_offsets" && x.partition == p)

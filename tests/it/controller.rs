@@ -83,11 +83,11 @@ fn case_1_with_the_leaders_disk_lost_every_write_acked_after_the_shrink_is_lost(
     let scenario = crate::built_in("isr-then-leader-wiped");
     let mut sim = Sim::new(&scenario);
     sim.run_until(45_001);
-    let at_shrink = sim.report();
+    let at_shrink = Report::of(&sim);
     assert_eq!(at_shrink.partitions[0].isr, vec![1]);
     let committed_on_followers = at_shrink.partitions[0].replicas[1].log_end_offset;
     sim.run_until(scenario.duration_ms);
-    let report = sim.report();
+    let report = Report::of(&sim);
     assert_eq!(report.partitions[0].leader, None);
     let lost_after_shrink = report
         .lost_records
@@ -389,7 +389,7 @@ fn a_wiped_broker_restarts_empty_and_catches_up() {
     );
     let mut sim = Sim::new(&scenario);
     sim.run_until(6_000);
-    let wiped = sim.report();
+    let wiped = Report::of(&sim);
     assert!(wiped.partitions.iter().all(|p| {
         p.replicas
             .iter()
@@ -400,7 +400,7 @@ fn a_wiped_broker_restarts_empty_and_catches_up() {
     }));
     assert_eq!(wiped.brokers[2].state, "crashed");
     sim.run_until(scenario.duration_ms);
-    let report = sim.report();
+    let report = Report::of(&sim);
     for p in &report.partitions {
         assert_eq!(p.isr.len(), 3, "3 rejoined {}", p.partition);
         assert!(
@@ -453,7 +453,7 @@ fn a_leader_epoch_with_no_records_is_forgotten_and_its_leader_follows_again() {
     );
     let mut sim = Sim::new(&scenario);
     sim.run_until(scenario.duration_ms);
-    let report = sim.report();
+    let report = Report::of(&sim);
     let epochs: Vec<(u32, u32)> = elections(&report)
         .iter()
         .map(|&(_, leader, epoch, _)| (leader, epoch))
@@ -502,7 +502,7 @@ fn followers_of_a_leader_that_lost_its_disk_drop_what_they_had_and_copy_its_log(
     }
     let mut sim = Sim::new(&scenario);
     sim.run_until(scenario.duration_ms);
-    let report = sim.report();
+    let report = Report::of(&sim);
     for broker in [2, 3] {
         let truncated = truncations_of(&report, broker);
         assert_eq!(truncated.len(), 1, "{broker}: {truncated:?}");
@@ -546,11 +546,11 @@ fn a_quick_restart_is_refused_until_the_old_session_expires() {
     let interval = scenario.cluster.heartbeat_interval_ms;
     let mut sim = Sim::new(&scenario);
     sim.run_until(14_000);
-    let starting = sim.report();
+    let starting = Report::of(&sim);
     assert_eq!(starting.brokers[0].state, "starting");
     assert_eq!(starting.partitions[0].leader, Some(1), "no failover yet");
     sim.run_until(scenario.duration_ms);
-    let report = sim.report();
+    let report = Report::of(&sim);
     let at = |wanted: fn(&EventKind) -> bool| -> Vec<u64> {
         report
             .events
@@ -667,7 +667,7 @@ fn a_broker_is_unfenced_only_by_a_heartbeat_after_its_registration_answer() {
     let mut sim = Sim::new(&scenario);
     while sim.now_ms() < scenario.duration_ms {
         sim.step();
-        let report = sim.report();
+        let report = Report::of(&sim);
         if report.brokers[0].state == "starting" {
             assert!(
                 report.partitions.iter().all(|p| p.leader != Some(1)),
@@ -676,7 +676,7 @@ fn a_broker_is_unfenced_only_by_a_heartbeat_after_its_registration_answer() {
             );
         }
     }
-    let report = sim.report();
+    let report = Report::of(&sim);
     let registered = report
         .events
         .iter()

@@ -32,5 +32,5 @@ pub fn scenario(source: &str) -> Scenario {
 pub fn run(scenario: &Scenario) -> Report {
     let mut sim = Sim::new(scenario);
     sim.run_until(scenario.duration_ms);
-    sim.report()
+    Report::of(&sim)
 }

@@ -27,12 +27,12 @@ fn a_cut_follower_leaves_the_isr_after_the_lag_time_and_rejoins_after_the_heal()
     // Not before replica.lag.time.max.ms has passed since the cut.
     let mut sim = Sim::new(&scenario);
     sim.run_until(cut + lag);
-    let report = sim.report();
+    let report = Report::of(&sim);
     assert_eq!(report.partitions[0].isr, vec![1, 2, 3]);
     assert!(isr_events(&report).is_empty());
 
     sim.run_until(scenario.duration_ms);
-    let report = sim.report();
+    let report = Report::of(&sim);
     let events = isr_events(&report);
     assert_eq!(events.len(), 2, "one shrink, one expand: {events:?}");
     let (shrink_at, shrink) = events[0];
@@ -80,9 +80,9 @@ fn the_high_watermark_waits_for_a_lagging_isr_member_until_it_is_dropped() {
     let mut sim = Sim::new(&scenario);
 
     sim.run_until(5_100);
-    let at_cut = sim.report().partitions[0].clone();
+    let at_cut = Report::of(&sim).partitions[0].clone();
     sim.run_until(34_000);
-    let stalled = sim.report().partitions[0].clone();
+    let stalled = Report::of(&sim).partitions[0].clone();
     assert_eq!(stalled.isr, vec![1, 2, 3], "3 is still in the ISR");
     assert_eq!(
         stalled.high_watermark, at_cut.high_watermark,
@@ -98,7 +98,7 @@ fn the_high_watermark_waits_for_a_lagging_isr_member_until_it_is_dropped() {
     );
 
     sim.run_until(50_000);
-    let dropped = sim.report().partitions[0].clone();
+    let dropped = Report::of(&sim).partitions[0].clone();
     assert_eq!(dropped.isr, vec![1, 2]);
     let follower_2 = dropped.replicas.iter().find(|r| r.broker == 2).unwrap();
     assert!(
@@ -113,7 +113,7 @@ fn acks_all_with_an_isr_below_min_insync_replicas_gets_not_enough_replicas() {
     let scenario = crate::built_in("min-isr");
     let mut sim = Sim::new(&scenario);
     sim.run_until(44_000);
-    let before = sim.report();
+    let before = Report::of(&sim);
     assert_eq!(before.partitions[0].isr, vec![1, 2, 3]);
     assert_eq!(
         before.producers[0].stats.errors.get("NOT_ENOUGH_REPLICAS"),
@@ -121,7 +121,7 @@ fn acks_all_with_an_isr_below_min_insync_replicas_gets_not_enough_replicas() {
     );
 
     sim.run_until(74_000);
-    let during = sim.report();
+    let during = Report::of(&sim);
     assert_eq!(
         during.partitions[0].isr,
         vec![1],
@@ -136,11 +136,11 @@ fn acks_all_with_an_isr_below_min_insync_replicas_gets_not_enough_replicas() {
     // Refused appends are not appended: the leader's log did not grow while the ISR was {1}.
     let leo_at_shrink = during.partitions[0].log_end_offset;
     sim.run_until(74_900);
-    assert_eq!(sim.report().partitions[0].log_end_offset, leo_at_shrink);
+    assert_eq!(Report::of(&sim).partitions[0].log_end_offset, leo_at_shrink);
 
     let end = {
         sim.run_until(scenario.duration_ms);
-        sim.report()
+        Report::of(&sim)
     };
     assert_eq!(
         end.partitions[0].isr,
@@ -168,12 +168,12 @@ fn acks_one_is_acknowledged_before_the_followers_have_the_record() {
     let scenario = crate::built_in("acks-one");
     let mut sim = Sim::new(&scenario);
     sim.run_until(5_000);
-    assert_eq!(sim.report().producers[0].stats.acked, 0);
-    while sim.report().producers[0].stats.acked == 0 {
+    assert_eq!(Report::of(&sim).producers[0].stats.acked, 0);
+    while Report::of(&sim).producers[0].stats.acked == 0 {
         assert!(sim.now_ms() < 6_000, "acks=1 answers within a round trip");
         sim.step();
     }
-    let report = sim.report();
+    let report = Report::of(&sim);
     let p = &report.partitions[0];
     assert_eq!(p.log_end_offset, 1, "the leader has the record");
     assert_eq!(p.high_watermark, 0, "it is not committed yet");
@@ -186,7 +186,7 @@ fn acks_one_is_acknowledged_before_the_followers_have_the_record() {
     }
     // And a moment later the followers have it and the HW covers it.
     sim.run_until(6_000);
-    let p = sim.report().partitions[0].clone();
+    let p = Report::of(&sim).partitions[0].clone();
     assert_eq!(p.high_watermark, 1);
     assert!(p.replicas.iter().all(|r| r.log_end_offset == 1));
 }
@@ -196,11 +196,11 @@ fn a_follower_learns_the_high_watermark_a_fetch_later_than_the_leader() {
     let scenario = crate::built_in("acks-one");
     let mut sim = Sim::new(&scenario);
     sim.run_until(5_000);
-    while sim.report().partitions[0].high_watermark == 0 {
+    while Report::of(&sim).partitions[0].high_watermark == 0 {
         assert!(sim.now_ms() < 7_000);
         sim.step();
     }
-    let report = sim.report();
+    let report = Report::of(&sim);
     let leader_hw_at = sim.now_ms();
     assert!(
         report.partitions[0]
@@ -209,7 +209,7 @@ fn a_follower_learns_the_high_watermark_a_fetch_later_than_the_leader() {
             .filter(|r| r.broker != 1)
             .all(|r| r.high_watermark == 0)
     );
-    while sim.report().partitions[0]
+    while Report::of(&sim).partitions[0]
         .replicas
         .iter()
         .any(|r| r.high_watermark == 0)
@@ -276,7 +276,7 @@ fn retries_duplicate_records_unless_the_producer_is_idempotent() {
         scenario.producers[0].enable_idempotence = idempotence;
         let mut sim = Sim::new(&scenario);
         sim.run_until(scenario.duration_ms);
-        let report = sim.report();
+        let report = Report::of(&sim);
         let timeouts = report.producers[0]
             .stats
             .errors
@@ -365,7 +365,7 @@ fn an_idempotent_producer_keeps_send_order_through_a_leader_move() {
     let scenario = crate::scenario(PREFERRED_ELECTION_UNDER_LOAD);
     let mut sim = Sim::new(&scenario);
     sim.run_until(scenario.duration_ms);
-    let report = sim.report();
+    let report = Report::of(&sim);
     let errors = &report.producers[0].stats.errors;
     assert!(
         errors.get("NOT_LEADER_OR_FOLLOWER").is_some_and(|n| *n > 0),
@@ -401,9 +401,9 @@ fn a_retry_to_a_new_leader_does_not_wait_its_back_off() {
     let scenario = crate::scenario(&source);
     let mut sim = Sim::new(&scenario);
     sim.run_until(40_000);
-    let before = sim.report().producers[0].stats.acked;
+    let before = Report::of(&sim).producers[0].stats.acked;
     sim.run_until(41_000);
-    let report = sim.report();
+    let report = Report::of(&sim);
     let stats = &report.producers[0].stats;
     let not_leader = stats
         .errors
@@ -435,7 +435,7 @@ fn a_leader_without_the_producers_state_takes_its_next_sequence() {
     );
     let mut sim = Sim::new(&scenario);
     sim.run_until(scenario.duration_ms);
-    let report = sim.report();
+    let report = Report::of(&sim);
     assert_eq!(report.partitions[0].leader, Some(2));
     let errors = &report.producers[0].stats.errors;
     assert!(
@@ -455,7 +455,7 @@ fn a_gap_at_a_new_leader_bumps_the_producer_epoch() {
     // numbers from 0 again (KIP-360).
     let mut sim = Sim::new(&crate::built_in("unclean-election"));
     sim.run_until(100_000);
-    let report = sim.report();
+    let report = Report::of(&sim);
     assert!(
         report.producers[0]
             .stats
@@ -522,7 +522,7 @@ fn the_invariants_notice_an_in_sync_follower_holding_other_records_than_the_lead
         follower.append(records);
     }
     sim.run_until(4_000);
-    let violations = sim.report().invariant_violations;
+    let violations = Report::of(&sim).invariant_violations;
     assert_eq!(violations.len(), 1, "{violations:?}");
     assert!(
         violations[0].contains(&"in-sync broker 2 holds record #1000".to_string())

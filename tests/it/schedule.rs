@@ -2,6 +2,7 @@
 //! ordered, so a run cannot depend on scheduling.
 
 use bevy::prelude::*;
+use kafkascope::report::Report;
 use kafkascope::sim::{self, SimStep};
 
 #[test]
@@ -83,7 +84,7 @@ fn skipping_idle_instants_and_rules_changes_nothing() {
             sim.set_skip_idle_rules(!every_rule);
             sim.run_until(scenario.duration_ms);
             assert!(
-                skipping == sim.report().to_json(),
+                skipping == Report::of(&sim).to_json(),
                 "{}: the reports differ (idle rules run too: {every_rule})",
                 built_in.name
             );
@@ -118,21 +119,21 @@ fn seeking_back_and_forth_gives_the_exact_state() {
         for at in [0, 12_345, 37_001] {
             let mut straight = kafkascope::sim::Sim::new(&scenario);
             straight.run_until(at);
-            let expected = straight.report().to_json();
+            let expected = Report::of(&straight).to_json();
 
             let mut seeking = kafkascope::sim::Sim::new(&scenario);
             seeking.run_until(scenario.duration_ms.min(60_000));
             seeking.seek(at);
             assert_eq!(seeking.now_ms(), at);
             assert!(
-                seeking.report().to_json() == expected,
+                Report::of(&seeking).to_json() == expected,
                 "{name}: seek back to {at}"
             );
             // And on from there, the same as a run that never went back.
             seeking.seek(at + 3_000);
             straight.run_until(at + 3_000);
             assert!(
-                seeking.report().to_json() == straight.report().to_json(),
+                Report::of(&seeking).to_json() == Report::of(&straight).to_json(),
                 "{name}: on from {at}"
             );
         }
@@ -186,5 +187,5 @@ fn a_long_run_keeps_few_checkpoints_and_still_seeks_exactly() {
     sim.seek(at);
     let mut straight = kafkascope::sim::Sim::new(&scenario);
     straight.run_until(at);
-    assert!(sim.report().to_json() == straight.report().to_json());
+    assert!(Report::of(&sim).to_json() == Report::of(&straight).to_json());
 }

@@ -97,7 +97,7 @@ fn the_walkthrough_ends_at_42_42_42_and_no_lag() {
     let (tour, scenario) = walkthrough();
     let mut sim = Sim::new(&scenario);
     sim.run_until(tour.beats[7].to_ms);
-    let report = sim.report();
+    let report = Report::of(&sim);
     assert_eq!(orders_2(&report), (42, 42, Some(42), 0));
     assert_eq!(report.acked_records_lost, 0);
     assert!(
@@ -110,7 +110,7 @@ fn the_walkthrough_ends_at_42_42_42_and_no_lag() {
     let leo_at = |ms: u64| {
         let mut sim = Sim::new(&scenario);
         sim.run_until(ms);
-        orders_2(&sim.report()).0
+        orders_2(&Report::of(&sim)).0
     };
     assert_eq!(leo_at(tour.beats[5].from_ms), 41);
     assert_eq!(leo_at(tour.beats[5].to_ms), 42);
@@ -123,7 +123,7 @@ fn in_beat_5_the_controller_fences_after_the_session_timeout_then_elects() {
     let report = {
         let mut sim = Sim::new(&scenario);
         sim.run_until(beat.to_ms);
-        sim.report()
+        Report::of(&sim)
     };
     let during = |e: &&kafkascope::sim::Event| e.at_ms >= beat.from_ms && e.at_ms < beat.to_ms;
     let events: Vec<_> = report.events.iter().filter(during).collect();
@@ -178,7 +178,7 @@ fn in_beat_5_the_controller_fences_after_the_session_timeout_then_elects() {
 /// The model's state, as the report and the scene see it.
 fn state(sim: &mut Sim) -> String {
     let snapshot = kafkascope::view::snapshot::Snapshot::of(sim.world_mut());
-    format!("{}\n{snapshot:?}", sim.report().to_json())
+    format!("{}\n{snapshot:?}", Report::of(sim).to_json())
 }
 
 #[test]
@@ -369,7 +369,7 @@ fn the_narrations_numbers_are_the_models() {
     assert_eq!(keys, ["user-7", "user-9", "user-3"]);
     // Beat 3: the leader's high watermark reaches 7 before the producer hears back (acks=all),
     // and the followers learn it by the beat's end.
-    let report_at = |ms: u64| walkthrough_at(ms).report();
+    let report_at = |ms: u64| Report::of(&walkthrough_at(ms));
     let hw = |r: &Report, broker: u32| {
         let p = r
             .partitions

@@ -1,6 +1,7 @@
 //! What the window shows, read headless: the snapshot of the model the scene draws, and the
 //! sandbox's actions, which must replay exactly when seeking.
 
+use kafkascope::report::Report;
 use kafkascope::scenario::{Action, Scenario, TimelineEntry};
 use kafkascope::sim::Sim;
 use kafkascope::view::palette::ReplicaRole;
@@ -16,7 +17,7 @@ fn with_action(mut scenario: Scenario, at_ms: u64, action: Action) -> Scenario {
 fn report_at(scenario: &Scenario, until: u64) -> String {
     let mut sim = Sim::new(scenario);
     sim.run_until(until);
-    sim.report().to_json()
+    Report::of(&sim).to_json()
 }
 
 #[test]
@@ -32,7 +33,7 @@ fn a_sandbox_action_is_the_same_as_a_scripted_one_and_replays_when_seeking() {
     sim.act(Action::CrashBroker(1));
     sim.run_until(30_000);
     assert_eq!(
-        sim.report().to_json(),
+        Report::of(&sim).to_json(),
         scripted,
         "acting now = a timeline entry now"
     );
@@ -41,13 +42,13 @@ fn a_sandbox_action_is_the_same_as_a_scripted_one_and_replays_when_seeking() {
     sim.seek(4_000);
     sim.seek(30_000);
     assert_eq!(
-        sim.report().to_json(),
+        Report::of(&sim).to_json(),
         scripted,
         "seeking replays the action"
     );
     sim.seek(12_345);
     sim.seek(30_000);
-    assert_eq!(sim.report().to_json(), scripted);
+    assert_eq!(Report::of(&sim).to_json(), scripted);
 }
 
 #[test]
@@ -64,7 +65,7 @@ fn acting_in_the_past_replaces_what_came_after() {
         &with_action(quickstart, 8_000, Action::CrashBroker(2)),
         30_000,
     );
-    assert_eq!(sim.report().to_json(), expected);
+    assert_eq!(Report::of(&sim).to_json(), expected);
     assert_eq!(sim.actions().len(), 1);
 }
 
@@ -72,7 +73,7 @@ fn acting_in_the_past_replaces_what_came_after() {
 fn the_snapshot_of_a_healthy_cluster() {
     let mut sim = Sim::new(&built_in("quickstart"));
     sim.run_until(12_000);
-    let report = sim.report();
+    let report = Report::of(&sim);
     let s = Snapshot::of(sim.world_mut());
     assert_eq!(s.now_ms, 12_000);
     assert_eq!(s.brokers.len(), 3);
