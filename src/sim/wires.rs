@@ -8,6 +8,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
+use std::convert::identity as as_is;
 
 use bevy::ecs::entity::EntityHashMap;
 use bevy::platform::collections::HashMap;
@@ -82,8 +83,9 @@ pub trait OnWire: Sized {
     fn into_payload(self) -> Payload;
 }
 
+/// Each payload type with its variant and how the variant holds it (as is, or boxed).
 macro_rules! on_wire {
-    (boxed $($variant:ident: $t:ty),* $(,)?) => {
+    ($($variant:ident: $t:ty => $hold:path),* $(,)?) => {
         $(impl OnWire for $t {
             const KIND: Kind = Kind::$variant;
             fn of(payload: &Payload) -> Option<&Self> {
@@ -99,43 +101,24 @@ macro_rules! on_wire {
                 }
             }
             fn into_payload(self) -> Payload {
-                Payload::$variant(Box::new(self))
-            }
-        })*
-    };
-    ($($variant:ident: $t:ty),* $(,)?) => {
-        $(impl OnWire for $t {
-            const KIND: Kind = Kind::$variant;
-            fn of(payload: &Payload) -> Option<&Self> {
-                match payload {
-                    Payload::$variant(p) => Some(p),
-                    _ => None,
-                }
-            }
-            fn of_mut(payload: &mut Payload) -> Option<&mut Self> {
-                match payload {
-                    Payload::$variant(p) => Some(p),
-                    _ => None,
-                }
-            }
-            fn into_payload(self) -> Payload {
-                Payload::$variant(self)
+                Payload::$variant($hold(self))
             }
         })*
     };
 }
 
 on_wire!(
-    Produce: ProduceRequest,
-    ProduceResponse: ProduceResponse,
-    Fetch: FetchRequest,
-    FetchResponse: FetchResponse,
-    Heartbeat: Heartbeat,
-    HeartbeatResponse: HeartbeatResponse,
-    ConsumerFetch: ConsumerFetch,
-    ConsumerFetchResponse: ConsumerFetchResponse,
+    Produce: ProduceRequest => as_is,
+    ProduceResponse: ProduceResponse => as_is,
+    Fetch: FetchRequest => as_is,
+    FetchResponse: FetchResponse => as_is,
+    Heartbeat: Heartbeat => as_is,
+    HeartbeatResponse: HeartbeatResponse => as_is,
+    Group: GroupRequest => Box::new,
+    GroupResponse: GroupResponse => Box::new,
+    ConsumerFetch: ConsumerFetch => as_is,
+    ConsumerFetchResponse: ConsumerFetchResponse => as_is,
 );
-on_wire!(boxed Group: GroupRequest, GroupResponse: GroupResponse);
 
 /// One message: its envelope and what it carries.
 #[derive(Debug, Clone)]
