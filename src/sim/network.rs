@@ -48,10 +48,6 @@ pub struct Wire {
 }
 
 impl Wire {
-    pub fn arrives_now(&self, now: u64) -> bool {
-        self.state == WireState::InFlight && self.arrive_ms == now
-    }
-
     pub fn held(&self) -> bool {
         matches!(self.state, WireState::Held { .. })
     }

@@ -264,27 +264,6 @@ impl Wires {
         out.extend(self.held[T::KIND as usize].iter().copied());
     }
 
-    /// Puts in `out` the messages of a kind that arrive now or are held, in send order.
-    pub fn arriving_or_held<T: OnWire>(&self, out: &mut Vec<u64>) {
-        out.clear();
-        let mut arriving = self.due[T::KIND as usize]
-            .iter()
-            .copied()
-            .filter(|id| self.rows[id].wire.state == WireState::InFlight)
-            .peekable();
-        let mut held = self.held[T::KIND as usize].iter().copied().peekable();
-        // Both are in send order: merge them.
-        loop {
-            let next = match (arriving.peek(), held.peek()) {
-                (Some(a), Some(h)) if a < h => arriving.next(),
-                (Some(_), Some(_)) | (None, Some(_)) => held.next(),
-                (Some(_), None) => arriving.next(),
-                (None, None) => break,
-            };
-            out.extend(next);
-        }
-    }
-
     /// Whether any message of a kind arrives now or is held.
     pub fn any_due<T: OnWire>(&self) -> bool {
         !self.due[T::KIND as usize].is_empty() || !self.held[T::KIND as usize].is_empty()
