@@ -4,8 +4,6 @@ use bevy::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 
-use super::{SimSet, SimStep};
-
 /// Integer sim time. A step handles the instant `now_ms`, then moves the clock to the next instant
 /// at which anything can happen: one millisecond on, or further when every system says it has
 /// nothing to do before then. Skipped instants are those at which no rule could act, so a run
@@ -140,15 +138,11 @@ impl SimRng {
 pub(super) fn plugin(app: &mut App) {
     app.init_resource::<SimClock>()
         .init_resource::<Wake>()
-        .insert_resource(SimRng::new(0))
-        .add_systems(SimStep, tick.in_set(SimSet::Clock));
+        .insert_resource(SimRng::new(0));
 }
 
-pub(super) fn tick(
-    mut clock: ResMut<SimClock>,
-    mut wake: ResMut<Wake>,
-    timeline: Res<super::timeline::Timeline>,
-) {
+/// Moves the clock to the next instant at which anything is due.
+pub(super) fn tick(clock: &mut SimClock, wake: &mut Wake, timeline: &super::timeline::Timeline) {
     if let Some(at) = timeline.next_at() {
         wake.at(at);
     }

@@ -16,7 +16,7 @@ use super::protocol::{
     GroupResponse, GroupResponseBody, KafkaError,
 };
 use super::wires::Wires;
-use super::{SimClock, SimSet, SimStep, Wake};
+use super::{SimClock, Wake};
 use crate::assignor::{self, TopicPartition};
 use crate::scenario::OffsetReset;
 
@@ -193,20 +193,6 @@ impl Consumer {
     }
 }
 
-pub(super) fn plugin(app: &mut App) {
-    app.add_systems(
-        SimStep,
-        (
-            handle_group_responses,
-            handle_fetch_responses,
-            process_records,
-            send_requests,
-        )
-            .chain()
-            .in_set(SimSet::Consumers),
-    );
-}
-
 fn topic_partition(
     cluster: &Cluster,
     partitions: &Query<&Partition>,
@@ -254,19 +240,19 @@ fn leader_hw(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn handle_group_responses(
-    clock: Res<SimClock>,
-    cluster: Res<Cluster>,
-    mut network: ResMut<Network>,
-    mut wires: ResMut<Wires>,
-    partitions: Query<&Partition>,
-    replicas: Query<&Replica>,
-    groups: Query<&ConsumerGroup>,
-    mut consumers: Query<&mut Consumer>,
-    mut due: Local<Vec<u64>>,
+pub(super) fn handle_group_responses(
+    clock: &SimClock,
+    cluster: &Cluster,
+    network: &mut Network,
+    wires: &mut Wires,
+    partitions: &Query<&Partition>,
+    replicas: &Query<&Replica>,
+    groups: &Query<&ConsumerGroup>,
+    consumers: &mut Query<&mut Consumer>,
+    due: &mut Vec<u64>,
 ) {
     let now = clock.now_ms;
-    wires.arriving::<GroupResponse>(&mut due);
+    wires.arriving::<GroupResponse>(due);
     for &id in due.iter() {
         wires.finish(id);
         let (wire, response) = wires.get_of::<GroupResponse>(id).expect("a group response");
@@ -335,7 +321,7 @@ fn handle_group_responses(
                 consumer.next_heartbeat_ms = now + group.config.heartbeat_interval_ms;
                 let new: Vec<u32> = assignment
                     .iter()
-                    .filter_map(|tp| ordinal_of(&cluster, tp))
+                    .filter_map(|tp| ordinal_of(cluster, tp))
                     .collect();
                 // Cooperative: what moved away is given up now, and the member rejoins so the
                 // follow-up rebalance can hand it to its new owner.
@@ -354,7 +340,7 @@ fn handle_group_responses(
                 for o in new {
                     consumer.assigned.entry(o).or_insert_with(|| {
                         let start =
-                            start_offset(group, o, leader_hw(&cluster, &partitions, &replicas, o));
+                            start_offset(group, o, leader_hw(cluster, partitions, replicas, o));
                         Progress {
                             position: start,
                             processed: start,
@@ -419,19 +405,19 @@ fn wire_from_broker(wire: &Wire) -> Option<u32> {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn handle_fetch_responses(
-    clock: Res<SimClock>,
-    cluster: Res<Cluster>,
-    mut invariants: ResMut<Invariants>,
-    mut wires: ResMut<Wires>,
-    partitions: Query<&Partition>,
-    replicas: Query<&Replica>,
-    groups: Query<&ConsumerGroup>,
-    mut consumers: Query<&mut Consumer>,
-    mut due: Local<Vec<u64>>,
+pub(super) fn handle_fetch_responses(
+    clock: &SimClock,
+    cluster: &Cluster,
+    invariants: &mut Invariants,
+    wires: &mut Wires,
+    partitions: &Query<&Partition>,
+    replicas: &Query<&Replica>,
+    groups: &Query<&ConsumerGroup>,
+    consumers: &mut Query<&mut Consumer>,
+    due: &mut Vec<u64>,
 ) {
     let now = clock.now_ms;
-    wires.arriving::<ConsumerFetchResponse>(&mut due);
+    wires.arriving::<ConsumerFetchResponse>(due);
     for &id in due.iter() {
         wires.finish(id);
         let (_, response) = wires
@@ -493,12 +479,12 @@ fn handle_fetch_responses(
 
 /// Each member processes its fetched records at its rate, partition by partition; with
 /// `commit_after_each_batch` it commits as soon as a fetched batch is done.
-fn process_records(
-    clock: Res<SimClock>,
-    cluster: Res<Cluster>,
-    mut wake: ResMut<Wake>,
-    groups: Query<&ConsumerGroup>,
-    mut consumers: Query<&mut Consumer>,
+pub(super) fn process_records(
+    clock: &SimClock,
+    cluster: &Cluster,
+    wake: &mut Wake,
+    groups: &Query<&ConsumerGroup>,
+    consumers: &mut Query<&mut Consumer>,
 ) {
     let now = clock.now_ms;
     for &entity in &cluster.consumers {
@@ -547,15 +533,15 @@ fn process_records(
 /// Joins, heartbeats, commits and fetches, each when due.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn send_requests(
-    clock: Res<SimClock>,
-    cluster: Res<Cluster>,
-    mut network: ResMut<Network>,
-    mut wake: ResMut<Wake>,
-    brokers: Query<&Broker>,
-    partitions: Query<&Partition>,
-    replicas: Query<&Replica>,
-    groups: Query<&ConsumerGroup>,
-    mut consumers: Query<&mut Consumer>,
+    clock: &SimClock,
+    cluster: &Cluster,
+    network: &mut Network,
+    wake: &mut Wake,
+    brokers: &Query<&Broker>,
+    partitions: &Query<&Partition>,
+    replicas: &Query<&Replica>,
+    groups: &Query<&ConsumerGroup>,
+    consumers: &mut Query<&mut Consumer>,
 ) {
     let now = clock.now_ms;
     let views = broker_views(brokers.iter());
@@ -638,7 +624,7 @@ pub(super) fn send_requests(
                 let owned: Vec<TopicPartition> = c
                     .assigned
                     .keys()
-                    .map(|o| topic_partition(&cluster, &partitions, *o))
+                    .map(|o| topic_partition(cluster, partitions, *o))
                     .collect();
                 let body = GroupRequestBody::JoinGroup {
                     instance_id: c.instance_id.clone(),

@@ -22,7 +22,7 @@ use super::network::{Network, Node};
 use super::protocol::{Heartbeat, HeartbeatResponse};
 use super::timeline::Timeline;
 use super::wires::{OnWire, Wires};
-use super::{SimClock, SimSet, SimStep, Wake};
+use super::{SimClock, Wake};
 use crate::scenario::ClusterConfig;
 
 /// The controller's own state.
@@ -55,22 +55,6 @@ impl Controller {
             next_balance_check_ms: None,
         }
     }
-}
-
-pub(super) fn plugin(app: &mut App) {
-    app.configure_sets(SimStep, SimSet::Controller.run_if(controller_due))
-        .add_systems(
-            SimStep,
-            (
-                brokers_send_heartbeats,
-                brokers_take_heartbeat_responses,
-                controller_handles_heartbeats,
-                controller_checks_sessions,
-                controller_balances_leaders,
-            )
-                .chain()
-                .in_set(SimSet::Controller),
-        );
 }
 
 /// What an election needs besides the partition.
@@ -272,8 +256,8 @@ fn change_fencing(
 /// The controller's rules act only at their deadlines (a heartbeat to send, a message arriving, a
 /// session to expire, a balance check) or after a timeline action: at other steps they are
 /// skipped. Each run collects the next deadline afresh.
-fn controller_due(clock: Res<SimClock>, wake: Res<Wake>, timeline: Res<Timeline>) -> bool {
-    wake.due(Standing::Controller, &clock) || timeline.acted_at(clock.now_ms)
+pub(super) fn controller_due(clock: &SimClock, wake: &Wake, timeline: &Timeline) -> bool {
+    wake.due(Standing::Controller, clock) || timeline.acted_at(clock.now_ms)
 }
 
 /// A heartbeat or its answer still on its way wakes the controller's rules when it arrives.
@@ -283,12 +267,12 @@ fn wake_at_arrivals<T: OnWire>(wires: &Wires, wake: &mut Wake) {
     }
 }
 
-fn brokers_send_heartbeats(
-    clock: Res<SimClock>,
-    cluster: Res<Cluster>,
-    mut network: ResMut<Network>,
-    mut wake: ResMut<Wake>,
-    mut brokers: Query<&mut Broker>,
+pub(super) fn brokers_send_heartbeats(
+    clock: &SimClock,
+    cluster: &Cluster,
+    network: &mut Network,
+    wake: &mut Wake,
+    brokers: &mut Query<&mut Broker>,
 ) {
     let now = clock.now_ms;
     wake.clear(Standing::Controller);
@@ -325,18 +309,18 @@ fn registration_backoff(failed: u32, session_timeout_ms: u64, rng: &mut SimRng) 
 
 /// A registered broker starts serving (fenced until its next heartbeat, sent soon); a refused
 /// one tries again after a back-off.
-fn brokers_take_heartbeat_responses(
-    clock: Res<SimClock>,
-    cluster: Res<Cluster>,
-    mut rng: ResMut<SimRng>,
-    mut wake: ResMut<Wake>,
-    mut wires: ResMut<Wires>,
-    mut brokers: Query<&mut Broker>,
-    mut due: Local<Vec<u64>>,
+pub(super) fn brokers_take_heartbeat_responses(
+    clock: &SimClock,
+    cluster: &Cluster,
+    rng: &mut SimRng,
+    wake: &mut Wake,
+    wires: &mut Wires,
+    brokers: &mut Query<&mut Broker>,
+    due: &mut Vec<u64>,
 ) {
     let now = clock.now_ms;
-    wake_at_arrivals::<HeartbeatResponse>(&wires, &mut wake);
-    wires.arriving::<HeartbeatResponse>(&mut due);
+    wake_at_arrivals::<HeartbeatResponse>(wires, wake);
+    wires.arriving::<HeartbeatResponse>(due);
     for &id in due.iter() {
         wires.finish(id);
         let (_, response) = wires
@@ -352,7 +336,7 @@ fn brokers_take_heartbeat_responses(
             let delay = registration_backoff(
                 broker.failed_registrations,
                 cluster.config.session_timeout_ms,
-                &mut rng,
+                rng,
             );
             broker.failed_registrations += 1;
             broker.next_heartbeat_ms = now + delay;
@@ -367,23 +351,23 @@ fn brokers_take_heartbeat_responses(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn controller_handles_heartbeats(
-    clock: Res<SimClock>,
-    cluster: Res<Cluster>,
-    mut network: ResMut<Network>,
-    mut wake: ResMut<Wake>,
-    mut events: ResMut<EventLog>,
-    mut metrics: ResMut<Metrics>,
-    mut wires: ResMut<Wires>,
-    mut controllers: Query<&mut Controller>,
-    mut brokers: Query<&mut Broker>,
-    mut partitions: Query<&mut Partition>,
-    mut replicas: Query<&mut Replica>,
-    mut due: Local<Vec<u64>>,
+pub(super) fn controller_handles_heartbeats(
+    clock: &SimClock,
+    cluster: &Cluster,
+    network: &mut Network,
+    wake: &mut Wake,
+    events: &mut EventLog,
+    metrics: &mut Metrics,
+    wires: &mut Wires,
+    controllers: &mut Query<&mut Controller>,
+    brokers: &mut Query<&mut Broker>,
+    partitions: &mut Query<&mut Partition>,
+    replicas: &mut Query<&mut Replica>,
+    due: &mut Vec<u64>,
 ) {
     let now = clock.now_ms;
-    wake_at_arrivals::<Heartbeat>(&wires, &mut wake);
-    wires.arriving::<Heartbeat>(&mut due);
+    wake_at_arrivals::<Heartbeat>(wires, wake);
+    wires.arriving::<Heartbeat>(due);
     if due.is_empty() {
         return;
     }
@@ -429,15 +413,7 @@ fn controller_handles_heartbeats(
             );
             if !fenced {
                 change_fencing(
-                    true,
-                    b,
-                    now,
-                    &cluster,
-                    &mut brokers,
-                    &mut events,
-                    &mut metrics,
-                    &mut partitions,
-                    &mut replicas,
+                    true, b, now, cluster, brokers, events, metrics, partitions, replicas,
                 );
             }
             // KIP-966: after an unclean shutdown the broker may have lost data it had, so it is
@@ -454,15 +430,7 @@ fn controller_handles_heartbeats(
             controller.last_heartbeat_ms[b as usize] = now;
             if fenced {
                 change_fencing(
-                    false,
-                    b,
-                    now,
-                    &cluster,
-                    &mut brokers,
-                    &mut events,
-                    &mut metrics,
-                    &mut partitions,
-                    &mut replicas,
+                    false, b, now, cluster, brokers, events, metrics, partitions, replicas,
                 );
             }
         }
@@ -480,16 +448,16 @@ fn controller_handles_heartbeats(
 /// `BrokerHeartbeatManager`: a broker whose last heartbeat is older than the session timeout is
 /// fenced.
 #[allow(clippy::too_many_arguments)]
-fn controller_checks_sessions(
-    clock: Res<SimClock>,
-    cluster: Res<Cluster>,
-    mut wake: ResMut<Wake>,
-    mut events: ResMut<EventLog>,
-    mut metrics: ResMut<Metrics>,
-    controllers: Query<&Controller>,
-    mut brokers: Query<&mut Broker>,
-    mut partitions: Query<&mut Partition>,
-    mut replicas: Query<&mut Replica>,
+pub(super) fn controller_checks_sessions(
+    clock: &SimClock,
+    cluster: &Cluster,
+    wake: &mut Wake,
+    events: &mut EventLog,
+    metrics: &mut Metrics,
+    controllers: &Query<&Controller>,
+    brokers: &mut Query<&mut Broker>,
+    partitions: &mut Query<&mut Partition>,
+    replicas: &mut Query<&mut Replica>,
 ) {
     let now = clock.now_ms;
     let session = cluster.config.session_timeout_ms;
@@ -506,15 +474,7 @@ fn controller_checks_sessions(
             continue;
         }
         change_fencing(
-            true,
-            b,
-            now,
-            &cluster,
-            &mut brokers,
-            &mut events,
-            &mut metrics,
-            &mut partitions,
-            &mut replicas,
+            true, b, now, cluster, brokers, events, metrics, partitions, replicas,
         );
     }
 }
@@ -526,16 +486,16 @@ fn controller_checks_sessions(
 /// (`QuorumController.maybeScheduleNextBalancePartitionLeaders`, which the controller calls after
 /// every change it writes).
 #[allow(clippy::too_many_arguments)]
-fn controller_balances_leaders(
-    clock: Res<SimClock>,
-    cluster: Res<Cluster>,
-    mut wake: ResMut<Wake>,
-    mut events: ResMut<EventLog>,
-    mut metrics: ResMut<Metrics>,
-    mut controllers: Query<&mut Controller>,
-    brokers: Query<&mut Broker>,
-    mut partitions: Query<&mut Partition>,
-    mut replicas: Query<&mut Replica>,
+pub(super) fn controller_balances_leaders(
+    clock: &SimClock,
+    cluster: &Cluster,
+    wake: &mut Wake,
+    events: &mut EventLog,
+    metrics: &mut Metrics,
+    controllers: &mut Query<&mut Controller>,
+    brokers: &Query<&mut Broker>,
+    partitions: &mut Query<&mut Partition>,
+    replicas: &mut Query<&mut Replica>,
 ) {
     let now = clock.now_ms;
     let mut controller = controllers.get_mut(cluster.controller).expect("controller");
@@ -546,15 +506,7 @@ fn controller_balances_leaders(
     }
     if due_check || controller.preferred_election_requested {
         controller.preferred_election_requested = false;
-        elect_preferred_leaders(
-            now,
-            &cluster,
-            &brokers,
-            &mut events,
-            &mut metrics,
-            &mut partitions,
-            &mut replicas,
-        );
+        elect_preferred_leaders(now, cluster, brokers, events, metrics, partitions, replicas);
     }
     let imbalanced = || partitions.iter().any(|p| p.leader != Some(p.assignment[0]));
     if periodic && controller.next_balance_check_ms.is_none() && imbalanced() {

@@ -3,6 +3,7 @@
 
 use bevy::prelude::*;
 
+use super::SimClock;
 use super::clock::SimRng;
 use super::cluster::{Broker, Cluster, broker_views};
 use super::consumer::Consumer;
@@ -11,30 +12,52 @@ use super::network::{Network, Node, Wire};
 use super::producer::Producer;
 use super::protocol::KafkaError;
 use super::wires::{Payload, Wires};
-use super::{SimClock, SimSet, SimStep};
-
-pub(super) fn plugin(app: &mut App) {
-    app.configure_sets(SimStep, SimSet::Network.run_if(any_fault))
-        .add_systems(
-            SimStep,
-            (drop_on_cut_links, refuse_at_dead_brokers)
-                .chain()
-                .in_set(SimSet::Network),
-        );
-}
 
 /// Only a cut link or a dead broker loses messages: a healthy cluster skips the phase.
-fn any_fault(clock: Res<SimClock>, network: Res<Network>, brokers: Query<&Broker>) -> bool {
-    !clock.skip_idle_rules || network.any_cut() || brokers.iter().any(|b| !b.alive)
+pub(super) fn any_fault<'a>(
+    clock: &SimClock,
+    network: &Network,
+    mut brokers: impl Iterator<Item = &'a Broker>,
+) -> bool {
+    !clock.skip_idle_rules || network.any_cut() || brokers.any(|b| !b.alive)
+}
+
+/// The network's phase: what faults do to the messages on the wire.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn phase(
+    clock: Res<SimClock>,
+    cluster: Res<Cluster>,
+    network: Res<Network>,
+    mut rng: ResMut<SimRng>,
+    mut ledger: ResMut<AckLedger>,
+    mut wires: ResMut<Wires>,
+    mut brokers: Query<&mut Broker>,
+    mut producers: Query<&mut Producer>,
+    mut consumers: Query<&mut Consumer>,
+    mut due: Local<Vec<u64>>,
+) {
+    let now = clock.now_ms;
+    drop_on_cut_links(now, &network, &mut wires);
+    refuse_at_dead_brokers(
+        now,
+        &cluster,
+        &mut rng,
+        &mut ledger,
+        &mut brokers,
+        &mut wires,
+        &mut producers,
+        &mut consumers,
+        &mut due,
+    );
 }
 
 /// A message whose link is cut while it travels never arrives (a network partition drops
 /// packets; nobody is told).
-fn drop_on_cut_links(clock: Res<SimClock>, network: Res<Network>, mut wires: ResMut<Wires>) {
+fn drop_on_cut_links(now: u64, network: &Network, wires: &mut Wires) {
     if !network.any_cut() {
         return;
     }
-    wires.lose_where(clock.now_ms, |w| network.is_cut(w.from, w.to));
+    wires.lose_where(now, |w| network.is_cut(w.from, w.to));
 }
 
 /// A broker whose process is gone refuses connections: a request that reaches it, or one it was
@@ -42,20 +65,19 @@ fn drop_on_cut_links(clock: Res<SimClock>, network: Res<Network>, mut wires: Res
 /// sees NETWORK_EXCEPTION, a follower's fetcher backs off).
 #[allow(clippy::too_many_arguments)]
 fn refuse_at_dead_brokers(
-    clock: Res<SimClock>,
-    cluster: Res<Cluster>,
-    mut rng: ResMut<SimRng>,
-    mut ledger: ResMut<AckLedger>,
-    mut brokers_mut: Query<&mut Broker>,
-    mut wires: ResMut<Wires>,
-    mut producers: Query<&mut Producer>,
-    mut consumers: Query<&mut Consumer>,
-    mut due: Local<Vec<u64>>,
+    now: u64,
+    cluster: &Cluster,
+    rng: &mut SimRng,
+    ledger: &mut AckLedger,
+    brokers_mut: &mut Query<&mut Broker>,
+    wires: &mut Wires,
+    producers: &mut Query<&mut Producer>,
+    consumers: &mut Query<&mut Consumer>,
+    due: &mut Vec<u64>,
 ) {
     if brokers_mut.iter().all(|b| b.alive) {
         return;
     }
-    let now = clock.now_ms;
     let views = broker_views(brokers_mut.iter());
     // A broker still registering hears only the controller's answers.
     let dead = |w: &Wire| match w.to {
@@ -65,7 +87,7 @@ fn refuse_at_dead_brokers(
         }
         _ => false,
     };
-    wires.all_arriving_or_held(&mut due);
+    wires.all_arriving_or_held(due);
     due.retain(|id| dead(&wires.get(*id).expect("a message on the wire").wire));
     for &id in due.iter() {
         let message = wires.refuse(id, now);
@@ -76,13 +98,7 @@ fn refuse_at_dead_brokers(
                 producers
                     .get_mut(producer)
                     .expect("producer entity")
-                    .fail_request(
-                        wire.id,
-                        KafkaError::NetworkException,
-                        now,
-                        &mut rng,
-                        &mut ledger,
-                    );
+                    .fail_request(wire.id, KafkaError::NetworkException, now, rng, ledger);
             }
             Payload::Group(_) | Payload::ConsumerFetch(_) => {
                 if let Node::Consumer(c) = wire.from {

@@ -18,7 +18,7 @@ use super::protocol::{
     GroupError, GroupRequest, GroupRequestBody, GroupResponse, GroupResponseBody,
 };
 use super::wires::Wires;
-use super::{SimClock, SimSet, SimStep, Wake};
+use super::{SimClock, Wake};
 use crate::assignor::{Assignment, Member, TopicPartition};
 use crate::scenario::ConsumerGroupConfig;
 
@@ -134,21 +134,6 @@ impl ConsumerGroup {
     }
 }
 
-pub(super) fn plugin(app: &mut App) {
-    app.add_systems(
-        SimStep,
-        (
-            load_offsets_on_move,
-            handle_group_requests,
-            complete_joins,
-            expire_sessions,
-            complete_commits,
-        )
-            .chain()
-            .in_set(SimSet::Groups),
-    );
-}
-
 fn respond(
     network: &mut Network,
     now: u64,
@@ -180,11 +165,11 @@ fn coordinator(group: &ConsumerGroup, partitions: &Query<&Partition>) -> Option<
 /// A new coordinator reads the group's committed offsets from its copy of the offsets partition
 /// (`GroupMetadataManager.loadGroupsAndOffsets`); requests held at the old one are told
 /// NOT_COORDINATOR.
-fn load_offsets_on_move(
-    cluster: Res<Cluster>,
-    partitions: Query<&Partition>,
-    replicas: Query<&Replica>,
-    mut groups: Query<&mut ConsumerGroup>,
+pub(super) fn load_offsets_on_move(
+    cluster: &Cluster,
+    partitions: &Query<&Partition>,
+    replicas: &Query<&Replica>,
+    groups: &mut Query<&mut ConsumerGroup>,
 ) {
     for &entity in &cluster.groups {
         let mut group = groups.get_mut(entity).expect("group entity");
@@ -211,21 +196,21 @@ fn load_offsets_on_move(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn handle_group_requests(
-    clock: Res<SimClock>,
-    cluster: Res<Cluster>,
-    mut network: ResMut<Network>,
-    mut events: ResMut<EventLog>,
-    mut wires: ResMut<Wires>,
-    partitions: Query<&Partition>,
-    mut replicas: Query<&mut Replica>,
-    mut groups: Query<&mut ConsumerGroup>,
-    mut wake: ResMut<Wake>,
-    mut due: Local<Vec<u64>>,
+pub(super) fn handle_group_requests(
+    clock: &SimClock,
+    cluster: &Cluster,
+    network: &mut Network,
+    events: &mut EventLog,
+    wires: &mut Wires,
+    partitions: &Query<&Partition>,
+    replicas: &mut Query<&mut Replica>,
+    groups: &mut Query<&mut ConsumerGroup>,
+    wake: &mut Wake,
+    due: &mut Vec<u64>,
 ) {
     let now = clock.now_ms;
     let initial_delay = cluster.config.group_initial_rebalance_delay_ms;
-    wires.arriving::<GroupRequest>(&mut due);
+    wires.arriving::<GroupRequest>(due);
     for &id in due.iter() {
         // A copy: handling it may hold or answer other requests of the group.
         let (&wire, request) = wires.get_of::<GroupRequest>(id).expect("a group request");
@@ -249,13 +234,13 @@ fn handle_group_requests(
                 },
             );
         };
-        if coordinator(&group, &partitions)
+        if coordinator(&group, partitions)
             != Some(match wire.to {
                 Node::Broker(b) => b,
                 _ => unreachable!("group requests go to brokers"),
             })
         {
-            error(&mut network, &wire, GroupError::NotCoordinator);
+            error(network, &wire, GroupError::NotCoordinator);
             wires.finish(id);
             continue;
         }
@@ -288,7 +273,7 @@ fn handle_group_requests(
                         leader: group.leader.clone().unwrap_or_default(),
                         members: Vec::new(),
                     };
-                    respond(&mut network, now, &wire, g, &member, body);
+                    respond(network, now, &wire, g, &member, body);
                     wires.finish(id);
                     continue;
                 }
@@ -320,7 +305,7 @@ fn handle_group_requests(
                         }
                     }
                 }
-                group.start_rebalance(now, &mut events, initial_delay);
+                group.start_rebalance(now, events, initial_delay);
                 if let Some(i) = group.member(&member) {
                     group.members[i].joined = true;
                 }
@@ -332,20 +317,20 @@ fn handle_group_requests(
                 assignment,
             } => {
                 if known.is_none() {
-                    error(&mut network, &wire, GroupError::UnknownMemberId);
+                    error(network, &wire, GroupError::UnknownMemberId);
                     wires.finish(id);
                 } else if *generation != group.generation {
-                    error(&mut network, &wire, GroupError::IllegalGeneration);
+                    error(network, &wire, GroupError::IllegalGeneration);
                     wires.finish(id);
                 } else {
                     match group.state {
                         GroupState::PreparingRebalance | GroupState::Empty => {
-                            error(&mut network, &wire, GroupError::RebalanceInProgress);
+                            error(network, &wire, GroupError::RebalanceInProgress);
                             wires.finish(id);
                         }
                         GroupState::Stable => {
                             let body = group.sync_body(&member);
-                            respond(&mut network, now, &wire, g, &member, body);
+                            respond(network, now, &wire, g, &member, body);
                             wires.finish(id);
                         }
                         GroupState::CompletingRebalance => {
@@ -360,10 +345,10 @@ fn handle_group_requests(
                                     },
                                 );
                                 let body = group.sync_body(&member);
-                                respond(&mut network, now, &wire, g, &member, body);
+                                respond(network, now, &wire, g, &member, body);
                                 wires.finish(id);
                                 // The others' SyncGroups, held until now, get theirs.
-                                release_syncs(&mut network, now, &group, &mut wires, id);
+                                release_syncs(network, now, &group, wires, id);
                             } else {
                                 wires.hold(id, now + group.config.session_timeout_ms);
                             }
@@ -386,9 +371,9 @@ fn handle_group_requests(
                     }
                 };
                 match reply {
-                    Some(e) => error(&mut network, &wire, e),
+                    Some(e) => error(network, &wire, e),
                     None => respond(
-                        &mut network,
+                        network,
                         now,
                         &wire,
                         g,
@@ -406,11 +391,11 @@ fn handle_group_requests(
                         group.state = GroupState::Empty;
                         group.leader = None;
                     } else {
-                        group.start_rebalance(now, &mut events, initial_delay);
+                        group.start_rebalance(now, events, initial_delay);
                     }
                 }
                 respond(
-                    &mut network,
+                    network,
                     now,
                     &wire,
                     g,
@@ -433,7 +418,7 @@ fn handle_group_requests(
                     None
                 };
                 if let Some(e) = reject {
-                    error(&mut network, &wire, e);
+                    error(network, &wire, e);
                     wires.finish(id);
                     continue;
                 }
@@ -506,14 +491,14 @@ fn release_syncs(
 /// leader (the current one if it rejoined, else the first to join) gets the members'
 /// subscriptions.
 #[allow(clippy::too_many_arguments)]
-fn complete_joins(
-    clock: Res<SimClock>,
-    cluster: Res<Cluster>,
-    mut network: ResMut<Network>,
-    mut wake: ResMut<Wake>,
-    mut wires: ResMut<Wires>,
-    mut groups: Query<&mut ConsumerGroup>,
-    mut waiting: Local<Vec<u64>>,
+pub(super) fn complete_joins(
+    clock: &SimClock,
+    cluster: &Cluster,
+    network: &mut Network,
+    wake: &mut Wake,
+    wires: &mut Wires,
+    groups: &mut Query<&mut ConsumerGroup>,
+    waiting: &mut Vec<u64>,
 ) {
     let now = clock.now_ms;
     for &entity in &cluster.groups {
@@ -557,7 +542,7 @@ fn complete_joins(
                 owned: m.owned.clone(),
             })
             .collect();
-        wires.held::<GroupRequest>(&mut waiting);
+        wires.held::<GroupRequest>(waiting);
         waiting.retain(|id| {
             let (_, r) = wires.get_of::<GroupRequest>(*id).expect("a group request");
             r.group == group.index && matches!(r.body, GroupRequestBody::JoinGroup { .. })
@@ -573,19 +558,19 @@ fn complete_joins(
                     Vec::new()
                 },
             };
-            respond(&mut network, now, wire, group.index, &request.member, body);
+            respond(network, now, wire, group.index, &request.member, body);
             wires.finish(id);
         }
     }
 }
 
 /// Members silent for `session.timeout.ms` are removed, and the group rebalances.
-fn expire_sessions(
-    clock: Res<SimClock>,
-    cluster: Res<Cluster>,
-    mut events: ResMut<EventLog>,
-    mut wake: ResMut<Wake>,
-    mut groups: Query<&mut ConsumerGroup>,
+pub(super) fn expire_sessions(
+    clock: &SimClock,
+    cluster: &Cluster,
+    events: &mut EventLog,
+    wake: &mut Wake,
+    groups: &mut Query<&mut ConsumerGroup>,
 ) {
     let now = clock.now_ms;
     for &entity in &cluster.groups {
@@ -612,11 +597,7 @@ fn expire_sessions(
                 group.state = GroupState::Empty;
                 group.leader = None;
             } else {
-                group.start_rebalance(
-                    now,
-                    &mut events,
-                    cluster.config.group_initial_rebalance_delay_ms,
-                );
+                group.start_rebalance(now, events, cluster.config.group_initial_rebalance_delay_ms);
             }
         }
     }
@@ -625,18 +606,18 @@ fn expire_sessions(
 /// A held OffsetCommit is answered once the offsets partition's high watermark covers its
 /// records; the group's committed offsets move then.
 #[allow(clippy::too_many_arguments)]
-fn complete_commits(
-    clock: Res<SimClock>,
-    cluster: Res<Cluster>,
-    mut network: ResMut<Network>,
-    mut wires: ResMut<Wires>,
-    partitions: Query<&Partition>,
-    replicas: Query<&Replica>,
-    mut groups: Query<&mut ConsumerGroup>,
-    mut due: Local<Vec<u64>>,
+pub(super) fn complete_commits(
+    clock: &SimClock,
+    cluster: &Cluster,
+    network: &mut Network,
+    wires: &mut Wires,
+    partitions: &Query<&Partition>,
+    replicas: &Query<&Replica>,
+    groups: &mut Query<&mut ConsumerGroup>,
+    due: &mut Vec<u64>,
 ) {
     let now = clock.now_ms;
-    wires.held::<GroupRequest>(&mut due);
+    wires.held::<GroupRequest>(due);
     for &id in due.iter() {
         let (wire, request) = wires.get_of::<GroupRequest>(id).expect("a group request");
         let Some(ends_at) = request.commit_ends_at else {
@@ -677,14 +658,7 @@ fn complete_commits(
             }
             Some(_) => continue,
         };
-        respond(
-            &mut network,
-            now,
-            wire,
-            request.group,
-            &request.member,
-            body,
-        );
+        respond(network, now, wire, request.group, &request.member, body);
         wires.finish(id);
     }
 }

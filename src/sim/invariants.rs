@@ -5,12 +5,12 @@ use std::collections::BTreeSet;
 
 use bevy::prelude::*;
 
+use super::SimClock;
 use super::cluster::{Broker, Cluster, Partition, Record, Replica, broker_views};
 use super::events::Metrics;
 use super::group_coordinator::ConsumerGroup;
 use super::ledger::{AckLedger, lost_records};
 use super::producer::{Producer, producer_name, send_number};
-use super::{SimClock, SimSet, SimStep};
 use crate::scenario::Acks;
 
 /// At most this many violations are kept.
@@ -111,37 +111,28 @@ impl Invariants {
 }
 
 pub(super) fn plugin(app: &mut App) {
-    app.init_resource::<Invariants>().add_systems(
-        SimStep,
-        (
-            check,
-            check_no_safe_loss.run_if(elections_or_truncations),
-            check_committed_offsets.run_if(super::has_consumer_groups),
-        )
-            .chain()
-            .in_set(SimSet::Invariants),
-    );
+    app.init_resource::<Invariants>();
 }
 
 #[allow(clippy::too_many_arguments)]
-fn check(
-    clock: Res<SimClock>,
-    cluster: Res<Cluster>,
-    mut invariants: ResMut<Invariants>,
-    changed_partitions: Query<Entity, Changed<Partition>>,
-    changed_replicas: Query<&Replica, Changed<Replica>>,
-    brokers: Query<&Broker>,
-    partitions: Query<&Partition>,
-    replicas: Query<&Replica>,
-    producers: Query<&Producer>,
-    mut touched: Local<Vec<Entity>>,
+pub(super) fn check(
+    clock: &SimClock,
+    cluster: &Cluster,
+    invariants: &mut Invariants,
+    changed_partitions: &Query<Entity, Changed<Partition>>,
+    changed_replicas: &Query<&Replica, Changed<Replica>>,
+    brokers: &Query<&Broker>,
+    partitions: &Query<&Partition>,
+    replicas: &Query<&Replica>,
+    producers: &Query<&Producer>,
+    touched: &mut Vec<Entity>,
 ) {
     let now = clock.now_ms;
     let views = broker_views(brokers.iter());
     let name = |p: &Partition| cluster.partition_name(p);
     touched.clear();
     touched.extend(changed_partitions.iter());
-    for replica in &changed_replicas {
+    for replica in changed_replicas {
         touched.push(replica.partition);
         if replica.high_watermark > replica.log_end_offset() {
             let p = partitions.get(replica.partition).expect("partition entity");
@@ -249,18 +240,10 @@ fn check(
         seen.electable.clear();
         seen.electable.extend(p.isr.iter().chain(&p.elr));
         invariants.partitions[i] = seen;
-        check_committed_agree(&mut invariants, now, &cluster, p, &replicas, &views);
+        check_committed_agree(invariants, now, cluster, p, replicas, &views);
         if let Some(leader) = p.leader_replica() {
             let replica = replicas.get(leader).expect("replica entity");
-            check_send_order(
-                &mut invariants,
-                now,
-                &cluster,
-                p,
-                &producers,
-                leader,
-                replica,
-            );
+            check_send_order(invariants, now, cluster, p, producers, leader, replica);
         }
     }
 }
@@ -415,29 +398,29 @@ fn check_send_order(
 
 /// Only an election or a truncation can lose an acknowledged record: the loss check skips the
 /// steps without one.
-fn elections_or_truncations(metrics: Res<Metrics>, invariants: Res<Invariants>) -> bool {
+pub(super) fn elections_or_truncations(metrics: &Metrics, invariants: &Invariants) -> bool {
     (metrics.leader_elections, metrics.records_truncated) != invariants.last_changes
 }
 
 /// With acks=all, `min.insync.replicas` >= 2, unclean election off and no disk lost, Kafka loses
 /// no acknowledged record. Checked whenever a leader changed or a log was truncated.
 #[allow(clippy::too_many_arguments)]
-fn check_no_safe_loss(
-    clock: Res<SimClock>,
-    cluster: Res<Cluster>,
-    metrics: Res<Metrics>,
-    ledger: Res<AckLedger>,
-    mut invariants: ResMut<Invariants>,
-    partitions: Query<&Partition>,
-    replicas: Query<&Replica>,
-    producers: Query<&Producer>,
+pub(super) fn check_no_safe_loss(
+    clock: &SimClock,
+    cluster: &Cluster,
+    metrics: &Metrics,
+    ledger: &AckLedger,
+    invariants: &mut Invariants,
+    partitions: &Query<&Partition>,
+    replicas: &Query<&Replica>,
+    producers: &Query<&Producer>,
 ) {
     let changes = (metrics.leader_elections, metrics.records_truncated);
     if changes == invariants.last_changes || ledger.disk_lost {
         return;
     }
     invariants.last_changes = changes;
-    let lost = lost_records(&ledger, &cluster, &producers, &partitions, &replicas);
+    let lost = lost_records(ledger, cluster, producers, partitions, replicas);
     for record in lost.iter().filter(|r| r.acks == Acks::All) {
         let entity = cluster
             .topics
@@ -482,18 +465,18 @@ fn check_no_safe_loss(
 
 /// A group's committed offset of a partition never goes backward (the consumers in the model
 /// never seek, so only an offset reset could move it back).
-fn check_committed_offsets(
-    clock: Res<SimClock>,
-    cluster: Res<Cluster>,
-    mut invariants: ResMut<Invariants>,
-    groups: Query<&ConsumerGroup, Changed<ConsumerGroup>>,
+pub(super) fn check_committed_offsets(
+    clock: &SimClock,
+    cluster: &Cluster,
+    invariants: &mut Invariants,
+    groups: &Query<&ConsumerGroup, Changed<ConsumerGroup>>,
 ) {
     if invariants.committed.len() < cluster.groups.len() {
         invariants
             .committed
             .resize(cluster.groups.len(), Default::default());
     }
-    for group in &groups {
+    for group in groups {
         let g = group.index as usize;
         for (ordinal, offset) in &group.committed {
             let before = invariants.committed[g].get(ordinal).copied();

@@ -19,20 +19,7 @@ use bevy::prelude::*;
 use super::clock::Standing;
 use super::cluster::{Broker, BrokerView, Cluster, Partition, Replica, broker_views};
 use super::events::{EventKind, EventLog, Metrics};
-use super::{SimClock, SimSet, SimStep, Wake};
-
-pub(super) fn plugin(app: &mut App) {
-    app.add_systems(
-        SimStep,
-        (
-            expand_isr,
-            shrink_isr.run_if(isr_check_due),
-            advance_high_watermarks,
-        )
-            .chain()
-            .in_set(SimSet::Isr),
-    );
-}
+use super::{SimClock, Wake};
 
 /// The leader's partitions whose leader's process runs (a dead broker does nothing).
 fn led_by_live(partition: &Partition, brokers: &[BrokerView]) -> bool {
@@ -40,14 +27,14 @@ fn led_by_live(partition: &Partition, brokers: &[BrokerView]) -> bool {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn expand_isr(
-    clock: Res<SimClock>,
-    cluster: Res<Cluster>,
-    mut events: ResMut<EventLog>,
-    mut metrics: ResMut<Metrics>,
-    brokers: Query<&Broker>,
-    mut partitions: Query<&mut Partition>,
-    replicas: Query<&Replica>,
+pub(super) fn expand_isr(
+    clock: &SimClock,
+    cluster: &Cluster,
+    events: &mut EventLog,
+    metrics: &mut Metrics,
+    brokers: &Query<&Broker>,
+    partitions: &mut Query<&mut Partition>,
+    replicas: &Query<&Replica>,
 ) {
     let views = broker_views(brokers.iter());
     for &entity in &cluster.partitions {
@@ -104,20 +91,20 @@ fn expand_isr(
 }
 
 /// The ISR check is periodic: the steps between checks skip it.
-fn isr_check_due(clock: Res<SimClock>, wake: Res<Wake>) -> bool {
-    wake.due(Standing::IsrCheck, &clock)
+pub(super) fn isr_check_due(clock: &SimClock, wake: &Wake) -> bool {
+    wake.due(Standing::IsrCheck, clock)
 }
 
 #[allow(clippy::too_many_arguments)]
-fn shrink_isr(
-    clock: Res<SimClock>,
-    cluster: Res<Cluster>,
-    mut events: ResMut<EventLog>,
-    mut metrics: ResMut<Metrics>,
-    brokers: Query<&Broker>,
-    mut partitions: Query<&mut Partition>,
-    replicas: Query<&Replica>,
-    mut wake: ResMut<Wake>,
+pub(super) fn shrink_isr(
+    clock: &SimClock,
+    cluster: &Cluster,
+    events: &mut EventLog,
+    metrics: &mut Metrics,
+    brokers: &Query<&Broker>,
+    partitions: &mut Query<&mut Partition>,
+    replicas: &Query<&Replica>,
+    wake: &mut Wake,
 ) {
     let lag_max = cluster.config.replica_lag_time_max_ms;
     let period = lag_max / 2;
@@ -180,7 +167,7 @@ fn shrink_isr(
 /// ISR stops counting as caught up. A partition none of these touched since the last step keeps
 /// its high watermark and is not looked at (debug builds check that it would not move).
 #[derive(Default)]
-struct HighWatermarks {
+pub(super) struct HighWatermarks {
     /// The partitions' entities when last seen: a restored checkpoint has others, and then every
     /// partition is looked at afresh.
     partitions: Vec<Entity>,
@@ -194,20 +181,18 @@ struct HighWatermarks {
 }
 
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
-fn advance_high_watermarks(
-    clock: Res<SimClock>,
-    cluster: Res<Cluster>,
-    brokers: Query<&Broker>,
-    partitions: Query<&Partition>,
-    changed_partitions: Query<&Partition, Changed<Partition>>,
-    mut replicas: ParamSet<(Query<&Replica, Changed<Replica>>, Query<&mut Replica>)>,
-    mut wake: ResMut<Wake>,
-    mut watch: Local<HighWatermarks>,
+pub(super) fn advance_high_watermarks(
+    clock: &SimClock,
+    cluster: &Cluster,
+    brokers: &Query<&Broker>,
+    partitions: &mut Query<&mut Partition>,
+    replicas: &mut Query<&mut Replica>,
+    wake: &mut Wake,
+    watch: &mut HighWatermarks,
 ) {
     let now = clock.now_ms;
     let lag_max = cluster.config.replica_lag_time_max_ms;
     let views = broker_views(brokers.iter());
-    let watch = &mut *watch;
     let everything = watch.partitions != cluster.partitions || *watch.views != *views;
     if watch.partitions != cluster.partitions {
         watch.partitions = cluster.partitions.clone();
@@ -221,10 +206,14 @@ fn advance_high_watermarks(
     if everything {
         watch.due.extend(0..cluster.partitions.len() as u32);
     } else {
-        watch
-            .due
-            .extend(changed_partitions.iter().map(|p| p.ordinal));
-        for replica in &replicas.p0() {
+        // Changed since the phase last ran (looking through `iter_mut` marks nothing).
+        watch.due.extend(
+            partitions
+                .iter_mut()
+                .filter(|p| p.is_changed())
+                .map(|p| p.ordinal),
+        );
+        for replica in replicas.iter_mut().filter(|r| r.is_changed()) {
             let partition = partitions.get(replica.partition).expect("partition entity");
             watch.due.push(partition.ordinal);
         }
@@ -239,7 +228,6 @@ fn advance_high_watermarks(
     }
     #[cfg(debug_assertions)]
     let mut looked = vec![everything; cluster.partitions.len()];
-    let mut replicas = replicas.p1();
     for &ordinal in &watch.due {
         #[cfg(debug_assertions)]
         {

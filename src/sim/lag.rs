@@ -8,7 +8,7 @@ use bevy::prelude::*;
 use super::cluster::{Cluster, Partition, Replica};
 use super::consumer::Consumer;
 use super::group_coordinator::ConsumerGroup;
-use super::{SimClock, SimSet, SimStep, Wake};
+use super::{SimClock, Wake};
 
 /// How often lag is sampled.
 pub const SAMPLE_EVERY_MS: u64 = 1_000;
@@ -52,13 +52,7 @@ pub struct LagMonitor {
 }
 
 pub(super) fn plugin(app: &mut App) {
-    app.init_resource::<LagMonitor>().add_systems(
-        SimStep,
-        (count_paused, sample_lag)
-            .chain()
-            .in_set(SimSet::Consumers)
-            .after(super::consumer::send_requests),
-    );
+    app.init_resource::<LagMonitor>();
 }
 
 /// The numbers of one partition for one group now.
@@ -91,13 +85,13 @@ pub fn lag_now(
 /// Counts each group's partitions that no live member consumes, from one pass over the
 /// consumers: a count per partition ordinal (kept between steps, so a step allocates nothing),
 /// not a search of every consumer for every partition.
-fn count_paused(
-    clock: Res<SimClock>,
-    cluster: Res<Cluster>,
-    mut monitor: ResMut<LagMonitor>,
-    groups: Query<&ConsumerGroup>,
-    consumers: Query<&Consumer>,
-    mut owners: Local<Vec<u32>>,
+pub(super) fn count_paused(
+    clock: &SimClock,
+    cluster: &Cluster,
+    monitor: &mut LagMonitor,
+    groups: &Query<&ConsumerGroup>,
+    consumers: &Query<&Consumer>,
+    owners: &mut Vec<u32>,
 ) {
     let now = clock.now_ms;
     if monitor.groups.len() < cluster.groups.len() {
@@ -133,14 +127,14 @@ fn count_paused(
     }
 }
 
-fn sample_lag(
-    clock: Res<SimClock>,
-    cluster: Res<Cluster>,
-    mut monitor: ResMut<LagMonitor>,
-    mut wake: ResMut<Wake>,
-    groups: Query<&ConsumerGroup>,
-    partitions: Query<&Partition>,
-    replicas: Query<&Replica>,
+pub(super) fn sample_lag(
+    clock: &SimClock,
+    cluster: &Cluster,
+    monitor: &mut LagMonitor,
+    wake: &mut Wake,
+    groups: &Query<&ConsumerGroup>,
+    partitions: &Query<&Partition>,
+    replicas: &Query<&Replica>,
 ) {
     let now = clock.now_ms;
     wake.at((now / SAMPLE_EVERY_MS + 1) * SAMPLE_EVERY_MS);
@@ -158,7 +152,7 @@ fn sample_lag(
                 .collect();
         }
         for (ordinal, samples) in &mut lag.series {
-            let sample = lag_now(group, *ordinal, &cluster, &partitions, &replicas, now);
+            let sample = lag_now(group, *ordinal, cluster, partitions, replicas, now);
             lag.max_lag = lag.max_lag.max(sample.lag);
             samples.push(sample);
         }

@@ -4,6 +4,7 @@
 
 use bevy::prelude::*;
 
+use super::SimClock;
 use super::cluster::{Partition, Record, Replica};
 use super::events::Metrics;
 use super::network::{Network, Node, Wire, WireState};
@@ -11,13 +12,7 @@ use super::protocol::{
     BatchOutcome, BatchResult, KafkaError, ProduceRequest, ProduceResponse, WireBatch,
 };
 use super::wires::Wires;
-use super::{SimClock, SimSet, SimStep};
 use crate::scenario::Acks;
-
-pub(super) fn plugin(app: &mut App) {
-    app.add_systems(SimStep, append_produce_requests.in_set(SimSet::Append))
-        .add_systems(SimStep, complete_delayed_produce.in_set(SimSet::Delayed));
-}
 
 fn broker_of(node: Node) -> u32 {
     match node {
@@ -136,17 +131,17 @@ fn respond(network: &mut Network, now: u64, wire: &Wire, request: &ProduceReques
     );
 }
 
-fn append_produce_requests(
-    clock: Res<SimClock>,
-    mut network: ResMut<Network>,
-    mut metrics: ResMut<Metrics>,
-    mut wires: ResMut<Wires>,
-    partitions: Query<&Partition>,
-    mut replicas: Query<&mut Replica>,
-    mut due: Local<Vec<u64>>,
+pub(super) fn append_produce_requests(
+    clock: &SimClock,
+    network: &mut Network,
+    metrics: &mut Metrics,
+    wires: &mut Wires,
+    partitions: &Query<&Partition>,
+    replicas: &mut Query<&mut Replica>,
+    due: &mut Vec<u64>,
 ) {
     let now = clock.now_ms;
-    wires.arriving::<ProduceRequest>(&mut due);
+    wires.arriving::<ProduceRequest>(due);
     for &id in due.iter() {
         let (&wire, request) = wires
             .get_mut_of::<ProduceRequest>(id)
@@ -159,7 +154,7 @@ fn append_produce_requests(
             .iter()
             .map(|batch| {
                 let partition = partitions.get(batch.partition).expect("partition entity");
-                append_batch(broker, acks, batch, partition, &mut replicas, &mut metrics)
+                append_batch(broker, acks, batch, partition, replicas, metrics)
             })
             .collect();
         request.outcomes = outcomes;
@@ -170,7 +165,7 @@ fn append_produce_requests(
         if acks == Acks::Zero {
             wires.finish(id);
         } else if all_done {
-            respond(&mut network, now, &wire, request);
+            respond(network, now, &wire, request);
             wires.finish(id);
         } else {
             let until_ms = now + request.timeout_ms;
@@ -183,15 +178,15 @@ fn append_produce_requests(
 /// passed each of its batches (with NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR has meanwhile
 /// fallen below `min.insync.replicas`), or times out with REQUEST_TIMED_OUT.
 pub(super) fn complete_delayed_produce(
-    clock: Res<SimClock>,
-    mut network: ResMut<Network>,
-    mut wires: ResMut<Wires>,
-    partitions: Query<&Partition>,
-    replicas: Query<&Replica>,
-    mut due: Local<Vec<u64>>,
+    clock: &SimClock,
+    network: &mut Network,
+    wires: &mut Wires,
+    partitions: &Query<&Partition>,
+    replicas: &Query<&Replica>,
+    due: &mut Vec<u64>,
 ) {
     let now = clock.now_ms;
-    wires.held::<ProduceRequest>(&mut due);
+    wires.held::<ProduceRequest>(due);
     for &id in due.iter() {
         let (&wire, request) = wires
             .get_mut_of::<ProduceRequest>(id)
@@ -228,7 +223,7 @@ pub(super) fn complete_delayed_produce(
             .all(|o| matches!(o, BatchOutcome::Done(_)));
         let expired = matches!(wire.state, WireState::Held { until_ms } if now >= until_ms);
         if all_done || expired {
-            respond(&mut network, now, &wire, request);
+            respond(network, now, &wire, request);
             wires.finish(id);
         }
     }

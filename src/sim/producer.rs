@@ -17,7 +17,7 @@ use super::protocol::{
     BatchResult, KafkaError, PendingRecord, ProduceRequest, ProduceResponse, WireBatch,
 };
 use super::wires::Wires;
-use super::{SimClock, SimSet, SimStep, Wake};
+use super::{SimClock, Wake};
 use crate::partitioner::partition_for_key;
 use crate::scenario::{Acks, Keys, ProducerConfig};
 
@@ -40,15 +40,6 @@ pub const MAX_REQUEST_SIZE: u32 = 1_048_576;
 const BACKOFF_BASE: u64 = 2;
 /// ...with this much jitter either way, in thousandths (`RETRY_BACKOFF_JITTER` = 0.2).
 const BACKOFF_JITTER_PERMILLE: u64 = 200;
-
-pub(super) fn plugin(app: &mut App) {
-    app.add_systems(
-        SimStep,
-        (handle_responses, expire, accumulate, send)
-            .chain()
-            .in_set(SimSet::Producer),
-    );
-}
 
 /// The name of the producer with scenario index `index` (empty if there is none).
 pub fn producer_name(cluster: &Cluster, producers: &Query<&Producer>, index: u32) -> String {
@@ -632,17 +623,17 @@ impl Producer {
     }
 }
 
-fn handle_responses(
-    clock: Res<SimClock>,
-    cluster: Res<Cluster>,
-    mut rng: ResMut<SimRng>,
-    mut ledger: ResMut<AckLedger>,
-    mut wires: ResMut<Wires>,
-    mut producers: Query<&mut Producer>,
-    mut due: Local<Vec<u64>>,
+pub(super) fn handle_responses(
+    clock: &SimClock,
+    cluster: &Cluster,
+    rng: &mut SimRng,
+    ledger: &mut AckLedger,
+    wires: &mut Wires,
+    producers: &mut Query<&mut Producer>,
+    due: &mut Vec<u64>,
 ) {
     let now = clock.now_ms;
-    wires.arriving::<ProduceResponse>(&mut due);
+    wires.arriving::<ProduceResponse>(due);
     for &id in due.iter() {
         wires.finish(id);
         let (wire, response) = wires
@@ -665,7 +656,7 @@ fn handle_responses(
         for BatchResult { batch, result, .. } in &response.results {
             if let Some(j) = in_flight.batches.iter().position(|b| b.id == *batch) {
                 let batch = in_flight.batches.remove(j);
-                producer.complete(batch, *result, now, &mut rng, &mut ledger);
+                producer.complete(batch, *result, now, rng, ledger);
             }
         }
     }
@@ -675,12 +666,12 @@ fn handle_responses(
 /// REQUEST_TIMED_OUT (`NetworkClient` disconnects); a batch older than `delivery.timeout.ms` is
 /// given up, queued or in flight (`RecordAccumulator.expiredBatches`,
 /// `Sender.getExpiredInflightBatches`).
-fn expire(
-    clock: Res<SimClock>,
-    cluster: Res<Cluster>,
-    mut rng: ResMut<SimRng>,
-    mut ledger: ResMut<AckLedger>,
-    mut producers: Query<&mut Producer>,
+pub(super) fn expire(
+    clock: &SimClock,
+    cluster: &Cluster,
+    rng: &mut SimRng,
+    ledger: &mut AckLedger,
+    producers: &mut Query<&mut Producer>,
 ) {
     let now = clock.now_ms;
     // In scenario order: the order producers draw random numbers and wire ids in.
@@ -695,13 +686,7 @@ fn expire(
             .collect();
         for request in timed_out {
             for batch in request.batches {
-                producer.complete(
-                    batch,
-                    Err(KafkaError::RequestTimedOut),
-                    now,
-                    &mut rng,
-                    &mut ledger,
-                );
+                producer.complete(batch, Err(KafkaError::RequestTimedOut), now, rng, ledger);
             }
         }
         let delivery = producer.config.delivery_timeout_ms;
@@ -733,15 +718,18 @@ fn expire(
     }
 }
 
+/// Scratch for drawing a step's keys: the keys, whether each is new, and a key's text.
+pub(super) type KeyScratch = (Vec<Key>, Vec<bool>, String);
+
 /// The application calls `send()`: records at the configured rate, spread evenly over each
 /// second, and those the timeline asks for.
-fn accumulate(
-    clock: Res<SimClock>,
-    cluster: Res<Cluster>,
-    mut rng: ResMut<SimRng>,
-    partitions: Query<&Partition>,
-    mut producers: Query<&mut Producer>,
-    mut scratch: Local<(Vec<Key>, Vec<bool>, String)>,
+pub(super) fn accumulate(
+    clock: &SimClock,
+    cluster: &Cluster,
+    rng: &mut SimRng,
+    partitions: &Query<&Partition>,
+    producers: &mut Query<&mut Producer>,
+    scratch: &mut KeyScratch,
 ) {
     let now = clock.now_ms;
     let (batch, available, text) = &mut *scratch;
@@ -752,7 +740,7 @@ fn accumulate(
         batch.clear();
         while producer.made_since < due {
             producer.made_since += 1;
-            let key = producer.next_key(&mut rng);
+            let key = producer.next_key(rng);
             batch.push(key);
         }
         while let Some((key, count)) = producer.requested.pop_front() {
@@ -774,10 +762,10 @@ fn accumulate(
         );
         for &key in batch.iter() {
             let keyless = key.is_none();
-            let partition = producer.choose_partition(key, text, available, &mut rng);
+            let partition = producer.choose_partition(key, text, available, rng);
             producer.append(now, partition, key);
             if keyless {
-                producer.after_keyless_record(available, &mut rng);
+                producer.after_keyless_record(available, rng);
             }
         }
     }
@@ -789,14 +777,14 @@ fn accumulate(
 /// up to `max.request.size`, while fewer than `max.in.flight.requests.per.connection` requests
 /// to that broker wait an answer.
 #[allow(clippy::too_many_arguments)]
-fn send(
-    clock: Res<SimClock>,
-    cluster: Res<Cluster>,
-    mut network: ResMut<Network>,
-    mut ledger: ResMut<AckLedger>,
-    mut wake: ResMut<Wake>,
-    partitions: Query<&Partition>,
-    mut producers: Query<&mut Producer>,
+pub(super) fn send(
+    clock: &SimClock,
+    cluster: &Cluster,
+    network: &mut Network,
+    ledger: &mut AckLedger,
+    wake: &mut Wake,
+    partitions: &Query<&Partition>,
+    producers: &mut Query<&mut Producer>,
 ) {
     let now = clock.now_ms;
     // In scenario order: the order producers draw random numbers and wire ids in.
@@ -805,9 +793,9 @@ fn send(
         let producer = &mut *producer;
         producer.settle_sequences();
         if producer.queues.iter().any(|q| !q.is_empty()) {
-            send_requests(producer, now, &partitions, &mut network, &mut ledger);
+            send_requests(producer, now, partitions, network, ledger);
         }
-        producer.wake(now, &mut wake);
+        producer.wake(now, wake);
     }
 }
 

@@ -6,24 +6,14 @@
 
 use bevy::prelude::*;
 
+use super::SimClock;
 use super::cluster::{Cluster, Partition, Replica};
 use super::network::{Network, Node, Wire, WireState};
 use super::protocol::{ConsumerFetch, ConsumerFetchResponse, KafkaError};
 use super::wires::Wires;
-use super::{SimClock, SimSet, SimStep};
 
 /// `fetch.max.wait.ms`.
 const FETCH_MAX_WAIT_MS: u64 = 500;
-
-pub(super) fn plugin(app: &mut App) {
-    app.add_systems(
-        SimStep,
-        serve_consumer_fetches
-            .in_set(SimSet::Delayed)
-            .after(super::replication::complete_delayed_fetches)
-            .run_if(|wires: Res<Wires>| wires.any_due::<ConsumerFetch>()),
-    );
-}
 
 /// Whether a replica may serve this consumer: the leader, or an in-sync follower picked by the
 /// rack-aware selector.
@@ -63,18 +53,18 @@ fn answer(
 /// Arriving fetches are answered or held; a held one is looked at again only when its partition
 /// or a replica of it changed, or its wait ran out: nothing else changes its answer.
 #[allow(clippy::too_many_arguments)]
-fn serve_consumer_fetches(
-    clock: Res<SimClock>,
-    cluster: Res<Cluster>,
-    mut network: ResMut<Network>,
-    mut wires: ResMut<Wires>,
-    partitions: Query<&Partition>,
-    replicas: Query<&Replica>,
-    changed_partitions: Query<Entity, Changed<Partition>>,
-    changed_replicas: Query<&Replica, Changed<Replica>>,
-    mut touched: Local<Vec<Entity>>,
-    mut due: Local<Vec<u64>>,
-    mut arriving: Local<Vec<u64>>,
+pub(super) fn serve_consumer_fetches(
+    clock: &SimClock,
+    cluster: &Cluster,
+    network: &mut Network,
+    wires: &mut Wires,
+    partitions: &Query<&Partition>,
+    replicas: &Query<&Replica>,
+    changed_partitions: &Query<Entity, Changed<Partition>>,
+    changed_replicas: &Query<&Replica, Changed<Replica>>,
+    touched: &mut Vec<Entity>,
+    due: &mut Vec<u64>,
+    arriving: &mut Vec<u64>,
 ) {
     let now = clock.now_ms;
     touched.clear();
@@ -82,7 +72,7 @@ fn serve_consumer_fetches(
     touched.extend(changed_replicas.iter().map(|r| r.partition));
     touched.sort_unstable();
     touched.dedup();
-    wires.held_due::<ConsumerFetch>(&touched, now, &mut due);
+    wires.held_due::<ConsumerFetch>(touched, now, due);
     #[cfg(debug_assertions)]
     {
         let mut held = Vec::new();
@@ -92,20 +82,20 @@ fn serve_consumer_fetches(
             let partition = partitions.get(request.partition).expect("partition entity");
             let replica = replicas.get(request.replica).expect("replica entity");
             debug_assert_eq!(
-                answer(wire, request, partition, replica, &cluster, now),
+                answer(wire, request, partition, replica, cluster, now),
                 None,
                 "a held consumer fetch left out would be answered"
             );
         }
     }
-    wires.arriving::<ConsumerFetch>(&mut arriving);
+    wires.arriving::<ConsumerFetch>(arriving);
     due.extend(arriving.iter().copied());
     due.sort_unstable();
     for &id in due.iter() {
         let (&wire, request) = wires.get_of::<ConsumerFetch>(id).expect("a consumer fetch");
         let partition = partitions.get(request.partition).expect("partition entity");
         let replica = replicas.get(request.replica).expect("replica entity");
-        let Some((from, count, error)) = answer(&wire, request, partition, replica, &cluster, now)
+        let Some((from, count, error)) = answer(&wire, request, partition, replica, cluster, now)
         else {
             if !wire.held() {
                 wires.hold(id, now + FETCH_MAX_WAIT_MS);

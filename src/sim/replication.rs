@@ -13,27 +13,8 @@ use super::protocol::{
     Diverging, FetchPartition, FetchRequest, FetchResponse, FetchedPartition, KafkaError,
 };
 use super::wires::Wires;
-use super::{SimClock, SimSet, SimStep, Wake};
+use super::{SimClock, Wake};
 use crate::scenario::ClusterConfig;
-
-pub(super) fn plugin(app: &mut App) {
-    app.add_systems(
-        SimStep,
-        (
-            leaders_answer_fetches,
-            followers_take_responses,
-            followers_send_fetches,
-        )
-            .chain()
-            .in_set(SimSet::Replication),
-    )
-    .add_systems(
-        SimStep,
-        complete_delayed_fetches
-            .in_set(SimSet::Delayed)
-            .after(super::leader::complete_delayed_produce),
-    );
-}
 
 /// The records from `from` up to `max_bytes` (at least one, as Kafka always returns a whole first
 /// batch).
@@ -175,19 +156,19 @@ pub fn truncation_point(leader: &Replica, follower: &Replica) -> Option<u64> {
 /// (`Partition.updateFollowerFetchState`) and answers at once if any partition has something for
 /// the follower, else holds the fetch.
 #[allow(clippy::too_many_arguments)]
-fn leaders_answer_fetches(
-    clock: Res<SimClock>,
-    cluster: Res<Cluster>,
-    mut network: ResMut<Network>,
-    mut metrics: ResMut<Metrics>,
-    mut wires: ResMut<Wires>,
-    mut partitions: Query<&mut Partition>,
-    replicas: Query<&Replica>,
-    mut due: Local<Vec<u64>>,
+pub(super) fn leaders_answer_fetches(
+    clock: &SimClock,
+    cluster: &Cluster,
+    network: &mut Network,
+    metrics: &mut Metrics,
+    wires: &mut Wires,
+    partitions: &mut Query<&mut Partition>,
+    replicas: &Query<&Replica>,
+    due: &mut Vec<u64>,
 ) {
     let now = clock.now_ms;
     let max_bytes = cluster.config.replica_fetch_max_bytes;
-    wires.arriving::<FetchRequest>(&mut due);
+    wires.arriving::<FetchRequest>(due);
     for &id in due.iter() {
         let (wire, request) = wires.get_of::<FetchRequest>(id).expect("a fetch");
         metrics.fetch_requests += 1;
@@ -195,7 +176,7 @@ fn leaders_answer_fetches(
             unreachable!("followers fetch from brokers")
         };
         // Kafka reads the log (and the high watermark it reports) before it records the fetch.
-        let answers = answer_all(request, &partitions.as_readonly(), to, &replicas, max_bytes);
+        let answers = answer_all(request, &partitions.as_readonly(), to, replicas, max_bytes);
         for (fetch, answer) in request.partitions.iter().zip(&answers) {
             if answer.error.is_some() || answer.diverging.is_some() {
                 continue;
@@ -213,7 +194,7 @@ fn leaders_answer_fetches(
             }
         }
         if worth_sending(&answers) {
-            respond(&mut network, now, wire, answers);
+            respond(network, now, wire, answers);
             wires.finish(id);
         } else {
             wires.hold(id, now + cluster.config.replica_fetch_wait_max_ms);
@@ -226,14 +207,14 @@ fn leaders_answer_fetches(
 /// watermark change alone does not finish it (KAFKA-9952).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn complete_delayed_fetches(
-    clock: Res<SimClock>,
-    cluster: Res<Cluster>,
-    mut network: ResMut<Network>,
-    mut wires: ResMut<Wires>,
-    partitions: Query<&Partition>,
-    replicas: Query<&Replica>,
-    changed: Query<&Replica, Changed<Replica>>,
-    mut due: Local<Vec<u64>>,
+    clock: &SimClock,
+    cluster: &Cluster,
+    network: &mut Network,
+    wires: &mut Wires,
+    partitions: &Query<&Partition>,
+    replicas: &Query<&Replica>,
+    changed: &Query<&Replica, Changed<Replica>>,
+    due: &mut Vec<u64>,
 ) {
     let now = clock.now_ms;
     // Only partitions whose replicas changed since the last step can have new data.
@@ -242,7 +223,7 @@ pub(super) fn complete_delayed_fetches(
     touched.dedup();
     // The fetches watching a touched partition (`DelayedOperationPurgatory.checkAndComplete`
     // by partition), and those whose wait has run out.
-    wires.held_due::<FetchRequest>(&touched, now, &mut due);
+    wires.held_due::<FetchRequest>(&touched, now, due);
     #[cfg(debug_assertions)]
     {
         let mut all = Vec::new();
@@ -264,9 +245,9 @@ pub(super) fn complete_delayed_fetches(
         };
         let expired = matches!(wire.state, WireState::Held { until_ms } if now >= until_ms);
         let max_bytes = cluster.config.replica_fetch_max_bytes;
-        let answers = answer_all(request, &partitions, to, &replicas, max_bytes);
+        let answers = answer_all(request, partitions, to, replicas, max_bytes);
         if expired || worth_sending(&answers) {
-            respond(&mut network, now, wire, answers);
+            respond(network, now, wire, answers);
             wires.finish(id);
         }
     }
@@ -277,20 +258,20 @@ pub(super) fn complete_delayed_fetches(
 /// Told its log diverges, it truncates to where it agrees with the leader (KIP-101, KIP-279): the
 /// end of the leader's epoch, or its own end of that epoch if sooner.
 #[allow(clippy::too_many_arguments)]
-fn followers_take_responses(
-    clock: Res<SimClock>,
-    cluster: Res<Cluster>,
-    mut metrics: ResMut<Metrics>,
-    mut events: ResMut<EventLog>,
-    mut wires: ResMut<Wires>,
-    mut brokers: Query<&mut Broker>,
-    partitions: Query<&Partition>,
-    mut replicas: Query<&mut Replica>,
-    mut share: Local<Vec<(Entity, Entity, usize)>>,
-    mut due: Local<Vec<u64>>,
+pub(super) fn followers_take_responses(
+    clock: &SimClock,
+    cluster: &Cluster,
+    metrics: &mut Metrics,
+    events: &mut EventLog,
+    wires: &mut Wires,
+    brokers: &mut Query<&mut Broker>,
+    partitions: &Query<&Partition>,
+    replicas: &mut Query<&mut Replica>,
+    share: &mut Vec<(Entity, Entity, usize)>,
+    due: &mut Vec<u64>,
 ) {
     let now = clock.now_ms;
-    wires.arriving::<FetchResponse>(&mut due);
+    wires.arriving::<FetchResponse>(due);
     for &id in due.iter() {
         wires.finish(id);
         let (wire, response) = wires.get_of::<FetchResponse>(id).expect("a fetch response");
@@ -382,13 +363,22 @@ fn wake_fetchers(broker: &Broker, now: u64, config: &ClusterConfig, wake: &mut W
     }
 }
 
+/// What the replication phase keeps between steps, so that a step allocates little.
+#[derive(Default)]
+pub(super) struct Scratch {
+    pub due: Vec<u64>,
+    /// (follower's replica, leader's replica, sealed chunks before the append).
+    pub share: Vec<(Entity, Entity, usize)>,
+    pub followed: Followed,
+}
+
 /// Which partitions each broker follows from which leader, with its replica of each, in
 /// partition order: the (follower, leader) pairs `ReplicaFetcherManager` keeps a fetcher thread
 /// for. Leadership changes rarely, so it is computed again only when some partition's leader is
 /// not the one it was computed with, instead of every broker looking at every partition at
 /// every step.
 #[derive(Default)]
-struct Followed {
+pub(super) struct Followed {
     /// The partitions' entities and leaders when computed, by ordinal (a restored checkpoint
     /// has other entities).
     partitions: Vec<Entity>,
@@ -461,23 +451,23 @@ impl Followed {
 /// fetch answered or timed out, its back-off over), asks for what follows each of those
 /// replicas' log end offsets, in one request.
 #[allow(clippy::too_many_arguments)]
-fn followers_send_fetches(
-    clock: Res<SimClock>,
-    cluster: Res<Cluster>,
-    mut network: ResMut<Network>,
-    mut wake: ResMut<Wake>,
-    mut brokers: Query<&mut Broker>,
-    partitions: Query<&Partition>,
-    replicas: Query<&Replica>,
-    mut followed: Local<Followed>,
+pub(super) fn followers_send_fetches(
+    clock: &SimClock,
+    cluster: &Cluster,
+    network: &mut Network,
+    wake: &mut Wake,
+    brokers: &mut Query<&mut Broker>,
+    partitions: &Query<&Partition>,
+    replicas: &Query<&Replica>,
+    followed: &mut Followed,
 ) {
     let now = clock.now_ms;
-    followed.refresh(&cluster, &partitions);
+    followed.refresh(cluster, partitions);
     for &broker_entity in &cluster.brokers {
         let mut broker = brokers.get_mut(broker_entity).expect("broker entity");
         time_out_fetches(&mut broker, now, &cluster.config);
         if !broker.alive {
-            wake_fetchers(&broker, now, &cluster.config, &mut wake);
+            wake_fetchers(&broker, now, &cluster.config, wake);
             continue;
         }
         let follower = broker.id;
@@ -510,6 +500,6 @@ fn followers_send_fetches(
             fetcher.in_flight = Some(wire.id);
             fetcher.sent_ms = now;
         }
-        wake_fetchers(&broker, now, &cluster.config, &mut wake);
+        wake_fetchers(&broker, now, &cluster.config, wake);
     }
 }

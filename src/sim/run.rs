@@ -3,7 +3,7 @@
 
 use bevy::prelude::*;
 
-use super::{SimClock, SimStep, checkpoint, load, plugin, timeline};
+use super::{Phases, SimClock, checkpoint, load, plugin, timeline};
 use crate::scenario::Scenario;
 
 /// Every despawn leaves Bevy a note per component for `RemovedComponents` readers (the model has
@@ -40,6 +40,8 @@ pub fn checkpoint_every_ms(scenario: &Scenario) -> u64 {
 /// as a resource and the view reads it without ever sharing entities with the scene.
 pub struct Sim {
     world: World,
+    /// The step's systems, which run on `world`.
+    phases: Phases,
     checkpoints: Vec<checkpoint::Checkpoint>,
     /// Actions given while running (the sandbox), with their instants: seeking back replays them.
     actions: Vec<(u64, crate::scenario::Action)>,
@@ -53,10 +55,12 @@ impl Sim {
         let mut app = App::new();
         app.add_plugins((MinimalPlugins, plugin));
         load::load(app.world_mut(), scenario);
-        // Only the step schedule ever runs: the app's own loop and its other schedules are unused.
-        let world = std::mem::take(app.world_mut());
+        // Only the step's phases ever run: the app's own loop and its schedules are unused.
+        let mut world = std::mem::take(app.world_mut());
+        let phases = Phases::new(&mut world);
         let mut sim = Sim {
             world,
+            phases,
             checkpoints: Vec::new(),
             actions: Vec::new(),
             every_ms: checkpoint_every_ms(scenario),
@@ -80,8 +84,17 @@ impl Sim {
     /// Runs one step: the current instant, after which the clock moves to the next instant at
     /// which anything happens.
     pub fn step(&mut self) {
-        self.world.run_schedule(SimStep);
+        self.step_once();
         self.world.clear_trackers();
+    }
+
+    fn step_once(&mut self) {
+        // The systems are outside the world, where its periodic check of change ticks would find
+        // them: hand them the check.
+        if let Some(check) = self.world.check_change_ticks() {
+            self.phases.check_change_ticks(check);
+        }
+        self.phases.run(&mut self.world);
     }
 
     /// Steps every millisecond instead of jumping over idle ones (the reports are the same).
@@ -109,28 +122,16 @@ impl Sim {
     }
 
     fn run_steps_until(&mut self, until_ms: u64) -> u64 {
-        // Holding the schedule outside `Schedules` for the loop saves a look-up per step.
-        let world = &mut self.world;
-        let mut schedule = world
-            .resource_mut::<Schedules>()
-            .remove(SimStep)
-            .expect("the model plugin adds its schedule");
-        world.resource_mut::<SimClock>().horizon_ms = until_ms;
+        self.world.resource_mut::<SimClock>().horizon_ms = until_ms;
         let mut steps = 0;
-        while world.resource::<SimClock>().now_ms < until_ms {
-            // The schedule is not in `Schedules` now, where the world's periodic check of change
-            // ticks would find its systems: hand them the check here.
-            if let Some(check) = world.check_change_ticks() {
-                schedule.check_change_ticks(check);
-            }
-            schedule.run(world);
+        while self.now_ms() < until_ms {
+            self.step_once();
             steps += 1;
             if steps % CLEAR_TRACKERS_EVERY == 0 {
-                world.clear_trackers();
+                self.world.clear_trackers();
             }
         }
-        world.clear_trackers();
-        world.resource_mut::<Schedules>().insert(schedule);
+        self.world.clear_trackers();
         steps
     }
 

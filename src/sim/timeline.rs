@@ -2,6 +2,7 @@
 
 use bevy::prelude::*;
 
+use super::SimClock;
 use super::cluster::{Broker, Cluster, Replica};
 use super::consumer::Consumer;
 use super::controller::Controller;
@@ -10,7 +11,6 @@ use super::group_coordinator::ConsumerGroup;
 use super::ledger::AckLedger;
 use super::network::Network;
 use super::producer::Producer;
-use super::{SimClock, SimSet, SimStep};
 use crate::scenario::{Action, Scenario};
 
 /// Actions still to come, in time order (stable for equal times: file order).
@@ -59,20 +59,18 @@ impl Timeline {
 }
 
 pub(super) fn plugin(app: &mut App) {
-    app.init_resource::<Timeline>().add_systems(
-        SimStep,
-        apply_actions.in_set(SimSet::Timeline).run_if(actions_due),
-    );
+    app.init_resource::<Timeline>();
 }
 
-/// Most steps have no action to apply: they skip the system, and the clock reads the next
+/// Most steps have no action to apply: they skip the phase, and the clock reads the next
 /// action's instant from the timeline itself.
-fn actions_due(clock: Res<SimClock>, timeline: Res<Timeline>) -> bool {
+pub(super) fn actions_due(clock: &SimClock, timeline: &Timeline) -> bool {
     !clock.skip_idle_rules || timeline.next_at().is_some_and(|at| at <= clock.now_ms)
 }
 
+/// The timeline's phase: every action due now, in order.
 #[allow(clippy::too_many_arguments)]
-fn apply_actions(
+pub(super) fn apply_actions(
     clock: Res<SimClock>,
     mut cluster: ResMut<Cluster>,
     mut timeline: ResMut<Timeline>,

@@ -15,13 +15,13 @@ use bevy::platform::collections::HashMap;
 
 use bevy::prelude::*;
 
+use super::Wake;
 use super::events::Metrics;
 use super::network::{Network, Wire, WireState};
 use super::protocol::{
     ConsumerFetch, ConsumerFetchResponse, FetchRequest, FetchResponse, GroupRequest, GroupResponse,
     Heartbeat, HeartbeatResponse, ProduceRequest, ProduceResponse,
 };
-use super::{SimClock, SimSet, SimStep, Wake};
 
 /// What a message carries: one of Kafka's requests or responses.
 #[derive(Debug, Clone)]
@@ -479,32 +479,21 @@ fn watch(watching: &mut EntityHashMap<Vec<u64>>, payload: &Payload, id: u64, on:
     }
 }
 
-pub(super) fn plugin(app: &mut App) {
-    app.add_systems(
-        SimStep,
-        (
-            end_step.before(super::clock::tick),
-            take_arrivals.after(super::clock::tick),
-        )
-            .in_set(SimSet::Clock),
-    );
-}
-
 /// The last thing a step does before the clock moves: the wire as the next step will see it.
 pub(super) fn end_step(
-    clock: Res<SimClock>,
-    mut network: ResMut<Network>,
-    mut wires: ResMut<Wires>,
-    mut metrics: ResMut<Metrics>,
-    mut wake: ResMut<Wake>,
+    now: u64,
+    network: &mut Network,
+    wires: &mut Wires,
+    metrics: &mut Metrics,
+    wake: &mut Wake,
 ) {
     let sent = network.take_sent();
-    wires.end_step(clock.now_ms, sent, &mut metrics, &mut wake);
+    wires.end_step(now, sent, metrics, wake);
 }
 
 /// The first thing at the new instant: which messages arrive at it.
-pub(super) fn take_arrivals(clock: Res<SimClock>, mut wires: ResMut<Wires>) {
-    wires.take_arrivals(clock.now_ms);
+pub(super) fn take_arrivals(now: u64, wires: &mut Wires) {
+    wires.take_arrivals(now);
 }
 
 #[cfg(test)]
