@@ -155,8 +155,11 @@ impl Phases {
 
     /// Runs one step.
     pub fn run(&mut self, world: &mut World) {
+        // Only the last phase moves the clock, and no phase adds a consumer group.
+        let clock = *world.resource::<SimClock>();
+        let groups = !world.resource::<Cluster>().groups.is_empty();
         for (phase, system) in &mut self.systems {
-            if !due(*phase, world, &mut self.brokers) {
+            if !due(*phase, &clock, groups, world, &mut self.brokers) {
                 continue;
             }
             system
@@ -179,16 +182,19 @@ impl Phases {
 
 /// Whether a phase has anything to do at this step; looked at when the phase's turn comes, after
 /// the phases before it ran.
-fn due(phase: Phase, world: &World, brokers: &mut QueryState<&'static Broker>) -> bool {
-    let clock = || world.resource::<SimClock>();
+fn due(
+    phase: Phase,
+    clock: &SimClock,
+    groups: bool,
+    world: &World,
+    brokers: &mut QueryState<&'static Broker>,
+) -> bool {
     match phase {
-        Phase::Timeline => timeline::actions_due(clock(), world.resource()),
-        Phase::Network => faults::any_fault(clock(), world.resource(), brokers.iter(world)),
-        Phase::Controller => {
-            controller::controller_due(clock(), world.resource(), world.resource())
-        }
+        Phase::Timeline => timeline::actions_due(clock, world.resource()),
+        Phase::Network => faults::any_fault(clock, world.resource(), brokers.iter(world)),
+        Phase::Controller => controller::controller_due(clock, world.resource(), world.resource()),
         // Scenarios without consumer groups skip the consumer side altogether.
-        Phase::Groups | Phase::Consumers => !world.resource::<Cluster>().groups.is_empty(),
+        Phase::Groups | Phase::Consumers => groups,
         Phase::Replication
         | Phase::Append
         | Phase::Isr
@@ -409,6 +415,7 @@ fn delayed_phase(
     mut scratch: Local<(Vec<u64>, Vec<u64>, Vec<Entity>)>,
 ) {
     let (due, arriving, touched) = &mut *scratch;
+    // Each rule fills `touched` afresh.
     leader::complete_delayed_produce(
         &clock,
         &mut network,
@@ -425,6 +432,7 @@ fn delayed_phase(
         &partitions,
         &replicas,
         &changed_replicas,
+        touched,
         due,
     );
     if wires.any_due::<ConsumerFetch>() {
@@ -575,10 +583,14 @@ fn producers_phase(
     mut wires: ResMut<Wires>,
     partitions: Query<&Partition>,
     mut producers: Query<&mut Producer>,
-    mut scratch: Local<(Vec<u64>, producer::KeyScratch)>,
+    mut scratch: Local<producer::Scratch>,
 ) {
     use producer::*;
-    let (due, keys) = &mut *scratch;
+    let Scratch {
+        due,
+        keys,
+        by_leader,
+    } = &mut *scratch;
     handle_responses(
         &clock,
         &cluster,
@@ -605,6 +617,7 @@ fn producers_phase(
         &mut wake,
         &partitions,
         &mut producers,
+        by_leader,
     );
 }
 

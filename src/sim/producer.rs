@@ -721,6 +721,15 @@ pub(super) fn expire(
 /// Scratch for drawing a step's keys: the keys, whether each is new, and a key's text.
 pub(super) type KeyScratch = (Vec<Key>, Vec<bool>, String);
 
+/// What the producers' phase keeps between steps, so that a step allocates little.
+#[derive(Default)]
+pub(super) struct Scratch {
+    pub due: Vec<u64>,
+    pub keys: KeyScratch,
+    /// (leader, partition) of a producer's partitions with a batch.
+    pub by_leader: Vec<(BrokerId, u32)>,
+}
+
 /// The application calls `send()`: records at the configured rate, spread evenly over each
 /// second, and those the timeline asks for.
 pub(super) fn accumulate(
@@ -785,6 +794,7 @@ pub(super) fn send(
     wake: &mut Wake,
     partitions: &Query<&Partition>,
     producers: &mut Query<&mut Producer>,
+    by_leader: &mut Vec<(BrokerId, u32)>,
 ) {
     let now = clock.now_ms;
     // In scenario order: the order producers draw random numbers and wire ids in.
@@ -793,7 +803,7 @@ pub(super) fn send(
         let producer = &mut *producer;
         producer.settle_sequences();
         if producer.queues.iter().any(|q| !q.is_empty()) {
-            send_requests(producer, now, partitions, network, ledger);
+            send_requests(producer, now, partitions, network, ledger, by_leader);
         }
         producer.wake(now, wake);
     }
@@ -806,9 +816,11 @@ fn send_requests(
     partitions: &Query<&Partition>,
     network: &mut Network,
     ledger: &mut AckLedger,
+    by_leader: &mut Vec<(BrokerId, u32)>,
 ) {
-    // Partitions by leader, from the producer's metadata (read straight from the model).
-    let mut by_leader: BTreeMap<BrokerId, Vec<u32>> = BTreeMap::new();
+    // (leader, partition) of each partition with a batch, from the producer's metadata (read
+    // straight from the model), by leader and then partition: a scratch kept between steps.
+    by_leader.clear();
     for p in 0..producer.partitions.len() {
         let Some(head) = producer.queues[p].front_mut() else {
             continue;
@@ -816,10 +828,12 @@ fn send_requests(
         let partition = partitions.get(producer.partitions[p]).ok();
         if let Some((leader, epoch)) = partition.and_then(|p| Some((p.leader?, p.leader_epoch))) {
             head.see_leader_epoch(epoch);
-            by_leader.entry(leader).or_default().push(p as u32);
+            by_leader.push((leader, p as u32));
         }
     }
-    for (broker, led) in by_leader {
+    by_leader.sort_unstable();
+    for led in by_leader.chunk_by(|a, b| a.0 == b.0) {
+        let broker = led[0].0;
         let in_flight = producer
             .in_flight
             .iter()
@@ -828,8 +842,8 @@ fn send_requests(
         if in_flight >= producer.config.max_in_flight_requests_per_connection as usize {
             continue;
         }
-        let ready = led.iter().any(|p| {
-            let queue = &producer.queues[*p as usize];
+        let ready = led.iter().any(|&(_, p)| {
+            let queue = &producer.queues[p as usize];
             let head = &queue[0];
             if head.attempts > 0 {
                 return head.retry_due(now);
@@ -845,7 +859,7 @@ fn send_requests(
         let mut batches = Vec::new();
         let mut size = 0u32;
         for k in 0..led.len() {
-            let p = led[(start + k) % led.len()];
+            let p = led[(start + k) % led.len()].1;
             let queue = &producer.queues[p as usize];
             let Some(head) = queue.front() else { continue };
             if head.attempts > 0 && !head.retry_due(now) {

@@ -214,16 +214,18 @@ pub(super) fn complete_delayed_fetches(
     partitions: &Query<&Partition>,
     replicas: &Query<&Replica>,
     changed: &Query<&Replica, Changed<Replica>>,
+    touched: &mut Vec<Entity>,
     due: &mut Vec<u64>,
 ) {
     let now = clock.now_ms;
     // Only partitions whose replicas changed since the last step can have new data.
-    let mut touched: Vec<Entity> = changed.iter().map(|r| r.partition).collect();
+    touched.clear();
+    touched.extend(changed.iter().map(|r| r.partition));
     touched.sort_unstable();
     touched.dedup();
     // The fetches watching a touched partition (`DelayedOperationPurgatory.checkAndComplete`
     // by partition), and those whose wait has run out.
-    wires.held_due::<FetchRequest>(&touched, now, due);
+    wires.held_due::<FetchRequest>(touched, now, due);
     #[cfg(debug_assertions)]
     {
         let mut all = Vec::new();
