@@ -5,7 +5,7 @@ use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 
 /// Integer sim time. A step handles the instant `now_ms`, then moves the clock to the next instant
-/// at which anything can happen: one millisecond on, or further when every system says it has
+/// at which anything can happen: one millisecond on, or further when every rule says it has
 /// nothing to do before then. Skipped instants are those at which no rule could act, so a run
 /// gives the same report with skipping on or off (a test checks it).
 #[derive(Resource, Debug, Clone, Copy)]
@@ -32,7 +32,7 @@ impl Default for SimClock {
     }
 }
 
-/// The earliest future instant at which some system has something to do: each system that runs
+/// The earliest future instant at which some rule has something to do: each rule that runs
 /// reports its deadlines here (a message arriving, a timeout, a linger, a periodic check), and the
 /// clock's tick adds the timeline's next action.
 ///
