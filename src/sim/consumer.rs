@@ -217,7 +217,7 @@ fn ordinal_of(cluster: &Cluster, tp: &TopicPartition) -> Option<u32> {
 /// Where a partition starts for a member that just got it: the group's committed offset, else
 /// `auto.offset.reset` (the offsets lookups are read straight from the model).
 fn start_offset(group: &ConsumerGroup, ordinal: u32, leader_hw: u64) -> u64 {
-    match group.committed.get(&ordinal) {
+    match group.committed().get(&ordinal) {
         Some(o) => *o,
         None => match group.config.auto_offset_reset {
             OffsetReset::Earliest => 0,
@@ -346,7 +346,7 @@ pub(super) fn handle_group_responses(
                             processed: start,
                             fetch_in_flight: None,
                             fetch_sent_ms: 0,
-                            committed_sent: group.committed.get(&o).copied(),
+                            committed_sent: group.committed().get(&o).copied(),
                         }
                     });
                 }
@@ -545,7 +545,7 @@ pub(super) fn send_requests(
 ) {
     let now = clock.now_ms;
     let views = broker_views(brokers.iter());
-    let racks = cluster.config.broker_racks.clone();
+    let racks = &cluster.config.broker_racks;
     for &entity in &cluster.consumers {
         // A consumer added this step is spawned at its end.
         let Ok(mut c) = consumers.get_mut(entity) else {
@@ -679,10 +679,9 @@ pub(super) fn send_requests(
                 }
                 wake.at(c.next_commit_ms);
                 // Fetch each partition whose fetched records are all processed.
-                let ordinals: Vec<u32> = c.assigned.keys().copied().collect();
-                for o in ordinals {
-                    let p = c.assigned[&o];
-                    if p.fetch_in_flight.is_some() || p.processed < p.position {
+                for (&o, progress) in c.assigned.iter_mut() {
+                    if progress.fetch_in_flight.is_some() || progress.processed < progress.position
+                    {
                         continue;
                     }
                     let partition = partitions
@@ -722,11 +721,10 @@ pub(super) fn send_requests(
                         consumer: entity,
                         partition: cluster.partitions[o as usize],
                         replica,
-                        offset: p.position,
+                        offset: progress.position,
                         max_records: config.max_poll_records,
                     };
                     let wire = network.send(now, node, Node::Broker(serving), fetch);
-                    let progress = c.assigned.get_mut(&o).unwrap();
                     progress.fetch_in_flight = Some(wire.id);
                     progress.fetch_sent_ms = now;
                 }

@@ -67,12 +67,38 @@ pub struct ConsumerGroup {
     /// An empty group's first rebalance waits for more members until then.
     pub initial_delay_until_ms: u64,
     pub assignment: Assignment,
-    /// Committed offsets by partition ordinal: the next offset to read.
-    pub committed: BTreeMap<u32, u64>,
+    /// Committed offsets by partition ordinal: the next offset to read. Written only through
+    /// [`ConsumerGroup::commit`] and [`ConsumerGroup::load_committed`], which count the writes.
+    committed: BTreeMap<u32, u64>,
+    /// How many times the committed offsets were written: the invariant check looks at a group's
+    /// offsets again only after a write.
+    committed_writes: u64,
     pub rebalances: u64,
 }
 
 impl ConsumerGroup {
+    /// Committed offsets by partition ordinal: the next offset to read.
+    pub fn committed(&self) -> &BTreeMap<u32, u64> {
+        &self.committed
+    }
+
+    /// How many times the committed offsets were written.
+    pub fn committed_writes(&self) -> u64 {
+        self.committed_writes
+    }
+
+    /// An offset commit has been written to the offsets partition's committed log.
+    fn commit(&mut self, partition: u32, offset: u64) {
+        self.committed.insert(partition, offset);
+        self.committed_writes += 1;
+    }
+
+    /// The committed offsets a new coordinator read from its log.
+    fn load_committed(&mut self, committed: BTreeMap<u32, u64>) {
+        self.committed = committed;
+        self.committed_writes += 1;
+    }
+
     pub fn new(
         index: u32,
         config: &ConsumerGroupConfig,
@@ -94,6 +120,7 @@ impl ConsumerGroup {
             initial_delay_until_ms: 0,
             assignment: Assignment::new(),
             committed: BTreeMap::new(),
+            committed_writes: 0,
             rebalances: 0,
         }
     }
@@ -191,7 +218,7 @@ pub(super) fn load_offsets_on_move(
                 committed.insert(commit.partition, commit.offset);
             }
         }
-        group.committed = committed;
+        group.load_committed(committed);
     }
 }
 
@@ -644,7 +671,7 @@ pub(super) fn complete_commits(
             },
             Some(hw) if hw >= ends_at => {
                 for (p, o) in offsets {
-                    group.committed.insert(*p, *o);
+                    group.commit(*p, *o);
                 }
                 GroupResponseBody::OffsetCommit {
                     offsets: offsets.clone(),

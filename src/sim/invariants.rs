@@ -77,8 +77,8 @@ pub struct Invariants {
     agreed: Vec<Agreed>,
     /// Elections and truncations seen at the last loss check.
     last_changes: (u64, u64),
-    /// Each group's committed offsets at the last check.
-    committed: Vec<std::collections::BTreeMap<u32, u64>>,
+    /// Each group's committed offsets at the last check, and how many writes they had seen.
+    committed: Vec<(u64, std::collections::BTreeMap<u32, u64>)>,
 }
 
 impl Invariants {
@@ -469,7 +469,7 @@ pub(super) fn check_committed_offsets(
     clock: &SimClock,
     cluster: &Cluster,
     invariants: &mut Invariants,
-    groups: &Query<&ConsumerGroup, Changed<ConsumerGroup>>,
+    groups: &Query<&ConsumerGroup>,
 ) {
     if invariants.committed.len() < cluster.groups.len() {
         invariants
@@ -478,8 +478,12 @@ pub(super) fn check_committed_offsets(
     }
     for group in groups {
         let g = group.index as usize;
-        for (ordinal, offset) in &group.committed {
-            let before = invariants.committed[g].get(ordinal).copied();
+        // Only a write can move a committed offset.
+        if invariants.committed[g].0 == group.committed_writes() {
+            continue;
+        }
+        for (ordinal, offset) in group.committed() {
+            let before = invariants.committed[g].1.get(ordinal).copied();
             if let Some(before) = before.filter(|b| offset < b) {
                 invariants.report(
                     "committed-backwards",
@@ -492,14 +496,15 @@ pub(super) fn check_committed_offsets(
                 );
             }
         }
+        let (writes, saved) = &mut invariants.committed[g];
+        *writes = group.committed_writes();
         // In place when the partitions are the same ones, as they nearly always are.
-        let saved = &mut invariants.committed[g];
-        if saved.keys().eq(group.committed.keys()) {
-            for (saved, offset) in saved.values_mut().zip(group.committed.values()) {
+        if saved.keys().eq(group.committed().keys()) {
+            for (saved, offset) in saved.values_mut().zip(group.committed().values()) {
                 *saved = *offset;
             }
         } else {
-            *saved = group.committed.clone();
+            *saved = group.committed().clone();
         }
     }
 }

@@ -72,7 +72,7 @@ pub fn lag_now(
         .map(|r| replicas.get(r).expect("replica"));
     let (log_end_offset, high_watermark) =
         leader.map_or((0, 0), |l| (l.log_end_offset(), l.high_watermark));
-    let committed = group.committed.get(&ordinal).copied();
+    let committed = group.committed().get(&ordinal).copied();
     LagSample {
         at_ms,
         log_end_offset,

@@ -634,7 +634,7 @@ fn checks_phase(
     producers: Query<&Producer>,
     changed_partitions: Query<Entity, Changed<Partition>>,
     changed_replicas: Query<&Replica, Changed<Replica>>,
-    changed_groups: Query<&ConsumerGroup, Changed<ConsumerGroup>>,
+    groups: Query<&ConsumerGroup>,
     mut touched: Local<Vec<Entity>>,
 ) {
     use invariants::*;
@@ -663,7 +663,7 @@ fn checks_phase(
         );
     }
     if !cluster.groups.is_empty() {
-        check_committed_offsets(&clock, &cluster, &mut invariants, &changed_groups);
+        check_committed_offsets(&clock, &cluster, &mut invariants, &groups);
     }
 }
 

@@ -332,8 +332,14 @@ pub fn trace(world: &mut World, picked: Picked, acks: &mut AckScan) -> Option<Tr
                         && c.assigned
                             .get(&picked.partition)
                             .is_some_and(|p| past(p.processed))
-                }) || g.committed.get(&picked.partition).is_some_and(|c| past(*c)),
-                committed: g.committed.get(&picked.partition).is_some_and(|c| past(*c)),
+                }) || g
+                    .committed()
+                    .get(&picked.partition)
+                    .is_some_and(|c| past(*c)),
+                committed: g
+                    .committed()
+                    .get(&picked.partition)
+                    .is_some_and(|c| past(*c)),
             }
         })
         .collect();

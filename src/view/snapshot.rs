@@ -477,7 +477,7 @@ impl Snapshot {
                         let (log_end_offset, high_watermark) = p
                             .leader_replica()
                             .map_or((0, 0), |r| (r.log_end_offset, r.high_watermark));
-                        let committed = g.committed.get(o).copied();
+                        let committed = g.committed().get(o).copied();
                         OffsetRow {
                             ordinal: *o,
                             partition: p.name(),
