@@ -299,6 +299,7 @@ fn replication_phase(
     use replication::*;
     let Scratch {
         due,
+        answers,
         share,
         followed,
     } = &mut *scratch;
@@ -311,6 +312,7 @@ fn replication_phase(
         &mut partitions,
         &replicas.as_readonly(),
         due,
+        answers,
     );
     followers_take_responses(
         &clock,
@@ -412,9 +414,9 @@ fn delayed_phase(
     replicas: Query<&Replica>,
     changed_partitions: Query<Entity, Changed<Partition>>,
     changed_replicas: Query<&Replica, Changed<Replica>>,
-    mut scratch: Local<(Vec<u64>, Vec<u64>, Vec<Entity>)>,
+    mut scratch: Local<(Vec<u64>, Vec<u64>, Vec<Entity>, replication::Answers)>,
 ) {
-    let (due, arriving, touched) = &mut *scratch;
+    let (due, arriving, touched, answers) = &mut *scratch;
     // Each rule fills `touched` afresh.
     leader::complete_delayed_produce(
         &clock,
@@ -434,6 +436,7 @@ fn delayed_phase(
         &changed_replicas,
         touched,
         due,
+        answers,
     );
     if wires.any_due::<ConsumerFetch>() {
         reads::serve_consumer_fetches(

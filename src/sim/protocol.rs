@@ -140,7 +140,8 @@ pub struct Diverging {
 pub struct FetchedPartition {
     pub partition: Entity,
     pub replica: Entity,
-    pub records: Vec<Record>,
+    /// Where its records are in the response's [`FetchResponse::records`].
+    pub records: std::ops::Range<u32>,
     pub high_watermark: u64,
     pub error: Option<KafkaError>,
     /// Set when the follower's log diverges: it truncates before fetching again.
@@ -151,6 +152,16 @@ pub struct FetchedPartition {
 pub struct FetchResponse {
     pub request: u64,
     pub partitions: Vec<FetchedPartition>,
+    /// Every partition's records, one partition after another: one vector for the response, not
+    /// one per partition.
+    pub records: Vec<Record>,
+}
+
+impl FetchResponse {
+    /// One partition's records.
+    pub fn records_of(&self, partition: &FetchedPartition) -> &[Record] {
+        &self.records[partition.records.start as usize..partition.records.end as usize]
+    }
 }
 
 /// A broker's heartbeat to the active controller (`BrokerHeartbeatRequest`).

@@ -4,6 +4,8 @@
 //! (`replica.fetch.wait.max.ms`). The follower takes the high watermark from the response, capped
 //! by its own log end offset, so it learns a new one a fetch later than the leader.
 
+use std::ops::Range;
+
 use bevy::prelude::*;
 
 use super::cluster::{Broker, BrokerId, Cluster, Partition, Record, Replica};
@@ -18,35 +20,40 @@ use crate::scenario::ClusterConfig;
 
 /// The records from `from` up to `max_bytes` (at least one, as Kafka always returns a whole first
 /// batch).
-fn read_log(leader: &Replica, from: u64, max_bytes: u64) -> Vec<Record> {
+/// They go at the end of `out`; returns where.
+fn read_log(leader: &Replica, from: u64, max_bytes: u64, out: &mut Vec<Record>) -> Range<u32> {
+    let start = out.len();
     let mut bytes = 0u64;
-    let mut out = Vec::new();
     for record in leader.log.iter_from(from as usize) {
         bytes += u64::from(record.bytes);
-        if bytes > max_bytes && !out.is_empty() {
+        if bytes > max_bytes && out.len() > start {
             break;
         }
         out.push(record.clone());
     }
-    out
+    start as u32..out.len() as u32
 }
 
-/// The leader's answer for every partition of a follower's fetch, read now.
+/// A fetch response's body: each partition's answer, and their records.
+pub(super) type Answers = (Vec<FetchedPartition>, Vec<Record>);
+
+/// The leader's answer for every partition of a follower's fetch, read now, into `out` (kept
+/// between steps: most fetches are held, and their answers dropped).
 fn answer_all(
     request: &FetchRequest,
     partitions: &Query<&Partition>,
     to: u32,
     replicas: &Query<&Replica>,
     max_bytes: u64,
-) -> Vec<FetchedPartition> {
-    request
-        .partitions
-        .iter()
-        .map(|f| {
-            let partition = partitions.get(f.partition).expect("partition entity");
-            answer_partition(f, partition, to, replicas, max_bytes)
-        })
-        .collect()
+    out: &mut Answers,
+) {
+    let (answers, records) = out;
+    answers.clear();
+    records.clear();
+    answers.extend(request.partitions.iter().map(|f| {
+        let partition = partitions.get(f.partition).expect("partition entity");
+        answer_partition(f, partition, to, replicas, max_bytes, records)
+    }));
 }
 
 /// The answer for one partition of a fetch.
@@ -56,11 +63,12 @@ fn answer_partition(
     to: u32,
     replicas: &Query<&Replica>,
     max_bytes: u64,
+    records: &mut Vec<Record>,
 ) -> FetchedPartition {
     let mut answer = FetchedPartition {
         partition: fetch.partition,
         replica: fetch.replica,
-        records: Vec::new(),
+        records: 0..0,
         high_watermark: 0,
         error: None,
         diverging: None,
@@ -76,7 +84,7 @@ fn answer_partition(
     answer.high_watermark = leader.high_watermark;
     answer.diverging = divergence(leader, fetch.fetch_offset, fetch.last_fetched_epoch);
     if answer.diverging.is_none() && fetch.fetch_offset < leader.log_end_offset() {
-        answer.records = read_log(leader, fetch.fetch_offset, max_bytes);
+        answer.records = read_log(leader, fetch.fetch_offset, max_bytes, records);
     }
     answer
 }
@@ -89,7 +97,8 @@ fn worth_sending(answers: &[FetchedPartition]) -> bool {
         .any(|a| !a.records.is_empty() || a.diverging.is_some() || a.error.is_some())
 }
 
-fn respond(network: &mut Network, now: u64, wire: &Wire, partitions: Vec<FetchedPartition>) {
+fn respond(network: &mut Network, now: u64, wire: &Wire, answers: &mut Answers) {
+    let (partitions, records) = std::mem::take(answers);
     network.send(
         now,
         wire.to,
@@ -97,6 +106,7 @@ fn respond(network: &mut Network, now: u64, wire: &Wire, partitions: Vec<Fetched
         FetchResponse {
             request: wire.id,
             partitions,
+            records,
         },
     );
 }
@@ -165,6 +175,7 @@ pub(super) fn leaders_answer_fetches(
     partitions: &mut Query<&mut Partition>,
     replicas: &Query<&Replica>,
     due: &mut Vec<u64>,
+    answers: &mut Answers,
 ) {
     let now = clock.now_ms;
     let max_bytes = cluster.config.replica_fetch_max_bytes;
@@ -176,8 +187,15 @@ pub(super) fn leaders_answer_fetches(
             unreachable!("followers fetch from brokers")
         };
         // Kafka reads the log (and the high watermark it reports) before it records the fetch.
-        let answers = answer_all(request, &partitions.as_readonly(), to, replicas, max_bytes);
-        for (fetch, answer) in request.partitions.iter().zip(&answers) {
+        answer_all(
+            request,
+            &partitions.as_readonly(),
+            to,
+            replicas,
+            max_bytes,
+            answers,
+        );
+        for (fetch, answer) in request.partitions.iter().zip(&answers.0) {
             if answer.error.is_some() || answer.diverging.is_some() {
                 continue;
             }
@@ -193,7 +211,7 @@ pub(super) fn leaders_answer_fetches(
                 partition.followers[i].record_fetch(fetch.fetch_offset, leader_leo, now);
             }
         }
-        if worth_sending(&answers) {
+        if worth_sending(&answers.0) {
             respond(network, now, wire, answers);
             wires.finish(id);
         } else {
@@ -216,6 +234,7 @@ pub(super) fn complete_delayed_fetches(
     changed: &Query<&Replica, Changed<Replica>>,
     touched: &mut Vec<Entity>,
     due: &mut Vec<u64>,
+    answers: &mut Answers,
 ) {
     let now = clock.now_ms;
     // Only partitions whose replicas changed since the last step can have new data.
@@ -247,8 +266,8 @@ pub(super) fn complete_delayed_fetches(
         };
         let expired = matches!(wire.state, WireState::Held { until_ms } if now >= until_ms);
         let max_bytes = cluster.config.replica_fetch_max_bytes;
-        let answers = answer_all(request, partitions, to, replicas, max_bytes);
-        if expired || worth_sending(&answers) {
+        answer_all(request, partitions, to, replicas, max_bytes, answers);
+        if expired || worth_sending(&answers.0) {
             respond(network, now, wire, answers);
             wires.finish(id);
         }
@@ -313,13 +332,14 @@ pub(super) fn followers_take_responses(
                 }
                 continue;
             }
-            if let Some(first) = fetched.records.first() {
+            let records = response.records_of(fetched);
+            if let Some(first) = records.first() {
                 if first.offset != replica.log_end_offset() {
                     continue; // Not where this log ends: a stale answer.
                 }
-                metrics.records_replicated += fetched.records.len() as u64;
+                metrics.records_replicated += records.len() as u64;
                 let sealed = replica.log.sealed_len();
-                replica.append(fetched.records.iter().cloned());
+                replica.append(records.iter().cloned());
                 if replica.log.sealed_len() > sealed {
                     let leader = partition.leader_replica().expect("answered as leader");
                     share.push((fetched.replica, leader, sealed));
@@ -369,6 +389,7 @@ fn wake_fetchers(broker: &Broker, now: u64, config: &ClusterConfig, wake: &mut W
 #[derive(Default)]
 pub(super) struct Scratch {
     pub due: Vec<u64>,
+    pub answers: Answers,
     /// (follower's replica, leader's replica, sealed chunks before the append).
     pub share: Vec<(Entity, Entity, usize)>,
     pub followed: Followed,

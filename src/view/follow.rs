@@ -285,10 +285,7 @@ pub fn trace(world: &mut World, picked: Picked, acks: &mut AckScan) -> Option<Tr
                 .batches
                 .iter()
                 .any(|b| b.records.iter().any(|r| r.id == picked.id)),
-            Payload::FetchResponse(response) => response
-                .partitions
-                .iter()
-                .any(|p| p.records.iter().any(|r| r.id == picked.id)),
+            Payload::FetchResponse(response) => response.records.iter().any(|r| r.id == picked.id),
             Payload::ConsumerFetchResponse(response) => offset.is_some_and(|offset| {
                 response.partition == partition_entity
                     && (response.from..response.from + response.count).contains(&offset)

@@ -282,7 +282,7 @@ fn message_kind(payload: &Payload) -> Kind {
         Payload::ProduceResponse(_) => (MessageKind::ProduceResponse, None),
         Payload::Fetch(_) => (MessageKind::Fetch, None),
         Payload::FetchResponse(r) => {
-            let records = r.partitions.iter().map(|p| p.records.len() as u32).sum();
+            let records = r.records.len() as u32;
             return (MessageKind::FetchResponse, None, records, None);
         }
         Payload::ConsumerFetchResponse(r) => {
