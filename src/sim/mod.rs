@@ -404,6 +404,10 @@ fn isr_phase(
     );
 }
 
+/// What the delayed phase keeps between steps: due and arriving messages, touched partitions,
+/// and a fetch's answers.
+type DelayedScratch = (Vec<u64>, Vec<u64>, Vec<Entity>, replication::Answers);
+
 #[allow(clippy::too_many_arguments)]
 fn delayed_phase(
     clock: Res<SimClock>,
@@ -414,7 +418,7 @@ fn delayed_phase(
     replicas: Query<&Replica>,
     changed_partitions: Query<Entity, Changed<Partition>>,
     changed_replicas: Query<&Replica, Changed<Replica>>,
-    mut scratch: Local<(Vec<u64>, Vec<u64>, Vec<Entity>, replication::Answers)>,
+    mut scratch: Local<DelayedScratch>,
 ) {
     let (due, arriving, touched, answers) = &mut *scratch;
     // Each rule fills `touched` afresh.
