@@ -1,16 +1,15 @@
 //! Kafkascope: Apache Kafka's production lifecycle as a deterministic simulation.
 //!
-//! [`sim`] is the model (a Bevy ECS schedule), [`scenario`] reads scenario files, [`tour`] the
-//! tours that tell them in beats, [`report`] writes what a run did, [`partitioner`] is Kafka's
-//! key hashing, [`app`] the window and [`web`] the web page's address.
+//! The model is its own crate, `kafkascope_model`, re-exported here: [`sim`] is the model (a Bevy
+//! ECS world stepped phase by phase), [`scenario`] reads scenario files, [`report`] writes what a
+//! run did, [`partitioner`] is Kafka's key hashing and [`assignor`] its assignors. This crate adds
+//! [`tour`], the tours that tell scenarios in beats, [`app`] the window, [`view`] what it draws,
+//! [`cli`] the command line and [`web`] the web page's address.
+
+pub use kafkascope_model::{assignor, partitioner, report, scenario, sim};
 
 pub mod app;
-pub mod assignor;
 pub mod cli;
-pub mod partitioner;
-pub mod report;
-pub mod scenario;
-pub mod sim;
 pub mod tour;
 pub mod view;
 pub mod web;

@@ -363,3 +363,48 @@ fn bench_prints_speed_messages_and_memory() {
     assert!((1.0..10_000.0).contains(&peak), "{memory}");
     assert!(text.contains("seeking to 20 instants"), "{text}");
 }
+
+#[test]
+fn assign_command_prints_kafkas_assignment() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kafkascope"))
+        .args([
+            "assign",
+            "--assignor",
+            "range",
+            "--topic",
+            "t1:3",
+            "--topic",
+            "t2:2",
+            "--member",
+            "c1=t1",
+            "--member",
+            "c2=t1,t2",
+            "--member",
+            "c3=t1",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let printed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        printed,
+        serde_json::json!({"c1": ["t1-0"], "c2": ["t1-1", "t2-0", "t2-1"], "c3": ["t1-2"]})
+    );
+    let bad = std::process::Command::new(env!("CARGO_BIN_EXE_kafkascope"))
+        .args([
+            "assign",
+            "--assignor",
+            "range",
+            "--topic",
+            "t1:3",
+            "--member",
+            "c1=nope",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+}

@@ -1,15 +1,8 @@
-//! The integration tests: one binary (each test binary links all of Bevy).
+//! The app's integration tests: one binary (each test binary links all of Bevy). The model's own
+//! are in `crates/model/tests`.
 
 mod cli;
-mod consumers;
-mod controller;
-mod faults;
-mod golden;
-mod partitioner;
 mod render;
-mod replication;
-mod scenario;
-mod schedule;
 mod tour;
 mod view;
 mod web;

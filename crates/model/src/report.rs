@@ -1,0 +1,279 @@
+//! The JSON report of a run: the state at the end, the producers' counts, the metrics, the event
+//! log and any invariant violated. Field order is fixed, so equal runs give equal bytes.
+
+use bevy_ecs::prelude::*;
+use serde::Serialize;
+
+use crate::scenario::{Scenario, limits};
+use crate::sim::cluster::{Broker, Cluster, Partition, Replica};
+use crate::sim::group_coordinator::ConsumerGroup;
+use crate::sim::invariants::Invariants;
+use crate::sim::lag::{LagMonitor, lag_now};
+use crate::sim::ledger::{LostRecord, lost_in, read};
+use crate::sim::producer::{Producer, ProducerStats};
+use crate::sim::{Event, EventLog, Metrics, Sim, SimClock};
+
+/// Runs a scenario headless to `until_ms` (its duration when `None`) and reports what it did;
+/// `name` is how the user gave `until_ms`, for the message when it is out of range.
+pub fn run(scenario: &Scenario, until_ms: Option<u64>, name: &str) -> Result<Report, String> {
+    if let Some(until) = until_ms {
+        if until > limits::DURATION_MS {
+            return Err(format!(
+                "{name} {until}: a run lasts at most {} ms (a week)",
+                limits::DURATION_MS
+            ));
+        }
+        scenario
+            .validate(&scenario.name, until)
+            .map_err(|e| e.to_string())?;
+    }
+    let mut sim = Sim::new(scenario);
+    sim.run_until(until_ms.unwrap_or(scenario.duration_ms));
+    Ok(Report::of(&sim))
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub scenario: String,
+    pub seed: u64,
+    pub sim_time_ms: u64,
+    pub brokers: Vec<BrokerReport>,
+    pub partitions: Vec<PartitionReport>,
+    pub producers: Vec<ProducerReport>,
+    pub consumer_groups: Vec<GroupReport>,
+    pub metrics: Metrics,
+    /// Records a producer saw succeed that the partition no longer has.
+    pub acked_records_lost: u64,
+    pub lost_records: Vec<LostRecord>,
+    pub events: Vec<Event>,
+    pub invariant_violations: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupReport {
+    pub name: String,
+    pub assignor: String,
+    pub generation: u32,
+    pub rebalances: u64,
+    /// Summed over the group's partitions: the time each had no member consuming it.
+    pub paused_ms: u64,
+    pub max_lag: u64,
+    /// The current generation's assignment: {member: ["topic-partition", ...]}.
+    pub assignment: serde_json::Value,
+    pub offsets: Vec<OffsetReport>,
+}
+
+/// One line of `kafka-consumer-groups --describe`.
+#[derive(Debug, Clone, Serialize)]
+pub struct OffsetReport {
+    pub topic: String,
+    pub partition: u32,
+    pub committed: Option<u64>,
+    /// The leader's log end offset.
+    pub log_end_offset: u64,
+    pub high_watermark: u64,
+    /// High watermark - committed.
+    pub lag: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BrokerReport {
+    pub id: u32,
+    /// `online`, `crashed` or `fenced`.
+    pub state: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PartitionReport {
+    pub topic: String,
+    pub partition: u32,
+    pub leader: Option<u32>,
+    pub leader_epoch: u32,
+    pub isr: Vec<u32>,
+    /// Eligible leader replicas (KIP-966), when the cluster uses them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub elr: Vec<u32>,
+    /// The leader's (0 when there is none).
+    pub high_watermark: u64,
+    /// The leader's (0 when there is none).
+    pub log_end_offset: u64,
+    pub replicas: Vec<ReplicaReport>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ReplicaReport {
+    pub broker: u32,
+    pub log_end_offset: u64,
+    pub high_watermark: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ProducerReport {
+    pub name: String,
+    pub acks: String,
+    pub idempotent: bool,
+    #[serde(flatten)]
+    pub stats: ProducerStats,
+    /// Records still in the accumulator or in flight.
+    pub pending: u64,
+}
+
+impl Report {
+    /// The report of a run as it stands.
+    pub fn of(sim: &Sim) -> Report {
+        let world = sim.world();
+        let cluster = world.resource::<Cluster>();
+        let partition_entities = cluster.partitions.clone();
+        let producer_entities = cluster.producers.clone();
+        let topic_names: Vec<String> = cluster.topics.iter().map(|t| t.name.clone()).collect();
+        let (scenario, seed) = (cluster.scenario.clone(), cluster.seed);
+
+        let partitions = partition_entities
+            .iter()
+            .map(|e| {
+                let p = world.get::<Partition>(*e).expect("partition");
+                let replicas: Vec<ReplicaReport> = p
+                    .replicas
+                    .iter()
+                    .map(|r| {
+                        let r = world.get::<Replica>(*r).expect("replica");
+                        ReplicaReport {
+                            broker: r.broker,
+                            log_end_offset: r.log_end_offset(),
+                            high_watermark: r.high_watermark,
+                        }
+                    })
+                    .collect();
+                let leader = p
+                    .leader
+                    .and_then(|b| replicas.iter().find(|r| r.broker == b));
+                PartitionReport {
+                    topic: topic_names[p.topic].clone(),
+                    partition: p.index,
+                    leader: p.leader,
+                    leader_epoch: p.leader_epoch,
+                    isr: p.isr.clone(),
+                    elr: p.elr.clone(),
+                    high_watermark: leader.map_or(0, |r| r.high_watermark),
+                    log_end_offset: leader.map_or(0, |r| r.log_end_offset),
+                    replicas,
+                }
+            })
+            .collect();
+        let producers: Vec<ProducerReport> = producer_entities
+            .iter()
+            .map(|e| {
+                let p = world.get::<Producer>(*e).expect("producer");
+                ProducerReport {
+                    name: p.name.clone(),
+                    acks: p.acks.as_config().to_string(),
+                    idempotent: p.idempotent,
+                    stats: p.stats.clone(),
+                    pending: p.pending(),
+                }
+            })
+            .collect();
+        let now = world.resource::<SimClock>().now_ms;
+        let mut metrics = world.resource::<Metrics>().clone();
+        let mut brokers = Vec::new();
+        let broker_entities = world.resource::<Cluster>().brokers.clone();
+        for e in broker_entities {
+            let b = world.get::<Broker>(e).expect("broker");
+            brokers.push(BrokerReport {
+                id: b.id,
+                state: b.state().to_string(),
+            });
+        }
+        for e in &partition_entities {
+            if let Some(since) = world
+                .get::<Partition>(*e)
+                .expect("partition")
+                .offline_since_ms
+            {
+                metrics.offline_partition_ms += now - since;
+            }
+        }
+        let lost = lost_in(world);
+        let consumer_groups = {
+            let cluster = world.resource::<Cluster>();
+            let monitor = world.resource::<LagMonitor>();
+            let mut groups = read::<&ConsumerGroup>(world);
+            let groups = groups.query(world);
+            let mut partitions = read::<&Partition>(world);
+            let partitions = partitions.query(world);
+            let mut replicas = read::<&Replica>(world);
+            let replicas = replicas.query(world);
+            cluster
+                .groups
+                .iter()
+                .enumerate()
+                .map(|(i, e)| {
+                    let group = groups.get(*e).expect("group");
+                    let lag = monitor.groups.get(i).cloned().unwrap_or_default();
+                    let offsets: Vec<OffsetReport> = group
+                        .partitions
+                        .iter()
+                        .map(|o| {
+                            let s = lag_now(group, *o, cluster, &partitions, &replicas, now);
+                            let p = partitions
+                                .get(cluster.partitions[*o as usize])
+                                .expect("partition");
+                            OffsetReport {
+                                topic: cluster.topics[p.topic].name.clone(),
+                                partition: p.index,
+                                committed: s.committed,
+                                log_end_offset: s.log_end_offset,
+                                high_watermark: s.high_watermark,
+                                lag: s.lag,
+                            }
+                        })
+                        .collect();
+                    let max_lag = offsets.iter().map(|o| o.lag).fold(lag.max_lag, u64::max);
+                    GroupReport {
+                        name: group.name.clone(),
+                        assignor: group.config.assignor.name().to_string(),
+                        generation: group.generation,
+                        rebalances: group.rebalances,
+                        paused_ms: lag.paused_until(now),
+                        max_lag,
+                        assignment: crate::assignor::to_json(&group.assignment),
+                        offsets,
+                    }
+                })
+                .collect::<Vec<_>>()
+        };
+        Report {
+            scenario,
+            seed,
+            sim_time_ms: now,
+            brokers,
+            partitions,
+            producers,
+            consumer_groups,
+            metrics,
+            acked_records_lost: lost.len() as u64,
+            lost_records: lost,
+            events: world
+                .resource::<EventLog>()
+                .events
+                .iter()
+                .cloned()
+                .collect(),
+            invariant_violations: world.resource::<Invariants>().violations.clone(),
+        }
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a report always serializes")
+    }
+
+    pub fn partition(&self, topic: &str, partition: u32) -> Option<&PartitionReport> {
+        self.partitions
+            .iter()
+            .find(|p| p.topic == topic && p.partition == partition)
+    }
+
+    pub fn producer(&self, name: &str) -> Option<&ProducerReport> {
+        self.producers.iter().find(|p| p.name == name)
+    }
+}

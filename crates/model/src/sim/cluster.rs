@@ -1,0 +1,520 @@
+//! The cluster's entities: brokers, partitions and their replicas (each with its log); `load.rs`
+//! builds them from a scenario.
+
+use std::collections::VecDeque;
+
+use bevy_ecs::prelude::*;
+
+use crate::scenario::ClusterConfig;
+
+/// Brokers are numbered from 1, as `node.id`s usually are.
+pub type BrokerId = u32;
+
+#[derive(Clone, Component, Debug)]
+pub struct Broker {
+    pub id: BrokerId,
+    /// The broker's process runs and is registered: it serves requests and replicates.
+    pub alive: bool,
+    /// The process runs again after a crash but its new incarnation is not registered yet: it
+    /// only asks the controller to register it (`BrokerLifecycleManager`).
+    pub starting: bool,
+    /// Registrations refused in a row (the back-off before the next grows with them).
+    pub failed_registrations: u32,
+    /// Fenced by the controller (its heartbeats stopped): it may neither lead nor join an ISR.
+    pub fenced: bool,
+    /// Counts the process's starts; a new one registers anew with the controller.
+    pub incarnation: u32,
+    pub next_heartbeat_ms: u64,
+    /// The process died without a clean shutdown and has not registered since (KIP-966 takes such
+    /// a broker out of the eligible leader replicas).
+    pub unclean_shutdown: bool,
+    /// Its replica fetchers, one per leader broker it follows partitions from.
+    pub fetchers: Vec<(BrokerId, Fetcher)>,
+}
+
+impl Broker {
+    pub fn new(id: BrokerId) -> Self {
+        Broker {
+            id,
+            alive: true,
+            starting: false,
+            failed_registrations: 0,
+            fenced: false,
+            incarnation: 0,
+            next_heartbeat_ms: 0,
+            unclean_shutdown: false,
+            fetchers: Vec::new(),
+        }
+    }
+
+    /// The fetcher that follows partitions from `leader`.
+    pub fn fetcher(&mut self, leader: BrokerId) -> &mut Fetcher {
+        let i = match self.fetchers.iter().position(|(l, _)| *l == leader) {
+            Some(i) => i,
+            None => {
+                self.fetchers.push((leader, Fetcher::default()));
+                self.fetchers.sort_by_key(|(l, _)| *l);
+                self.fetchers
+                    .iter()
+                    .position(|(l, _)| *l == leader)
+                    .expect("just added")
+            }
+        };
+        &mut self.fetchers[i].1
+    }
+
+    /// `online`, `starting`, `crashed` or `fenced`, as the report names the states.
+    pub fn state(&self) -> &'static str {
+        if self.starting {
+            "starting"
+        } else if !self.alive {
+            "crashed"
+        } else if self.fenced {
+            "fenced"
+        } else {
+            "online"
+        }
+    }
+
+    /// May lead a partition or be in an ISR, as far as the controller knows
+    /// (`Partition.isReplicaIsrEligible`, `PartitionChangeBuilder`).
+    pub fn eligible(&self) -> bool {
+        !self.fenced
+    }
+}
+
+/// What the leader's rules need to know of every broker, by id (index 0 unused).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BrokerView {
+    pub alive: bool,
+    /// Restarted, waiting for the controller to register it: it hears only the controller.
+    pub starting: bool,
+    pub eligible: bool,
+}
+
+/// The brokers' views, indexed by id (index 0 unused). On the stack: several rules build it at
+/// every step.
+pub struct BrokerViews {
+    views: [BrokerView; crate::scenario::limits::BROKERS as usize + 1],
+    len: usize,
+}
+
+impl std::ops::Deref for BrokerViews {
+    type Target = [BrokerView];
+
+    fn deref(&self) -> &[BrokerView] {
+        &self.views[..self.len]
+    }
+}
+
+pub fn broker_views<'a>(brokers: impl Iterator<Item = &'a Broker>) -> BrokerViews {
+    let mut views = BrokerViews {
+        views: [BrokerView::default(); crate::scenario::limits::BROKERS as usize + 1],
+        len: 0,
+    };
+    for b in brokers {
+        let i = b.id as usize;
+        views.len = views.len.max(i + 1);
+        views.views[i] = BrokerView {
+            alive: b.alive,
+            starting: b.starting,
+            eligible: b.eligible(),
+        };
+    }
+    views
+}
+
+/// A topic's settings; its partitions are entities.
+#[derive(Debug, Clone)]
+pub struct Topic {
+    pub name: String,
+    pub partitions: Vec<Entity>,
+    pub replication_factor: u32,
+    pub min_insync_replicas: u32,
+}
+
+/// Where the entities of the loaded scenario are, in the scenario's order.
+#[derive(Clone, Resource, Debug)]
+pub struct Cluster {
+    pub scenario: String,
+    pub seed: u64,
+    pub config: ClusterConfig,
+    /// Broker `id` is at `brokers[id - 1]`.
+    pub brokers: Vec<Entity>,
+    /// The active KRaft controller.
+    pub controller: Entity,
+    pub topics: Vec<Topic>,
+    /// Every partition, topic by topic.
+    pub partitions: Vec<Entity>,
+    pub producers: Vec<Entity>,
+    pub groups: Vec<Entity>,
+    /// Every consumer ever started, in order (a node index on the wire).
+    pub consumers: Vec<Entity>,
+}
+
+impl Cluster {
+    /// A partition as Kafka names it: `topic-index`.
+    pub fn partition_name(&self, partition: &Partition) -> String {
+        format!("{}-{}", self.topics[partition.topic].name, partition.index)
+    }
+}
+
+/// One partition of a topic: who leads it, its ISR, and the leader's view of its followers.
+#[derive(Clone, Component, Debug)]
+pub struct Partition {
+    pub topic: usize,
+    pub index: u32,
+    /// Position in `Cluster::partitions`.
+    pub ordinal: u32,
+    /// Replica brokers, preferred leader first.
+    pub assignment: Vec<BrokerId>,
+    /// The replica entities, in assignment order.
+    pub replicas: Vec<Entity>,
+    pub leader: Option<BrokerId>,
+    pub leader_epoch: u32,
+    /// In-sync replicas, kept in assignment order.
+    pub isr: Vec<BrokerId>,
+    /// Eligible leader replicas (KIP-966): left the ISR while it was below `min.insync.replicas`,
+    /// so they hold everything committed.
+    pub elr: Vec<BrokerId>,
+    /// `unclean.leader.election.enable` of the topic.
+    pub unclean_leader_election: bool,
+    /// Whether the current leader was elected uncleanly.
+    pub elected_uncleanly: bool,
+    /// Since when the partition has had no leader.
+    pub offline_since_ms: Option<u64>,
+    /// What the leader knows of each replica, in assignment order (the leader's own entry unused),
+    /// learnt from fetch requests (`Partition.updateFollowerFetchState`).
+    pub followers: Vec<FollowerState>,
+    pub min_insync_replicas: u32,
+}
+
+/// The leader's record of one follower (`ReplicaState` in Kafka's `Replica.scala`). Kafka keeps
+/// wall-clock times and 0 for "never"; sim time starts at 0, so "never" is `None` here.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FollowerState {
+    pub log_end_offset: u64,
+    pub last_caught_up_ms: Option<u64>,
+    pub last_fetch_ms: Option<u64>,
+    pub last_fetch_leader_log_end_offset: u64,
+}
+
+impl FollowerState {
+    /// In sync when the leader takes over (`Replica.resetReplicaState`: caught up now if in the
+    /// ISR, else never).
+    pub fn reset(in_isr: bool, now: u64) -> Self {
+        FollowerState {
+            last_caught_up_ms: in_isr.then_some(now),
+            ..FollowerState::default()
+        }
+    }
+
+    /// `ReplicaState.isCaughtUp`: at the leader's end, or caught up within the lag time.
+    pub fn is_caught_up(&self, leader_leo: u64, now: u64, lag_max_ms: u64) -> bool {
+        self.log_end_offset == leader_leo
+            || self
+                .last_caught_up_ms
+                .is_some_and(|t| now.saturating_sub(t) <= lag_max_ms)
+    }
+
+    /// A fetch from this follower reached the leader at `now`.
+    pub fn fetched_at(&self, now: u64) -> bool {
+        self.last_fetch_ms == Some(now)
+    }
+
+    /// `Replica.updateFetchStateOrThrow`: a fetch at `fetch_offset` reached the leader at `now`.
+    pub fn record_fetch(&mut self, fetch_offset: u64, leader_leo: u64, now: u64) {
+        if fetch_offset >= leader_leo {
+            self.last_caught_up_ms = self.last_caught_up_ms.max(Some(now));
+        } else if fetch_offset >= self.last_fetch_leader_log_end_offset {
+            self.last_caught_up_ms = self.last_caught_up_ms.max(self.last_fetch_ms);
+        }
+        self.log_end_offset = fetch_offset;
+        self.last_fetch_leader_log_end_offset =
+            self.last_fetch_leader_log_end_offset.max(leader_leo);
+        self.last_fetch_ms = Some(now);
+    }
+}
+
+impl Partition {
+    pub fn position(&self, broker: BrokerId) -> Option<usize> {
+        self.assignment.iter().position(|b| *b == broker)
+    }
+
+    pub fn replica_on(&self, broker: BrokerId) -> Option<Entity> {
+        self.position(broker).map(|i| self.replicas[i])
+    }
+
+    pub fn leader_replica(&self) -> Option<Entity> {
+        self.leader.and_then(|b| self.replica_on(b))
+    }
+
+    pub fn in_isr(&self, broker: BrokerId) -> bool {
+        self.isr.contains(&broker)
+    }
+
+    /// `min.insync.replicas`, capped by the replica count (`Partition.effectiveMinIsr`).
+    pub fn effective_min_isr(&self) -> usize {
+        (self.min_insync_replicas as usize).min(self.assignment.len())
+    }
+
+    /// Puts the ISR back in assignment order after a change.
+    pub fn sort_isr(&mut self) {
+        let assignment = &self.assignment;
+        self.isr
+            .sort_by_key(|b| assignment.iter().position(|a| a == b).unwrap_or(usize::MAX));
+    }
+
+    /// `Partition.maybeIncrementLeaderHW`: the smallest log end offset among the leader, the ISR
+    /// and eligible followers caught up enough to be about to join it; never while the ISR is
+    /// below the effective `min.insync.replicas` (Kafka 3.7+), never backwards. Returns the new
+    /// high watermark when it moves.
+    pub fn next_leader_hw(
+        &self,
+        leader: &Replica,
+        brokers: &[BrokerView],
+        now: u64,
+        lag_max_ms: u64,
+    ) -> Option<u64> {
+        if self.isr.len() < self.effective_min_isr() {
+            return None;
+        }
+        let leader_leo = leader.log_end_offset();
+        let mut new_hw = leader_leo;
+        for (i, broker) in self.assignment.iter().enumerate() {
+            if Some(*broker) == self.leader {
+                continue;
+            }
+            let f = &self.followers[i];
+            if f.log_end_offset < new_hw
+                && (self.in_isr(*broker)
+                    || (f.is_caught_up(leader_leo, now, lag_max_ms)
+                        && brokers[*broker as usize].eligible))
+            {
+                new_hw = f.log_end_offset;
+            }
+        }
+        (new_hw > leader.high_watermark).then_some(new_hw)
+    }
+}
+
+/// One record in a replica's log, in 56 bytes. Its offset is its index: the model keeps whole
+/// logs (no retention, no compaction).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// Unique over the run: which `send()` made it (a retried duplicate has the same id).
+    pub id: u64,
+    pub offset: u64,
+    /// The leader epoch of the leader that appended it.
+    pub leader_epoch: u32,
+    /// Written out by its producer's [`super::producer::Producer::key_text`].
+    pub key: super::keys::Key,
+    /// The producer's index in the scenario.
+    pub producer: u32,
+    /// Idempotent producer sequence number, or -1 (`RecordBatch.NO_SEQUENCE`).
+    pub sequence: i32,
+    /// The sequence of the first record of its batch, or -1.
+    pub batch_first_sequence: i32,
+    /// The idempotent producer's epoch (bumped when it resets its sequence numbers).
+    pub producer_epoch: u16,
+    /// In `__consumer_offsets`: the committed offset this record stores.
+    pub commit: Option<Box<OffsetCommitRecord>>,
+    pub bytes: u32,
+}
+
+/// A group's committed offset for one partition, as a record of `__consumer_offsets`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OffsetCommitRecord {
+    pub group: u32,
+    /// Ordinal of the partition in `Cluster::partitions`.
+    pub partition: u32,
+    /// The next offset to read.
+    pub offset: u64,
+}
+
+/// The last batches of one producer on one partition, for duplicate detection
+/// (`ProducerStateEntry` keeps 5 of them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchMetadata {
+    pub producer_epoch: u16,
+    pub first_sequence: i32,
+    pub last_sequence: i32,
+    pub first_offset: u64,
+}
+
+pub const PRODUCER_STATE_BATCHES: usize = 5;
+
+/// A broker's copy of one partition.
+#[derive(Clone, Component, Debug)]
+pub struct Replica {
+    pub partition: Entity,
+    pub broker: BrokerId,
+    pub log: super::chunked::Chunked<Record>,
+    pub high_watermark: u64,
+    /// Leader epoch history: `(epoch, start offset)`, oldest first (`LeaderEpochFileCache`).
+    pub epochs: Vec<(u32, u64)>,
+    /// Idempotent producers' recent batches, by producer index.
+    pub producer_batches: Vec<(u32, VecDeque<BatchMetadata>)>,
+}
+
+/// A follower broker's fetcher for one leader broker: at most one fetch in flight.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Fetcher {
+    /// Wire id of the fetch in flight.
+    pub in_flight: Option<u64>,
+    pub sent_ms: u64,
+    /// No fetch before this instant (`replica.fetch.backoff.ms` after a failure).
+    pub backoff_until_ms: u64,
+}
+
+impl Replica {
+    pub fn new(partition: Entity, broker: BrokerId) -> Self {
+        Replica {
+            partition,
+            broker,
+            log: Default::default(),
+            high_watermark: 0,
+            epochs: vec![(0, 0)],
+            producer_batches: Vec::new(),
+        }
+    }
+
+    pub fn log_end_offset(&self) -> u64 {
+        self.log.len() as u64
+    }
+
+    /// The start offset of an epoch in this replica's history.
+    pub fn epoch_start(&self, epoch: u32) -> Option<u64> {
+        self.epochs
+            .iter()
+            .find(|(e, _)| *e == epoch)
+            .map(|(_, s)| *s)
+    }
+
+    /// The latest epoch in this replica's history.
+    pub fn latest_epoch(&self) -> Option<u32> {
+        self.epochs.last().map(|(e, _)| *e)
+    }
+
+    /// `LeaderEpochFileCache.endOffsetFor`: the largest epoch at or below `epoch` in this
+    /// history, and the offset where it ends (the next epoch's start, or the log end). Below
+    /// every epoch it knows, `epoch` itself, ending where the first known epoch starts: what
+    /// came before is not this log's, so a follower asking about it keeps none of it. `None`
+    /// for an empty history.
+    pub fn end_offset_for(&self, epoch: u32) -> Option<(u32, u64)> {
+        let Some(i) = self.epochs.iter().rposition(|(e, _)| *e <= epoch) else {
+            return self.epochs.first().map(|(_, start)| (epoch, *start));
+        };
+        let end = self
+            .epochs
+            .get(i + 1)
+            .map_or(self.log_end_offset(), |(_, start)| *start);
+        Some((self.epochs[i].0, end))
+    }
+
+    /// `LeaderEpochFileCache.assign`: `epoch` starts at `start`. Entries it contradicts (the same
+    /// or a later epoch, or one starting at or after `start`) go first, so the history stays
+    /// increasing in both; an epoch that started and wrote nothing is replaced.
+    pub fn assign_epoch(&mut self, epoch: u32, start: u64) {
+        let needed = self
+            .epochs
+            .last()
+            .is_none_or(|&(e, s)| e != epoch || start < s);
+        if !needed {
+            return;
+        }
+        while self
+            .epochs
+            .last()
+            .is_some_and(|&(e, s)| e >= epoch || s >= start)
+        {
+            self.epochs.pop();
+        }
+        self.epochs.push((epoch, start));
+    }
+
+    /// Cuts the log back to `offset` (a follower that diverged from its leader). Returns how
+    /// many records went. The epoch history is cut back to the log's end even when no record
+    /// goes (`UnifiedLog.truncateTo`): an epoch this broker started as leader and wrote nothing
+    /// in would otherwise be sent with every fetch, and diverge at every answer.
+    pub fn truncate_to(&mut self, offset: u64) -> u64 {
+        let leo = self.log_end_offset();
+        self.epochs.retain(|(_, start)| *start < offset.min(leo));
+        if offset >= leo {
+            return 0;
+        }
+        self.log.truncate(offset as usize);
+        for (_, batches) in &mut self.producer_batches {
+            batches.retain(|b| b.first_offset < offset);
+        }
+        self.high_watermark = self.high_watermark.min(offset);
+        leo - offset
+    }
+
+    /// The disk is gone: no log, no history.
+    pub fn wipe(&mut self) {
+        self.log.clear();
+        self.high_watermark = 0;
+        self.epochs.clear();
+        self.producer_batches.clear();
+    }
+
+    pub fn producer_state(&self, producer: u32) -> Option<&VecDeque<BatchMetadata>> {
+        self.producer_batches
+            .iter()
+            .find(|(p, _)| *p == producer)
+            .map(|(_, b)| b)
+    }
+
+    /// Appends records whose offsets are already set (follower) or assigns them (leader) and
+    /// keeps the producers' batch metadata up to date, as both leader and follower do.
+    pub fn append(&mut self, records: impl IntoIterator<Item = Record>) {
+        for mut record in records {
+            record.offset = self.log_end_offset();
+            // A record of another leader epoch starts that epoch in this replica's history
+            // (`UnifiedLog.append`, `maybeAssignEpochStartOffset`).
+            self.assign_epoch(record.leader_epoch, record.offset);
+            if record.sequence >= 0 {
+                let batches = match self
+                    .producer_batches
+                    .iter_mut()
+                    .position(|(p, _)| *p == record.producer)
+                {
+                    Some(i) => &mut self.producer_batches[i].1,
+                    None => {
+                        self.producer_batches
+                            .push((record.producer, VecDeque::new()));
+                        &mut self.producer_batches.last_mut().unwrap().1
+                    }
+                };
+                // A new producer epoch starts the producer's sequence numbers afresh.
+                if batches
+                    .back()
+                    .is_some_and(|b| b.producer_epoch < record.producer_epoch)
+                {
+                    batches.clear();
+                }
+                if record.sequence == record.batch_first_sequence || batches.is_empty() {
+                    if batches.len() == PRODUCER_STATE_BATCHES {
+                        batches.pop_front();
+                    }
+                    batches.push_back(BatchMetadata {
+                        producer_epoch: record.producer_epoch,
+                        first_sequence: record.batch_first_sequence,
+                        last_sequence: record.sequence,
+                        first_offset: record.offset,
+                    });
+                } else if let Some(last) = batches.back_mut() {
+                    last.last_sequence = record.sequence;
+                }
+            }
+            self.log.push(record);
+        }
+    }
+}
+
+/// Kafka's internal topic of committed offsets.
+pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
+
+// A log holds a record per offset, shared by the replicas that agree: keep it small.
+const _: () = assert!(size_of::<Record>() == 56);

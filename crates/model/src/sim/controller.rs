@@ -1,0 +1,550 @@
+//! The active KRaft controller: broker heartbeats and sessions, fencing, and leader elections
+//! (`BrokerHeartbeatManager`, `ReplicationControlManager`, `PartitionChangeBuilder`).
+//!
+//! - Brokers heartbeat every `broker.heartbeat.interval.ms`; one silent for longer than
+//!   `broker.session.timeout.ms` is fenced: it leaves every ISR and the partitions it led get a
+//!   new leader. The controller never sees a crash itself, only the heartbeats stopping.
+//! - Election: the first replica in assignment order that is in the ISR and not fenced; else,
+//!   with eligible leader replicas (KIP-966), the first such ELR member; else, with
+//!   `unclean.leader.election.enable`, the first replica not fenced (ISR = [it]); else the
+//!   partition is offline and its ISR keeps its last member. Every leader change bumps the epoch.
+//! - A fenced broker that heartbeats again is unfenced, and offline partitions it can lead get a
+//!   leader. A restarted broker registers as a new incarnation: refused while the old one's
+//!   session is still valid (it retries with back-off), then fenced until its next heartbeat.
+//! - Preferred leader election on request, and periodically when `auto.leader.rebalance.enable`.
+
+use bevy_ecs::prelude::*;
+
+use super::clock::{SimRng, Standing};
+use super::cluster::{Broker, BrokerId, BrokerView, Cluster, FollowerState, Partition, Replica};
+use super::events::{EventKind, EventLog, Metrics};
+use super::network::{Network, Node};
+use super::protocol::{Heartbeat, HeartbeatResponse};
+use super::timeline::Timeline;
+use super::wires::{OnWire, Wires};
+use super::{SimClock, Wake};
+use crate::scenario::ClusterConfig;
+
+/// The controller's own state.
+#[derive(Clone, Component, Debug)]
+pub struct Controller {
+    /// When each broker's last heartbeat arrived, by broker id.
+    pub last_heartbeat_ms: Vec<u64>,
+    /// The incarnation each broker last registered with, by broker id.
+    pub registered: Vec<u32>,
+    /// The incarnation whose registration it last refused, by broker id (0: none; restarts
+    /// count from 1), so that a refusal is reported once.
+    pub refused: Vec<u32>,
+    /// A `PreferredElection` action waits to be carried out.
+    pub preferred_election_requested: bool,
+    /// When the automatic preferred election runs next, if it is scheduled: it is, while
+    /// `auto.leader.rebalance.enable` and some partition is led by a broker other than its first
+    /// replica.
+    pub next_balance_check_ms: Option<u64>,
+}
+
+impl Controller {
+    pub fn new(config: &ClusterConfig) -> Self {
+        let n = config.brokers as usize + 1;
+        Controller {
+            last_heartbeat_ms: vec![0; n],
+            registered: vec![0; n],
+            refused: vec![0; n],
+            preferred_election_requested: false,
+            // Every partition starts led by its first replica: nothing to balance.
+            next_balance_check_ms: None,
+        }
+    }
+}
+
+/// What an election needs besides the partition.
+pub struct ElectionContext<'a> {
+    pub now: u64,
+    pub cluster: &'a Cluster,
+    pub brokers: &'a [BrokerView],
+    pub events: &'a mut EventLog,
+    pub metrics: &'a mut Metrics,
+}
+
+/// Who leads next: `Some((broker, unclean))`, or `None` for offline.
+pub fn choose_leader(
+    partition: &Partition,
+    brokers: &[BrokerView],
+    elr_enabled: bool,
+) -> Option<(BrokerId, bool)> {
+    let eligible = |b: &BrokerId| brokers[*b as usize].eligible;
+    if let Some(b) = partition
+        .assignment
+        .iter()
+        .find(|b| partition.in_isr(**b) && eligible(b))
+    {
+        return Some((*b, false));
+    }
+    if elr_enabled
+        && let Some(b) = partition
+            .assignment
+            .iter()
+            .find(|b| partition.elr.contains(b) && eligible(b))
+    {
+        return Some((*b, false));
+    }
+    if partition.unclean_leader_election
+        && let Some(b) = partition.assignment.iter().find(|b| eligible(b))
+    {
+        return Some((*b, true));
+    }
+    None
+}
+
+/// Makes `leader` the partition's leader (or takes it offline) in a new epoch: the new leader
+/// starts the epoch at its log end offset (KIP-101) and every follower fetches from it at once.
+pub fn set_leader(
+    partition: &mut Partition,
+    leader: Option<(BrokerId, bool)>,
+    replicas: &mut Query<&mut Replica>,
+    ctx: &mut ElectionContext,
+) {
+    let now = ctx.now;
+    if leader.is_none() && partition.leader.is_none() {
+        return; // Already offline.
+    }
+    partition.leader = leader.map(|(b, _)| b);
+    partition.leader_epoch += 1;
+    partition.elected_uncleanly = leader.is_some_and(|(_, unclean)| unclean);
+    let topic = ctx.cluster.topics[partition.topic].name.clone();
+    match leader {
+        Some((b, unclean)) => {
+            if unclean {
+                partition.isr = vec![b];
+                partition.elr.clear();
+            } else if !partition.in_isr(b) {
+                // Elected from the ELR: it is the ISR now.
+                partition.isr = vec![b];
+                partition.elr.retain(|e| *e != b);
+            }
+            if let Some(since) = partition.offline_since_ms.take() {
+                ctx.metrics.offline_partition_ms += now - since;
+            }
+            ctx.metrics.leader_elections += 1;
+            if unclean {
+                ctx.metrics.unclean_leader_elections += 1;
+            }
+            ctx.events.push(
+                now,
+                EventKind::LeaderElected {
+                    topic,
+                    partition: partition.index,
+                    leader: b,
+                    leader_epoch: partition.leader_epoch,
+                    unclean,
+                    isr: partition.isr.clone(),
+                },
+            );
+        }
+        None => {
+            partition.offline_since_ms.get_or_insert(now);
+            ctx.events.push(
+                now,
+                EventKind::PartitionOffline {
+                    topic,
+                    partition: partition.index,
+                    leader_epoch: partition.leader_epoch,
+                    isr: partition.isr.clone(),
+                },
+            );
+        }
+    }
+    // `Partition.makeLeader` resets what the leader knows of each follower: ISR members count as
+    // caught up now, their log end offsets are unknown until they fetch.
+    for (b, f) in partition
+        .assignment
+        .iter()
+        .zip(partition.followers.iter_mut())
+    {
+        *f = FollowerState::reset(partition.isr.contains(b), now);
+    }
+    let epoch = partition.leader_epoch;
+    for (b, replica_entity) in partition.assignment.iter().zip(&partition.replicas) {
+        let mut replica = replicas.get_mut(*replica_entity).expect("replica entity");
+        if Some(*b) == partition.leader {
+            let leo = replica.log_end_offset();
+            replica.assign_epoch(epoch, leo);
+        }
+    }
+}
+
+/// The controller fences a broker: out of every ISR (never emptying one, unless KIP-966 keeps
+/// the broker electable in the ELR), and a new leader where it led.
+fn fence(
+    broker: BrokerId,
+    partitions: &mut Query<&mut Partition>,
+    replicas: &mut Query<&mut Replica>,
+    ctx: &mut ElectionContext,
+) {
+    ctx.events.push(ctx.now, EventKind::BrokerFenced { broker });
+    let elr_enabled = ctx.cluster.config.eligible_leader_replicas;
+    for &entity in &ctx.cluster.partitions {
+        let mut partition = partitions.get_mut(entity).expect("partition entity");
+        if !partition.assignment.contains(&broker) {
+            continue;
+        }
+        if partition.in_isr(broker) && (partition.isr.len() > 1 || elr_enabled) {
+            partition.isr.retain(|b| *b != broker);
+            if elr_enabled && partition.isr.len() < partition.min_insync_replicas as usize {
+                partition.elr.push(broker);
+                partition.elr.sort_unstable();
+            }
+        }
+        if partition.leader == Some(broker) {
+            let next = choose_leader(&partition, ctx.brokers, elr_enabled);
+            set_leader(&mut partition, next, replicas, ctx);
+        }
+    }
+}
+
+/// A fenced broker is back: offline partitions it can lead get a leader.
+fn unfence(
+    broker: BrokerId,
+    partitions: &mut Query<&mut Partition>,
+    replicas: &mut Query<&mut Replica>,
+    ctx: &mut ElectionContext,
+) {
+    ctx.events
+        .push(ctx.now, EventKind::BrokerUnfenced { broker });
+    let elr_enabled = ctx.cluster.config.eligible_leader_replicas;
+    for &entity in &ctx.cluster.partitions {
+        let mut partition = partitions.get_mut(entity).expect("partition entity");
+        if partition.leader.is_none()
+            && partition.assignment.contains(&broker)
+            && let Some(next) = choose_leader(&partition, ctx.brokers, elr_enabled)
+        {
+            set_leader(&mut partition, Some(next), replicas, ctx);
+        }
+    }
+}
+
+/// Fences or unfences a broker: sets its flag, then runs `fence` or `unfence` with the brokers as
+/// the controller sees them now.
+#[allow(clippy::too_many_arguments)]
+fn change_fencing(
+    fenced: bool,
+    broker: BrokerId,
+    now: u64,
+    cluster: &Cluster,
+    brokers: &mut Query<&mut Broker>,
+    events: &mut EventLog,
+    metrics: &mut Metrics,
+    partitions: &mut Query<&mut Partition>,
+    replicas: &mut Query<&mut Replica>,
+) {
+    brokers
+        .get_mut(cluster.brokers[broker as usize - 1])
+        .expect("broker entity")
+        .fenced = fenced;
+    let change = if fenced { fence } else { unfence };
+    let views = super::cluster::broker_views(brokers.iter());
+    let mut ctx = ElectionContext {
+        now,
+        cluster,
+        brokers: &views,
+        events,
+        metrics,
+    };
+    change(broker, partitions, replicas, &mut ctx);
+}
+
+/// The controller's rules act only at their deadlines (a heartbeat to send, a message arriving, a
+/// session to expire, a balance check) or after a timeline action: at other steps they are
+/// skipped. Each run collects the next deadline afresh.
+pub(super) fn controller_due(clock: &SimClock, wake: &Wake, timeline: &Timeline) -> bool {
+    wake.due(Standing::Controller, clock) || timeline.acted_at(clock.now_ms)
+}
+
+/// A heartbeat or its answer still on its way wakes the controller's rules when it arrives.
+fn wake_at_arrivals<T: OnWire>(wires: &Wires, wake: &mut Wake) {
+    if let Some(at) = wires.next_arrival::<T>() {
+        wake.standing_at(Standing::Controller, at);
+    }
+}
+
+pub(super) fn brokers_send_heartbeats(
+    clock: &SimClock,
+    cluster: &Cluster,
+    network: &mut Network,
+    wake: &mut Wake,
+    brokers: &mut Query<&mut Broker>,
+) {
+    let now = clock.now_ms;
+    wake.clear(Standing::Controller);
+    for &entity in &cluster.brokers {
+        let mut broker = brokers.get_mut(entity).expect("broker entity");
+        if !broker.alive && !broker.starting {
+            continue;
+        }
+        if now >= broker.next_heartbeat_ms {
+            let heartbeat = Heartbeat {
+                broker: broker.id,
+                incarnation: broker.incarnation,
+                registration: broker.starting,
+            };
+            let wire = network.send(now, Node::Broker(broker.id), Node::Controller, heartbeat);
+            wake.standing_at(Standing::Controller, wire.arrive_ms);
+            broker.next_heartbeat_ms = now + cluster.config.heartbeat_interval_ms;
+        }
+        wake.standing_at(Standing::Controller, broker.next_heartbeat_ms);
+    }
+}
+
+/// After its registration is accepted, a broker heartbeats again this soon
+/// (`BrokerLifecycleManager`: at once, then every 10 ms while it catches up), asking to be
+/// unfenced; the model takes its metadata catch-up and log recovery as instant.
+pub const STARTUP_HEARTBEAT_MS: u64 = 10;
+
+/// `BrokerLifecycleManager`'s back-off before it sends a refused registration again:
+/// `ExponentialBackoff(100, 2, broker.session.timeout.ms, 0.02)`.
+fn registration_backoff(failed: u32, session_timeout_ms: u64, rng: &mut SimRng) -> u64 {
+    let term = 100u64.saturating_mul(1 << failed.min(32));
+    (term.min(session_timeout_ms) * rng.permille(980, 1020) / 1000).min(session_timeout_ms)
+}
+
+/// A registered broker starts serving (fenced until its next heartbeat, sent soon); a refused
+/// one tries again after a back-off.
+pub(super) fn brokers_take_heartbeat_responses(
+    clock: &SimClock,
+    cluster: &Cluster,
+    rng: &mut SimRng,
+    wake: &mut Wake,
+    wires: &mut Wires,
+    brokers: &mut Query<&mut Broker>,
+    due: &mut Vec<u64>,
+) {
+    let now = clock.now_ms;
+    wake_at_arrivals::<HeartbeatResponse>(wires, wake);
+    wires.arriving::<HeartbeatResponse>(due);
+    for &id in due.iter() {
+        wires.finish(id);
+        let (_, response) = wires
+            .get_of::<HeartbeatResponse>(id)
+            .expect("a heartbeat response");
+        let mut broker = brokers
+            .get_mut(cluster.brokers[response.broker as usize - 1])
+            .expect("broker entity");
+        if !broker.starting || response.incarnation != broker.incarnation {
+            continue;
+        }
+        if response.refused {
+            let delay = registration_backoff(
+                broker.failed_registrations,
+                cluster.config.session_timeout_ms,
+                rng,
+            );
+            broker.failed_registrations += 1;
+            broker.next_heartbeat_ms = now + delay;
+        } else {
+            broker.starting = false;
+            broker.alive = true;
+            broker.failed_registrations = 0;
+            broker.next_heartbeat_ms = now + STARTUP_HEARTBEAT_MS;
+        }
+        wake.standing_at(Standing::Controller, broker.next_heartbeat_ms);
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn controller_handles_heartbeats(
+    clock: &SimClock,
+    cluster: &Cluster,
+    network: &mut Network,
+    wake: &mut Wake,
+    events: &mut EventLog,
+    metrics: &mut Metrics,
+    wires: &mut Wires,
+    controllers: &mut Query<&mut Controller>,
+    brokers: &mut Query<&mut Broker>,
+    partitions: &mut Query<&mut Partition>,
+    replicas: &mut Query<&mut Replica>,
+    due: &mut Vec<u64>,
+) {
+    let now = clock.now_ms;
+    wake_at_arrivals::<Heartbeat>(wires, wake);
+    wires.arriving::<Heartbeat>(due);
+    if due.is_empty() {
+        return;
+    }
+    let mut controller = controllers.get_mut(cluster.controller).expect("controller");
+    for &id in due.iter() {
+        wires.finish(id);
+        let (&wire, heartbeat) = wires.get_of::<Heartbeat>(id).expect("a heartbeat");
+        let b = heartbeat.broker;
+        let broker_entity = cluster.brokers[b as usize - 1];
+        let registered = controller.registered[b as usize];
+        let fenced = brokers.get(broker_entity).expect("broker").fenced;
+        let current = heartbeat.incarnation == registered;
+        if !heartbeat.registration && !current {
+            // From an incarnation that is gone (sent before the broker crashed and came back):
+            // STALE_BROKER_EPOCH. Nothing changes, and the process it came from is no more.
+            continue;
+        }
+        let session_valid = !fenced
+            && now <= controller.last_heartbeat_ms[b as usize] + cluster.config.session_timeout_ms;
+        let refused = heartbeat.registration && !current && session_valid;
+        if refused {
+            // `ClusterControlManager.registerBroker`: DUPLICATE_BROKER_REGISTRATION while the
+            // previous incarnation's session is valid; it resolves when that session expires.
+            // The old incarnation's session runs on.
+            if controller.refused[b as usize] != heartbeat.incarnation {
+                controller.refused[b as usize] = heartbeat.incarnation;
+                events.push(now, EventKind::RegistrationRefused { broker: b });
+            }
+        } else if heartbeat.registration && current {
+            // The same incarnation again (its first answer slow or lost): it stays registered,
+            // and fenced until a heartbeat of its own asks to be unfenced.
+            controller.last_heartbeat_ms[b as usize] = now;
+        } else if heartbeat.registration {
+            // A new incarnation registers: the old one is gone, so it is fenced first.
+            controller.last_heartbeat_ms[b as usize] = now;
+            controller.registered[b as usize] = heartbeat.incarnation;
+            events.push(now, EventKind::BrokerRegistered { broker: b });
+            let unclean_shutdown = std::mem::take(
+                &mut brokers
+                    .get_mut(broker_entity)
+                    .expect("broker")
+                    .unclean_shutdown,
+            );
+            if !fenced {
+                change_fencing(
+                    true, b, now, cluster, brokers, events, metrics, partitions, replicas,
+                );
+            }
+            // KIP-966: after an unclean shutdown the broker may have lost data it had, so it is
+            // no longer an eligible leader replica anywhere.
+            if unclean_shutdown {
+                for &p in &cluster.partitions {
+                    let mut partition = partitions.get_mut(p).expect("partition entity");
+                    if partition.elr.contains(&b) {
+                        partition.elr.retain(|e| *e != b);
+                    }
+                }
+            }
+        } else {
+            controller.last_heartbeat_ms[b as usize] = now;
+            if fenced {
+                change_fencing(
+                    false, b, now, cluster, brokers, events, metrics, partitions, replicas,
+                );
+            }
+        }
+        let response = HeartbeatResponse {
+            broker: b,
+            incarnation: heartbeat.incarnation,
+            fenced: brokers.get(broker_entity).expect("broker").fenced,
+            refused,
+        };
+        let response = network.send(now, Node::Controller, wire.from, response);
+        wake.standing_at(Standing::Controller, response.arrive_ms);
+    }
+}
+
+/// `BrokerHeartbeatManager`: a broker whose last heartbeat is older than the session timeout is
+/// fenced.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn controller_checks_sessions(
+    clock: &SimClock,
+    cluster: &Cluster,
+    wake: &mut Wake,
+    events: &mut EventLog,
+    metrics: &mut Metrics,
+    controllers: &Query<&Controller>,
+    brokers: &mut Query<&mut Broker>,
+    partitions: &mut Query<&mut Partition>,
+    replicas: &mut Query<&mut Replica>,
+) {
+    let now = clock.now_ms;
+    let session = cluster.config.session_timeout_ms;
+    let controller = controllers.get(cluster.controller).expect("controller");
+    for &entity in &cluster.brokers {
+        let broker = brokers.get(entity).expect("broker");
+        if broker.fenced {
+            continue;
+        }
+        let b = broker.id;
+        let deadline = controller.last_heartbeat_ms[b as usize] + session;
+        if now <= deadline {
+            wake.standing_at(Standing::Controller, deadline + 1);
+            continue;
+        }
+        change_fencing(
+            true, b, now, cluster, brokers, events, metrics, partitions, replicas,
+        );
+    }
+}
+
+/// Preferred leader election: each partition whose first assigned replica is in the ISR and not
+/// fenced, but not leading, gets it back as leader. Runs on request, and with
+/// `auto.leader.rebalance.enable` `leader.imbalance.check.interval.seconds` after a change left
+/// some partition led by another broker, then again after each run while one still is
+/// (`QuorumController.maybeScheduleNextBalancePartitionLeaders`, which the controller calls after
+/// every change it writes).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn controller_balances_leaders(
+    clock: &SimClock,
+    cluster: &Cluster,
+    wake: &mut Wake,
+    events: &mut EventLog,
+    metrics: &mut Metrics,
+    controllers: &mut Query<&mut Controller>,
+    brokers: &Query<&mut Broker>,
+    partitions: &mut Query<&mut Partition>,
+    replicas: &mut Query<&mut Replica>,
+) {
+    let now = clock.now_ms;
+    let mut controller = controllers.get_mut(cluster.controller).expect("controller");
+    let periodic = cluster.config.auto_leader_rebalance_enable;
+    let due_check = periodic && controller.next_balance_check_ms.is_some_and(|at| now >= at);
+    if due_check {
+        controller.next_balance_check_ms = None;
+    }
+    if due_check || controller.preferred_election_requested {
+        controller.preferred_election_requested = false;
+        elect_preferred_leaders(now, cluster, brokers, events, metrics, partitions, replicas);
+    }
+    let imbalanced = || partitions.iter().any(|p| p.leader != Some(p.assignment[0]));
+    if periodic && controller.next_balance_check_ms.is_none() && imbalanced() {
+        controller.next_balance_check_ms =
+            Some(now + cluster.config.leader_imbalance_check_interval_ms);
+    }
+    if let Some(at) = controller.next_balance_check_ms {
+        wake.standing_at(Standing::Controller, at);
+    }
+}
+
+/// Gives each partition whose first replica is in the ISR and not fenced, but not leading, back
+/// to it (`ReplicationControlManager.maybeBalancePartitionLeaders`).
+fn elect_preferred_leaders(
+    now: u64,
+    cluster: &Cluster,
+    brokers: &Query<&mut Broker>,
+    events: &mut EventLog,
+    metrics: &mut Metrics,
+    partitions: &mut Query<&mut Partition>,
+    replicas: &mut Query<&mut Replica>,
+) {
+    let views = super::cluster::broker_views(brokers.iter());
+    let mut ctx = ElectionContext {
+        now,
+        cluster,
+        brokers: &views,
+        events,
+        metrics,
+    };
+    for &entity in &cluster.partitions {
+        let mut partition = partitions.get_mut(entity).expect("partition entity");
+        let preferred = partition.assignment[0];
+        if partition.leader != Some(preferred)
+            && partition.in_isr(preferred)
+            && views[preferred as usize].eligible
+        {
+            set_leader(&mut partition, Some((preferred, false)), replicas, &mut ctx);
+        }
+    }
+}

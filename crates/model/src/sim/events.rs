@@ -1,0 +1,190 @@
+//! What happened, in order: the event log the report, the view's timeline and the event panel
+//! read, and the counters behind Kafka's metrics.
+
+use bevy_app::App;
+use bevy_ecs::prelude::*;
+use serde::Serialize;
+
+/// One event at one instant.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Event {
+    pub at_ms: u64,
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// Events, named as Kafka's logs and metrics name them where they have a name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "type")]
+pub enum EventKind {
+    /// The leader removed replicas that fell behind from the ISR.
+    IsrShrink {
+        topic: String,
+        partition: u32,
+        isr: Vec<u32>,
+        removed: Vec<u32>,
+    },
+    /// A follower caught up with the high watermark and rejoined the ISR.
+    IsrExpand {
+        topic: String,
+        partition: u32,
+        isr: Vec<u32>,
+        added: Vec<u32>,
+    },
+    LinkCut {
+        a: u32,
+        b: u32,
+    },
+    LinkHealed {
+        a: u32,
+        b: u32,
+    },
+    BrokerSlowed {
+        broker: u32,
+        extra_ms: u64,
+    },
+    AcksChanged {
+        producer: String,
+        acks: String,
+        idempotent: bool,
+    },
+    RateChanged {
+        producer: String,
+        records_per_sec: u32,
+    },
+    RecordsProduced {
+        producer: String,
+        key: Option<String>,
+        count: u64,
+    },
+    BrokerCrashed {
+        broker: u32,
+    },
+    /// The broker crashed and its disk is gone.
+    BrokerWiped {
+        broker: u32,
+    },
+    BrokerRestarted {
+        broker: u32,
+    },
+    BrokerIsolated {
+        broker: u32,
+    },
+    BrokerHealed {
+        broker: u32,
+    },
+    ControllerLinkCut {
+        broker: u32,
+    },
+    ControllerLinkHealed {
+        broker: u32,
+    },
+    PreferredElectionRequested,
+    /// The controller fenced a broker whose heartbeats stopped.
+    BrokerFenced {
+        broker: u32,
+    },
+    BrokerUnfenced {
+        broker: u32,
+    },
+    /// A restarted broker's registration was refused: its previous incarnation's session is still
+    /// valid (reported once a restart; the broker retries with back-off).
+    RegistrationRefused {
+        broker: u32,
+    },
+    /// The controller registered a restarted broker's new incarnation (fenced until it heartbeats
+    /// again).
+    BrokerRegistered {
+        broker: u32,
+    },
+    LeaderElected {
+        topic: String,
+        partition: u32,
+        leader: u32,
+        leader_epoch: u32,
+        unclean: bool,
+        isr: Vec<u32>,
+    },
+    /// No replica can lead: the partition is unavailable.
+    PartitionOffline {
+        topic: String,
+        partition: u32,
+        leader_epoch: u32,
+        isr: Vec<u32>,
+    },
+    ConsumerAdded {
+        group: String,
+        member: String,
+    },
+    ConsumerRemoved {
+        group: String,
+        member: String,
+    },
+    ConsumerCrashed {
+        group: String,
+        member: String,
+    },
+    ConsumerRateChanged {
+        group: String,
+        records_per_sec: u32,
+    },
+    /// The coordinator asked every member to rejoin.
+    RebalanceStarted {
+        group: String,
+        generation: u32,
+    },
+    /// The leader's assignment reached the members: a new generation is consuming.
+    RebalanceCompleted {
+        group: String,
+        generation: u32,
+    },
+    /// A follower cut its log back to where it agrees with its leader.
+    Truncated {
+        broker: u32,
+        topic: String,
+        partition: u32,
+        from_offset: u64,
+        to_offset: u64,
+    },
+}
+
+#[derive(Clone, Resource, Debug, Default)]
+pub struct EventLog {
+    /// In chunks shared with checkpoints, which would otherwise each copy the whole log.
+    pub events: super::chunked::Chunked<Event>,
+}
+
+impl EventLog {
+    pub fn push(&mut self, at_ms: u64, kind: EventKind) {
+        self.events.push(Event { at_ms, kind });
+    }
+}
+
+/// Counters over the whole run.
+#[derive(Resource, Debug, Default, Clone, Serialize)]
+pub struct Metrics {
+    /// `IsrShrinksPerSec`, summed.
+    pub isr_shrinks: u64,
+    /// `IsrExpandsPerSec`, summed.
+    pub isr_expands: u64,
+    pub produce_requests: u64,
+    pub fetch_requests: u64,
+    /// Records appended by leaders (a retried batch without idempotence counts again).
+    pub records_appended: u64,
+    /// Records appended by followers from fetch responses.
+    pub records_replicated: u64,
+    /// Messages dropped on cut links or refused by a dead broker.
+    pub messages_lost: u64,
+    /// `LeaderElectionRate`, summed.
+    pub leader_elections: u64,
+    /// `UncleanLeaderElectionsPerSec`, summed.
+    pub unclean_leader_elections: u64,
+    /// Time partitions spent without a leader, summed over partitions.
+    pub offline_partition_ms: u64,
+    /// Records removed from followers' logs by truncation.
+    pub records_truncated: u64,
+}
+
+pub(super) fn plugin(app: &mut App) {
+    app.init_resource::<EventLog>().init_resource::<Metrics>();
+}

@@ -1,0 +1,691 @@
+//! The group coordinator: the leader of the group's `__consumer_offsets` partition
+//! (`abs(groupId.hashCode) % offsets.topic.num.partitions`). It runs the classic group protocol
+//! (`GroupCoordinator`, `GroupMetadata`): JoinGroup requests wait until every known member has
+//! rejoined (or the rebalance timeout, `max.poll.interval.ms`; an empty group first waits
+//! `group.initial.rebalance.delay.ms` for more members), the first member to join leads and
+//! computes the assignment, SyncGroup hands it out. Members that stop heartbeating for
+//! `session.timeout.ms` are removed. Offset commits are records appended to the offsets
+//! partition and answered once replicated; a new coordinator loads them from its log.
+
+use std::collections::BTreeMap;
+
+use bevy_ecs::prelude::*;
+
+use super::cluster::{Cluster, Partition, Record, Replica};
+use super::events::{EventKind, EventLog};
+use super::network::{Network, Node, Wire, WireState};
+use super::protocol::{
+    GroupError, GroupRequest, GroupRequestBody, GroupResponse, GroupResponseBody,
+};
+use super::wires::Wires;
+use super::{SimClock, Wake};
+use crate::assignor::{Assignment, Member, TopicPartition};
+use crate::scenario::ConsumerGroupConfig;
+
+/// How long the coordinator waits for an offset commit to replicate (`offsets.commit.timeout.ms`).
+const OFFSETS_COMMIT_TIMEOUT_MS: u64 = 5_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupState {
+    Empty,
+    PreparingRebalance,
+    CompletingRebalance,
+    Stable,
+}
+
+/// A member as the coordinator knows it.
+#[derive(Debug, Clone)]
+pub struct GroupMember {
+    pub id: String,
+    pub instance_id: Option<String>,
+    pub topics: Vec<String>,
+    pub owned: Vec<TopicPartition>,
+    pub last_heartbeat_ms: u64,
+    /// Rejoined in the rebalance under way.
+    pub joined: bool,
+}
+
+/// A consumer group, at its coordinator.
+#[derive(Clone, Component, Debug)]
+pub struct ConsumerGroup {
+    pub index: u32,
+    pub name: String,
+    pub config: ConsumerGroupConfig,
+    /// Ordinals (in `Cluster::partitions`) of its topics' partitions, topic by topic.
+    pub partitions: Vec<u32>,
+    /// The `__consumer_offsets` partition that holds the group.
+    pub offsets_partition: Entity,
+    /// The leader epoch of the offsets partition the committed offsets were loaded at.
+    pub loaded_epoch: u32,
+    pub state: GroupState,
+    pub generation: u32,
+    pub leader: Option<String>,
+    /// Members in the order they joined.
+    pub members: Vec<GroupMember>,
+    /// When the join phase ends at the latest.
+    pub join_deadline_ms: u64,
+    /// An empty group's first rebalance waits for more members until then.
+    pub initial_delay_until_ms: u64,
+    pub assignment: Assignment,
+    /// Committed offsets by partition ordinal: the next offset to read. Written only through
+    /// [`ConsumerGroup::commit`] and [`ConsumerGroup::load_committed`], which count the writes.
+    committed: BTreeMap<u32, u64>,
+    /// How many times the committed offsets were written: the invariant check looks at a group's
+    /// offsets again only after a write.
+    committed_writes: u64,
+    pub rebalances: u64,
+}
+
+impl ConsumerGroup {
+    /// Committed offsets by partition ordinal: the next offset to read.
+    pub fn committed(&self) -> &BTreeMap<u32, u64> {
+        &self.committed
+    }
+
+    /// How many times the committed offsets were written.
+    pub fn committed_writes(&self) -> u64 {
+        self.committed_writes
+    }
+
+    /// An offset commit has been written to the offsets partition's committed log.
+    fn commit(&mut self, partition: u32, offset: u64) {
+        self.committed.insert(partition, offset);
+        self.committed_writes += 1;
+    }
+
+    /// The committed offsets a new coordinator read from its log.
+    fn load_committed(&mut self, committed: BTreeMap<u32, u64>) {
+        self.committed = committed;
+        self.committed_writes += 1;
+    }
+
+    pub fn new(
+        index: u32,
+        config: &ConsumerGroupConfig,
+        partitions: Vec<u32>,
+        offsets_partition: Entity,
+    ) -> Self {
+        ConsumerGroup {
+            index,
+            name: config.name.clone(),
+            config: config.clone(),
+            partitions,
+            offsets_partition,
+            loaded_epoch: 0,
+            state: GroupState::Empty,
+            generation: 0,
+            leader: None,
+            members: Vec::new(),
+            join_deadline_ms: 0,
+            initial_delay_until_ms: 0,
+            assignment: Assignment::new(),
+            committed: BTreeMap::new(),
+            committed_writes: 0,
+            rebalances: 0,
+        }
+    }
+
+    /// A member's part of the current generation's assignment, as SyncGroup answers it.
+    fn sync_body(&self, member: &str) -> GroupResponseBody {
+        GroupResponseBody::SyncGroup {
+            generation: self.generation,
+            assignment: self.assignment.get(member).cloned().unwrap_or_default(),
+        }
+    }
+
+    fn member(&self, id: &str) -> Option<usize> {
+        self.members.iter().position(|m| m.id == id)
+    }
+
+    /// Moves to PreparingRebalance: every member must rejoin.
+    fn start_rebalance(&mut self, now: u64, events: &mut EventLog, initial_delay_ms: u64) {
+        if self.state == GroupState::PreparingRebalance {
+            return;
+        }
+        if self.state == GroupState::Empty {
+            self.initial_delay_until_ms = now + initial_delay_ms;
+        }
+        self.state = GroupState::PreparingRebalance;
+        self.join_deadline_ms = now + self.config.max_poll_interval_ms;
+        self.rebalances += 1;
+        for m in &mut self.members {
+            m.joined = false;
+        }
+        events.push(
+            now,
+            EventKind::RebalanceStarted {
+                group: self.name.clone(),
+                generation: self.generation,
+            },
+        );
+    }
+}
+
+fn respond(
+    network: &mut Network,
+    now: u64,
+    wire: &Wire,
+    group: u32,
+    member: &str,
+    body: GroupResponseBody,
+) {
+    network.send(
+        now,
+        wire.to,
+        wire.from,
+        GroupResponse {
+            group,
+            member: member.to_string(),
+            body,
+        },
+    );
+}
+
+/// The coordinator broker of a group now: the offsets partition's leader.
+fn coordinator(group: &ConsumerGroup, partitions: &Query<&Partition>) -> Option<u32> {
+    partitions
+        .get(group.offsets_partition)
+        .ok()
+        .and_then(|p| p.leader)
+}
+
+/// A new coordinator reads the group's committed offsets from its copy of the offsets partition
+/// (`GroupMetadataManager.loadGroupsAndOffsets`); requests held at the old one are told
+/// NOT_COORDINATOR.
+pub(super) fn load_offsets_on_move(
+    cluster: &Cluster,
+    partitions: &Query<&Partition>,
+    replicas: &Query<&Replica>,
+    groups: &mut Query<&mut ConsumerGroup>,
+) {
+    for &entity in &cluster.groups {
+        let mut group = groups.get_mut(entity).expect("group entity");
+        let offsets = partitions
+            .get(group.offsets_partition)
+            .expect("offsets partition");
+        if offsets.leader_epoch == group.loaded_epoch {
+            continue;
+        }
+        group.loaded_epoch = offsets.leader_epoch;
+        let Some(leader) = offsets.leader_replica() else {
+            continue;
+        };
+        let log = &replicas.get(leader).expect("replica").log;
+        let index = group.index;
+        let mut committed = BTreeMap::new();
+        for commit in log.iter().filter_map(|r| r.commit.as_deref()) {
+            if commit.group == index {
+                committed.insert(commit.partition, commit.offset);
+            }
+        }
+        group.load_committed(committed);
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn handle_group_requests(
+    clock: &SimClock,
+    cluster: &Cluster,
+    network: &mut Network,
+    events: &mut EventLog,
+    wires: &mut Wires,
+    partitions: &Query<&Partition>,
+    replicas: &mut Query<&mut Replica>,
+    groups: &mut Query<&mut ConsumerGroup>,
+    wake: &mut Wake,
+    due: &mut Vec<u64>,
+) {
+    let now = clock.now_ms;
+    let initial_delay = cluster.config.group_initial_rebalance_delay_ms;
+    wires.arriving::<GroupRequest>(due);
+    for &id in due.iter() {
+        // A copy: handling it may hold or answer other requests of the group.
+        let (&wire, request) = wires.get_of::<GroupRequest>(id).expect("a group request");
+        let request = request.clone();
+        let mut group = groups
+            .get_mut(cluster.groups[request.group as usize])
+            .expect("group entity");
+        let g = request.group;
+        let member = request.member.clone();
+        let name = request.body.name();
+        let error = |network: &mut Network, wire: &Wire, error| {
+            respond(
+                network,
+                now,
+                wire,
+                g,
+                &member,
+                GroupResponseBody::Error {
+                    request: name,
+                    error,
+                },
+            );
+        };
+        if coordinator(&group, partitions)
+            != Some(match wire.to {
+                Node::Broker(b) => b,
+                _ => unreachable!("group requests go to brokers"),
+            })
+        {
+            error(network, &wire, GroupError::NotCoordinator);
+            wires.finish(id);
+            continue;
+        }
+        let known = group.member(&member);
+        match &request.body {
+            GroupRequestBody::JoinGroup {
+                instance_id,
+                topics,
+                owned,
+            } => {
+                // A static member coming back under a new member id takes its old place without a
+                // rebalance (KIP-345).
+                let static_slot = instance_id.as_ref().and_then(|i| {
+                    group
+                        .members
+                        .iter()
+                        .position(|m| m.instance_id.as_ref() == Some(i))
+                });
+                if let (Some(slot), GroupState::Stable) = (static_slot, group.state) {
+                    let old = std::mem::replace(&mut group.members[slot].id, member.clone());
+                    group.members[slot].last_heartbeat_ms = now;
+                    if let Some(a) = group.assignment.remove(&old) {
+                        group.assignment.insert(member.clone(), a);
+                    }
+                    if group.leader.as_ref() == Some(&old) {
+                        group.leader = Some(member.clone());
+                    }
+                    let body = GroupResponseBody::JoinGroup {
+                        generation: group.generation,
+                        leader: group.leader.clone().unwrap_or_default(),
+                        members: Vec::new(),
+                    };
+                    respond(network, now, &wire, g, &member, body);
+                    wires.finish(id);
+                    continue;
+                }
+                if let Some(slot) = static_slot {
+                    group.members[slot].id = member.clone();
+                }
+                match group.member(&member) {
+                    Some(i) => {
+                        let m = &mut group.members[i];
+                        m.joined = true;
+                        m.owned = owned.clone();
+                        m.topics = topics.clone();
+                        m.last_heartbeat_ms = now;
+                    }
+                    None => {
+                        group.members.push(GroupMember {
+                            id: member.clone(),
+                            instance_id: instance_id.clone(),
+                            topics: topics.clone(),
+                            owned: owned.clone(),
+                            last_heartbeat_ms: now,
+                            joined: true,
+                        });
+                        // A new member during the initial delay extends it (`InitialDelayedJoin`).
+                        if group.state == GroupState::PreparingRebalance
+                            && group.initial_delay_until_ms > now
+                        {
+                            group.initial_delay_until_ms = now + initial_delay;
+                        }
+                    }
+                }
+                group.start_rebalance(now, events, initial_delay);
+                if let Some(i) = group.member(&member) {
+                    group.members[i].joined = true;
+                }
+                // The JoinGroup waits at the coordinator until the join phase completes.
+                wires.hold(id, group.join_deadline_ms);
+            }
+            GroupRequestBody::SyncGroup {
+                generation,
+                assignment,
+            } => {
+                if known.is_none() {
+                    error(network, &wire, GroupError::UnknownMemberId);
+                    wires.finish(id);
+                } else if *generation != group.generation {
+                    error(network, &wire, GroupError::IllegalGeneration);
+                    wires.finish(id);
+                } else {
+                    match group.state {
+                        GroupState::PreparingRebalance | GroupState::Empty => {
+                            error(network, &wire, GroupError::RebalanceInProgress);
+                            wires.finish(id);
+                        }
+                        GroupState::Stable => {
+                            let body = group.sync_body(&member);
+                            respond(network, now, &wire, g, &member, body);
+                            wires.finish(id);
+                        }
+                        GroupState::CompletingRebalance => {
+                            if let Some(assignment) = assignment {
+                                group.assignment = assignment.clone();
+                                group.state = GroupState::Stable;
+                                events.push(
+                                    now,
+                                    EventKind::RebalanceCompleted {
+                                        group: group.name.clone(),
+                                        generation: group.generation,
+                                    },
+                                );
+                                let body = group.sync_body(&member);
+                                respond(network, now, &wire, g, &member, body);
+                                wires.finish(id);
+                                // The others' SyncGroups, held until now, get theirs.
+                                release_syncs(network, now, &group, wires, id);
+                            } else {
+                                wires.hold(id, now + group.config.session_timeout_ms);
+                            }
+                        }
+                    }
+                }
+            }
+            GroupRequestBody::Heartbeat { generation } => {
+                let reply = match known {
+                    None => Some(GroupError::UnknownMemberId),
+                    Some(i) => {
+                        group.members[i].last_heartbeat_ms = now;
+                        if group.state == GroupState::PreparingRebalance {
+                            Some(GroupError::RebalanceInProgress)
+                        } else if *generation != group.generation {
+                            Some(GroupError::IllegalGeneration)
+                        } else {
+                            None
+                        }
+                    }
+                };
+                match reply {
+                    Some(e) => error(network, &wire, e),
+                    None => respond(
+                        network,
+                        now,
+                        &wire,
+                        g,
+                        &member,
+                        GroupResponseBody::Heartbeat,
+                    ),
+                }
+                wires.finish(id);
+            }
+            GroupRequestBody::LeaveGroup => {
+                if let Some(i) = known {
+                    group.members.remove(i);
+                    group.assignment.remove(&member);
+                    if group.members.is_empty() {
+                        group.state = GroupState::Empty;
+                        group.leader = None;
+                    } else {
+                        group.start_rebalance(now, events, initial_delay);
+                    }
+                }
+                respond(
+                    network,
+                    now,
+                    &wire,
+                    g,
+                    &member,
+                    GroupResponseBody::LeaveGroup,
+                );
+                wires.finish(id);
+            }
+            GroupRequestBody::OffsetCommit {
+                generation,
+                offsets,
+            } => {
+                let reject = if known.is_none() {
+                    Some(GroupError::UnknownMemberId)
+                } else if *generation != group.generation {
+                    Some(GroupError::IllegalGeneration)
+                } else if group.state == GroupState::CompletingRebalance {
+                    Some(GroupError::RebalanceInProgress)
+                } else {
+                    None
+                };
+                if let Some(e) = reject {
+                    error(network, &wire, e);
+                    wires.finish(id);
+                    continue;
+                }
+                if let Some(i) = known {
+                    group.members[i].last_heartbeat_ms = now;
+                }
+                // The commit is a record in the offsets partition, acknowledged once replicated.
+                let offsets_partition = partitions
+                    .get(group.offsets_partition)
+                    .expect("offsets partition");
+                let leader = offsets_partition
+                    .leader_replica()
+                    .expect("the coordinator leads it");
+                let mut log = replicas.get_mut(leader).expect("replica");
+                let epoch = offsets_partition.leader_epoch;
+                log.append(offsets.iter().map(|(partition, offset)| Record {
+                    id: 0,
+                    offset: 0,
+                    leader_epoch: epoch,
+                    key: crate::sim::keys::Key::NONE,
+                    producer: u32::MAX,
+                    sequence: -1,
+                    batch_first_sequence: -1,
+                    producer_epoch: 0,
+                    bytes: 64,
+                    commit: Some(Box::new(super::cluster::OffsetCommitRecord {
+                        group: g,
+                        partition: *partition,
+                        offset: *offset,
+                    })),
+                }));
+                // Followers' fetches held at this leader finish once it has appended
+                // (`DelayedFetch`): the next step's delayed phase answers them, so it must run.
+                wake.at(now + 1);
+                wires.hold(id, now + OFFSETS_COMMIT_TIMEOUT_MS);
+                let (_, held) = wires.get_mut_of::<GroupRequest>(id).expect("held");
+                held.commit_ends_at = Some(log.log_end_offset());
+            }
+        }
+    }
+}
+
+fn release_syncs(
+    network: &mut Network,
+    now: u64,
+    group: &ConsumerGroup,
+    wires: &mut Wires,
+    except: u64,
+) {
+    let mut waiting = Vec::new();
+    wires.held::<GroupRequest>(&mut waiting);
+    for id in waiting {
+        if id == except {
+            continue;
+        }
+        let (wire, request) = wires.get_of::<GroupRequest>(id).expect("a group request");
+        if request.group != group.index
+            || !matches!(request.body, GroupRequestBody::SyncGroup { .. })
+        {
+            continue;
+        }
+        let body = group.sync_body(&request.member);
+        respond(network, now, wire, group.index, &request.member, body);
+        wires.finish(id);
+    }
+}
+
+/// The join phase ends once every member has rejoined (after an empty group's initial delay), or
+/// at the rebalance timeout, which removes the members that did not: a new generation, the
+/// leader (the current one if it rejoined, else the first to join) gets the members'
+/// subscriptions.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn complete_joins(
+    clock: &SimClock,
+    cluster: &Cluster,
+    network: &mut Network,
+    wake: &mut Wake,
+    wires: &mut Wires,
+    groups: &mut Query<&mut ConsumerGroup>,
+    waiting: &mut Vec<u64>,
+) {
+    let now = clock.now_ms;
+    for &entity in &cluster.groups {
+        let mut group = groups.get_mut(entity).expect("group entity");
+        if group.state != GroupState::PreparingRebalance {
+            continue;
+        }
+        let all_joined = group.members.iter().all(|m| m.joined);
+        let ready =
+            (all_joined && now >= group.initial_delay_until_ms) || now >= group.join_deadline_ms;
+        if !ready {
+            wake.at(if all_joined {
+                group.initial_delay_until_ms
+            } else {
+                group.join_deadline_ms
+            });
+            continue;
+        }
+        group.members.retain(|m| m.joined);
+        if group.members.is_empty() {
+            group.state = GroupState::Empty;
+            group.leader = None;
+            continue;
+        }
+        group.generation += 1;
+        let leader_rejoined = group
+            .leader
+            .as_ref()
+            .is_some_and(|l| group.members.iter().any(|m| &m.id == l));
+        if !leader_rejoined {
+            group.leader = Some(group.members[0].id.clone());
+        }
+        group.state = GroupState::CompletingRebalance;
+        let leader = group.leader.clone().expect("set above");
+        let members: Vec<Member> = group
+            .members
+            .iter()
+            .map(|m| Member {
+                id: m.id.clone(),
+                topics: m.topics.clone(),
+                owned: m.owned.clone(),
+            })
+            .collect();
+        wires.held::<GroupRequest>(waiting);
+        waiting.retain(|id| {
+            let (_, r) = wires.get_of::<GroupRequest>(*id).expect("a group request");
+            r.group == group.index && matches!(r.body, GroupRequestBody::JoinGroup { .. })
+        });
+        for &id in waiting.iter() {
+            let (wire, request) = wires.get_of::<GroupRequest>(id).expect("a group request");
+            let body = GroupResponseBody::JoinGroup {
+                generation: group.generation,
+                leader: leader.clone(),
+                members: if request.member == leader {
+                    members.clone()
+                } else {
+                    Vec::new()
+                },
+            };
+            respond(network, now, wire, group.index, &request.member, body);
+            wires.finish(id);
+        }
+    }
+}
+
+/// Members silent for `session.timeout.ms` are removed, and the group rebalances.
+pub(super) fn expire_sessions(
+    clock: &SimClock,
+    cluster: &Cluster,
+    events: &mut EventLog,
+    wake: &mut Wake,
+    groups: &mut Query<&mut ConsumerGroup>,
+) {
+    let now = clock.now_ms;
+    for &entity in &cluster.groups {
+        let mut group = groups.get_mut(entity).expect("group entity");
+        let session = group.config.session_timeout_ms;
+        let before = group.members.len();
+        let expired: Vec<String> = group
+            .members
+            .iter()
+            .filter(|m| now > m.last_heartbeat_ms + session)
+            .map(|m| m.id.clone())
+            .collect();
+        for id in &expired {
+            group.assignment.remove(id);
+        }
+        group
+            .members
+            .retain(|m| now <= m.last_heartbeat_ms + session);
+        for m in &group.members {
+            wake.at(m.last_heartbeat_ms + session + 1);
+        }
+        if group.members.len() < before {
+            if group.members.is_empty() {
+                group.state = GroupState::Empty;
+                group.leader = None;
+            } else {
+                group.start_rebalance(now, events, cluster.config.group_initial_rebalance_delay_ms);
+            }
+        }
+    }
+}
+
+/// A held OffsetCommit is answered once the offsets partition's high watermark covers its
+/// records; the group's committed offsets move then.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn complete_commits(
+    clock: &SimClock,
+    cluster: &Cluster,
+    network: &mut Network,
+    wires: &mut Wires,
+    partitions: &Query<&Partition>,
+    replicas: &Query<&Replica>,
+    groups: &mut Query<&mut ConsumerGroup>,
+    due: &mut Vec<u64>,
+) {
+    let now = clock.now_ms;
+    wires.held::<GroupRequest>(due);
+    for &id in due.iter() {
+        let (wire, request) = wires.get_of::<GroupRequest>(id).expect("a group request");
+        let Some(ends_at) = request.commit_ends_at else {
+            continue;
+        };
+        let mut group = groups
+            .get_mut(cluster.groups[request.group as usize])
+            .expect("group entity");
+        let GroupRequestBody::OffsetCommit { offsets, .. } = &request.body else {
+            continue;
+        };
+        let offsets_partition = partitions
+            .get(group.offsets_partition)
+            .expect("offsets partition");
+        let here = matches!(wire.to, Node::Broker(b) if offsets_partition.leader == Some(b));
+        let hw = offsets_partition
+            .leader_replica()
+            .filter(|_| here)
+            .map(|e| replicas.get(e).expect("replica").high_watermark);
+        let body = match hw {
+            None => GroupResponseBody::Error {
+                request: "OffsetCommit",
+                error: GroupError::NotCoordinator,
+            },
+            Some(hw) if hw >= ends_at => {
+                for (p, o) in offsets {
+                    group.commit(*p, *o);
+                }
+                GroupResponseBody::OffsetCommit {
+                    offsets: offsets.clone(),
+                }
+            }
+            Some(_) if matches!(wire.state, WireState::Held { until_ms } if now >= until_ms) => {
+                GroupResponseBody::Error {
+                    request: "OffsetCommit",
+                    error: GroupError::NotCoordinator,
+                }
+            }
+            Some(_) => continue,
+        };
+        respond(network, now, wire, request.group, &request.member, body);
+        wires.finish(id);
+    }
+}

@@ -1,0 +1,553 @@
+//! Kafka's invariants, checked after every step (on what changed in it). A violation is a bug in
+//! the model; each kind is reported once per partition and broker.
+
+use std::collections::BTreeSet;
+
+use bevy_app::App;
+use bevy_ecs::prelude::*;
+
+use super::SimClock;
+use super::cluster::{Broker, Cluster, Partition, Record, Replica, broker_views};
+use super::events::Metrics;
+use super::group_coordinator::ConsumerGroup;
+use super::ledger::{AckLedger, lost_records};
+use super::producer::{Producer, producer_name, send_number};
+use crate::scenario::Acks;
+
+/// At most this many violations are kept.
+const KEEP: usize = 100;
+
+/// What the checker remembers of each partition from the previous step.
+#[derive(Debug, Clone, Default)]
+struct Seen {
+    leader: Option<u32>,
+    epoch: u32,
+    leader_hw: Option<u64>,
+    /// ISR and ELR: who could be elected cleanly.
+    electable: Vec<u32>,
+}
+
+/// How far back the send-order check looks in a new leader's log for each producer's last record.
+const ORDER_LOOKBACK: u64 = 4096;
+
+/// What the send-order check knows of one partition's leader log.
+#[derive(Debug, Clone, Default)]
+struct Order {
+    /// The leader replica whose log was checked, and up to which offset.
+    replica: Option<Entity>,
+    checked: u64,
+    /// Each idempotent producer's last record there: (producer, producer epoch, record id).
+    last: Vec<(u32, u16, u64)>,
+}
+
+impl Order {
+    /// Notes a record; returns the id of the producer's later record it follows, if it does.
+    fn see(&mut self, record: &Record) -> Option<u64> {
+        if record.sequence < 0 {
+            return None;
+        }
+        let Some(last) = self.last.iter_mut().find(|l| l.0 == record.producer) else {
+            self.last
+                .push((record.producer, record.producer_epoch, record.id));
+            return None;
+        };
+        let out_of_order =
+            (last.1 == record.producer_epoch && record.id <= last.2).then_some(last.2);
+        *last = (record.producer, record.producer_epoch, record.id);
+        out_of_order
+    }
+}
+
+/// How far each replica's log is known to hold the current leader's records.
+#[derive(Debug, Clone, Default)]
+struct Agreed {
+    /// The leader epoch those offsets are relative to.
+    epoch: u32,
+    /// Per replica, in assignment order: the offset below which its records are the leader's.
+    upto: Vec<u64>,
+}
+
+#[derive(Clone, Resource, Debug, Default)]
+pub struct Invariants {
+    pub violations: Vec<String>,
+    /// How many were found, kept or not.
+    pub count: u64,
+    reported: BTreeSet<(&'static str, usize, u32)>,
+    partitions: Vec<Seen>,
+    order: Vec<Order>,
+    agreed: Vec<Agreed>,
+    /// Elections and truncations seen at the last loss check.
+    last_changes: (u64, u64),
+    /// Each group's committed offsets at the last check, and how many writes they had seen.
+    committed: Vec<(u64, std::collections::BTreeMap<u32, u64>)>,
+}
+
+impl Invariants {
+    pub fn new(partitions: usize) -> Self {
+        Invariants {
+            partitions: vec![Seen::default(); partitions],
+            order: vec![Order::default(); partitions],
+            agreed: vec![Agreed::default(); partitions],
+            ..Default::default()
+        }
+    }
+
+    /// Each replica entity the checks remember (a restored checkpoint points them at the entities
+    /// restored in their place).
+    pub fn entities_mut(&mut self, mut f: impl FnMut(&mut Entity)) {
+        for order in &mut self.order {
+            if let Some(e) = &mut order.replica {
+                f(e);
+            }
+        }
+    }
+
+    /// Records a violation (kept once per kind, partition and broker).
+    pub fn report(&mut self, kind: &'static str, partition: usize, broker: u32, message: String) {
+        self.count += 1;
+        if self.reported.insert((kind, partition, broker)) && self.violations.len() < KEEP {
+            self.violations.push(message);
+        }
+    }
+}
+
+pub(super) fn plugin(app: &mut App) {
+    app.init_resource::<Invariants>();
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn check(
+    clock: &SimClock,
+    cluster: &Cluster,
+    invariants: &mut Invariants,
+    changed_partitions: &Query<Entity, Changed<Partition>>,
+    changed_replicas: &Query<&Replica, Changed<Replica>>,
+    brokers: &Query<&Broker>,
+    partitions: &Query<&Partition>,
+    replicas: &Query<&Replica>,
+    producers: &Query<&Producer>,
+    touched: &mut Vec<Entity>,
+) {
+    let now = clock.now_ms;
+    let views = broker_views(brokers.iter());
+    let name = |p: &Partition| cluster.partition_name(p);
+    touched.clear();
+    touched.extend(changed_partitions.iter());
+    for replica in changed_replicas {
+        touched.push(replica.partition);
+        if replica.high_watermark > replica.log_end_offset() {
+            let p = partitions.get(replica.partition).expect("partition entity");
+            invariants.report(
+                "hw-above-leo",
+                p.ordinal as usize,
+                replica.broker,
+                format!(
+                    "{now} ms: {} on broker {}: high watermark {} above log end offset {}",
+                    name(p),
+                    replica.broker,
+                    replica.high_watermark,
+                    replica.log_end_offset()
+                ),
+            );
+        }
+    }
+    touched.sort_unstable();
+    touched.dedup();
+    for &entity in touched.iter() {
+        let p = partitions.get(entity).expect("partition entity");
+        let i = p.ordinal as usize;
+        for broker in p.isr.iter().chain(&p.elr) {
+            if !p.assignment.contains(broker) {
+                invariants.report(
+                    "isr-outside-replicas",
+                    i,
+                    *broker,
+                    format!(
+                        "{now} ms: {}: ISR or ELR member {broker} is not a replica",
+                        name(p)
+                    ),
+                );
+            }
+        }
+        // Taken out and put back, so that the step allocates nothing for it.
+        let mut seen = std::mem::take(&mut invariants.partitions[i]);
+        if p.leader_epoch < seen.epoch {
+            invariants.report(
+                "epoch-backwards",
+                i,
+                0,
+                format!(
+                    "{now} ms: {}: leader epoch went back from {} to {}",
+                    name(p),
+                    seen.epoch,
+                    p.leader_epoch
+                ),
+            );
+        }
+        if p.leader_epoch == seen.epoch && p.leader != seen.leader && seen.leader.is_some() {
+            invariants.report(
+                "two-leaders-one-epoch",
+                i,
+                p.leader.unwrap_or(0),
+                format!(
+                    "{now} ms: {}: brokers {:?} and {:?} both led in epoch {}",
+                    name(p),
+                    seen.leader,
+                    p.leader,
+                    p.leader_epoch
+                ),
+            );
+        }
+        if let Some(leader) = p.leader
+            && p.leader_epoch != seen.epoch
+            && !p.elected_uncleanly
+            && !seen.electable.contains(&leader)
+        {
+            invariants.report(
+                "clean-leader-outside-isr",
+                i,
+                leader,
+                format!(
+                    "{now} ms: {}: broker {leader} was elected cleanly in epoch {} without being in the ISR {:?}",
+                    name(p),
+                    p.leader_epoch,
+                    seen.electable
+                ),
+            );
+        }
+        // A dead leader's process keeps nothing in memory (and a wiped one has no disk either).
+        let leader_hw = p
+            .leader_replica()
+            .filter(|_| p.leader.is_some_and(|l| views[l as usize].alive))
+            .map(|e| replicas.get(e).expect("replica").high_watermark);
+        if let (Some(hw), Some(last)) = (leader_hw, seen.leader_hw)
+            && p.leader_epoch == seen.epoch
+            && hw < last
+        {
+            invariants.report(
+                "leader-hw-backwards",
+                i,
+                p.leader.unwrap_or(0),
+                format!(
+                    "{now} ms: {}: the leader's high watermark moved back from {last} to {hw} in epoch {}",
+                    name(p),
+                    p.leader_epoch
+                ),
+            );
+        }
+        seen.leader = p.leader;
+        seen.epoch = p.leader_epoch;
+        seen.leader_hw = leader_hw;
+        seen.electable.clear();
+        seen.electable.extend(p.isr.iter().chain(&p.elr));
+        invariants.partitions[i] = seen;
+        check_committed_agree(invariants, now, cluster, p, replicas, &views);
+        if let Some(leader) = p.leader_replica() {
+            let replica = replicas.get(leader).expect("replica entity");
+            check_send_order(invariants, now, cluster, p, producers, leader, replica);
+        }
+    }
+}
+
+/// Committed means the same everywhere: every running in-sync follower holds the leader's records
+/// below the leader's high watermark (`Partition.maybeIncrementLeaderHW` moves it only over
+/// records every ISR member has). Each record is compared once per follower, as the high
+/// watermark passes it; across a leader change what was compared carries over (two logs that
+/// agree with the old leader's agree with each other), cut back where a log got shorter.
+fn check_committed_agree(
+    invariants: &mut Invariants,
+    now: u64,
+    cluster: &Cluster,
+    partition: &Partition,
+    replicas: &Query<&Replica>,
+    views: &[super::cluster::BrokerView],
+) {
+    let i = partition.ordinal as usize;
+    let log_end = |k: usize| {
+        replicas
+            .get(partition.replicas[k])
+            .expect("replica entity")
+            .log_end_offset()
+    };
+    let agreed = &mut invariants.agreed[i];
+    if agreed.upto.len() != partition.assignment.len() {
+        *agreed = Agreed {
+            epoch: partition.leader_epoch,
+            upto: vec![0; partition.assignment.len()],
+        };
+    }
+    // A truncated or wiped log agrees only as far as it still goes.
+    for (k, upto) in agreed.upto.iter_mut().enumerate() {
+        *upto = (*upto).min(log_end(k));
+    }
+    let new_leader = partition.leader.and_then(|b| partition.position(b));
+    if agreed.epoch != partition.leader_epoch {
+        let carried = new_leader.map_or(0, |k| agreed.upto[k]);
+        for upto in &mut agreed.upto {
+            *upto = (*upto).min(carried);
+        }
+        agreed.epoch = partition.leader_epoch;
+    }
+    let Some(leader_k) = new_leader else {
+        return;
+    };
+    // The leader agrees with itself.
+    agreed.upto[leader_k] = log_end(leader_k);
+    let leader = replicas
+        .get(partition.replicas[leader_k])
+        .expect("replica entity");
+    let hw = leader.high_watermark;
+    let mut found = Vec::new();
+    for (k, &broker) in partition.assignment.iter().enumerate() {
+        if k == leader_k || !partition.in_isr(broker) || !views[broker as usize].alive {
+            continue;
+        }
+        let follower = replicas.get(partition.replicas[k]).expect("replica entity");
+        let from = agreed.upto[k];
+        let to = hw.min(follower.log_end_offset());
+        if from >= to {
+            continue;
+        }
+        let differ = leader
+            .log
+            .iter_from(from as usize)
+            .zip(follower.log.iter_from(from as usize))
+            .take((to - from) as usize)
+            .find(|(l, f)| l.id != f.id);
+        if let Some((l, f)) = differ {
+            found.push((broker, l.offset, l.id, f.id));
+        }
+        agreed.upto[k] = to;
+    }
+    if found.is_empty() {
+        return;
+    }
+    let name = cluster.partition_name(partition);
+    for (broker, offset, leader_id, follower_id) in found {
+        invariants.report(
+            "committed-differs",
+            i,
+            broker,
+            format!(
+                "{now} ms: {name}: in-sync broker {broker} holds record #{} at offset {offset}, below the high watermark {hw}, where leader {} holds #{}",
+                send_number(follower_id),
+                partition.leader.unwrap_or(0),
+                send_number(leader_id)
+            ),
+        );
+    }
+}
+
+/// An idempotent producer's records of one epoch are in its leader's log in the order it sent
+/// them, once each: Kafka's ordering guarantee with up to 5 requests in flight. Checked on what
+/// each leader appends; a new leader's log is read back a little to find where each producer was.
+fn check_send_order(
+    invariants: &mut Invariants,
+    now: u64,
+    cluster: &Cluster,
+    partition: &Partition,
+    producers: &Query<&Producer>,
+    leader: Entity,
+    replica: &Replica,
+) {
+    let i = partition.ordinal as usize;
+    let leo = replica.log_end_offset();
+    let order = &mut invariants.order[i];
+    if order.replica != Some(leader) || leo < order.checked {
+        // A new leader (or a truncated log): read its latest records to learn where each
+        // producer is, without judging them.
+        *order = Order {
+            replica: Some(leader),
+            checked: leo,
+            last: Vec::new(),
+        };
+        let from = leo.saturating_sub(ORDER_LOOKBACK) as usize;
+        for record in replica.log.iter_from(from) {
+            order.see(record);
+        }
+        return;
+    }
+    if leo == order.checked {
+        return;
+    }
+    let mut found = Vec::new();
+    for record in replica.log.iter_from(order.checked as usize) {
+        if let Some(later) = order.see(record) {
+            found.push((record.producer, record.offset, record.id, later));
+        }
+    }
+    order.checked = leo;
+    if found.is_empty() {
+        return;
+    }
+    let partition = cluster.partition_name(partition);
+    for (producer, offset, id, later) in found {
+        let name = producer_name(cluster, producers, producer);
+        invariants.report(
+            "send-order",
+            i,
+            replica.broker,
+            format!(
+                "{now} ms: {partition} on broker {}: producer {name}'s record #{} is at offset {offset}, after its record #{} sent later (idempotence keeps send order)",
+                replica.broker,
+                send_number(id),
+                send_number(later)
+            ),
+        );
+    }
+}
+
+/// Only an election or a truncation can lose an acknowledged record: the loss check skips the
+/// steps without one.
+pub(super) fn elections_or_truncations(metrics: &Metrics, invariants: &Invariants) -> bool {
+    (metrics.leader_elections, metrics.records_truncated) != invariants.last_changes
+}
+
+/// With acks=all, `min.insync.replicas` >= 2, unclean election off and no disk lost, Kafka loses
+/// no acknowledged record. Checked whenever a leader changed or a log was truncated.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn check_no_safe_loss(
+    clock: &SimClock,
+    cluster: &Cluster,
+    metrics: &Metrics,
+    ledger: &AckLedger,
+    invariants: &mut Invariants,
+    partitions: &Query<&Partition>,
+    replicas: &Query<&Replica>,
+    producers: &Query<&Producer>,
+) {
+    let changes = (metrics.leader_elections, metrics.records_truncated);
+    if changes == invariants.last_changes || ledger.disk_lost {
+        return;
+    }
+    invariants.last_changes = changes;
+    let lost = lost_records(ledger, cluster, producers, partitions, replicas);
+    for record in lost.iter().filter(|r| r.acks == Acks::All) {
+        let entity = cluster
+            .topics
+            .iter()
+            .find(|t| t.name == record.topic)
+            .map(|t| t.partitions[record.partition as usize]);
+        let Some(p) = entity.and_then(|e| partitions.get(e).ok()) else {
+            continue;
+        };
+        // Offline with the record still on a replica that may not lead: KIP-966 takes a replica
+        // that shut down uncleanly out of the ELR, as it may have lost what it had not flushed.
+        // Kafka keeps such a partition offline rather than risk a loss; the record is
+        // unavailable until an unclean election, and its safety is not promised.
+        let still_held = || {
+            p.replicas.iter().any(|r| {
+                record.offset.is_some_and(|offset| {
+                    replicas
+                        .get(*r)
+                        .expect("replica entity")
+                        .log
+                        .get(offset as usize)
+                        .is_some_and(|held| held.id == record.id)
+                })
+            })
+        };
+        if p.leader.is_none() && still_held() {
+            continue;
+        }
+        if p.min_insync_replicas >= 2 && !p.unclean_leader_election {
+            invariants.report(
+                "safe-write-lost",
+                p.ordinal as usize,
+                0,
+                format!(
+                    "{} ms: {}-{}: acknowledged record at offset {:?} lost with acks=all, min.insync.replicas {} and clean elections ({})",
+                    clock.now_ms, record.topic, record.partition, record.offset, p.min_insync_replicas, record.why
+                ),
+            );
+        }
+    }
+}
+
+/// A group's committed offset of a partition never goes backward (the consumers in the model
+/// never seek, so only an offset reset could move it back).
+pub(super) fn check_committed_offsets(
+    clock: &SimClock,
+    cluster: &Cluster,
+    invariants: &mut Invariants,
+    groups: &Query<&ConsumerGroup>,
+) {
+    if invariants.committed.len() < cluster.groups.len() {
+        invariants
+            .committed
+            .resize(cluster.groups.len(), Default::default());
+    }
+    for group in groups {
+        let g = group.index as usize;
+        // Only a write can move a committed offset.
+        if invariants.committed[g].0 == group.committed_writes() {
+            continue;
+        }
+        for (ordinal, offset) in group.committed() {
+            let before = invariants.committed[g].1.get(ordinal).copied();
+            if let Some(before) = before.filter(|b| offset < b) {
+                invariants.report(
+                    "committed-backwards",
+                    *ordinal as usize,
+                    group.index,
+                    format!(
+                        "{} ms: group {}: the committed offset of partition #{ordinal} went back from {before} to {offset}",
+                        clock.now_ms, group.name
+                    ),
+                );
+            }
+        }
+        let (writes, saved) = &mut invariants.committed[g];
+        *writes = group.committed_writes();
+        // In place when the partitions are the same ones, as they nearly always are.
+        if saved.keys().eq(group.committed().keys()) {
+            for (saved, offset) in saved.values_mut().zip(group.committed().values()) {
+                *saved = *offset;
+            }
+        } else {
+            *saved = group.committed().clone();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(producer: u32, producer_epoch: u16, id: u64, sequence: i32) -> Record {
+        Record {
+            id,
+            offset: 0,
+            leader_epoch: 0,
+            key: crate::sim::keys::Key::NONE,
+            producer,
+            sequence,
+            batch_first_sequence: sequence,
+            producer_epoch,
+            commit: None,
+            bytes: 100,
+        }
+    }
+
+    #[test]
+    fn the_send_order_check_finds_a_record_behind_a_later_one_of_its_epoch() {
+        let mut order = Order::default();
+        assert_eq!(order.see(&record(0, 0, 10, 0)), None);
+        assert_eq!(
+            order.see(&record(1, 0, 5, 0)),
+            None,
+            "other producers keep their own order"
+        );
+        assert_eq!(order.see(&record(0, 0, 11, 1)), None);
+        assert_eq!(
+            order.see(&record(0, 0, 9, 2)),
+            Some(11),
+            "sent before its predecessor"
+        );
+        assert_eq!(order.see(&record(0, 0, 9, 3)), Some(9), "written twice");
+        // A new epoch may repeat what the old one wrote (its answer was lost before the bump).
+        assert_eq!(order.see(&record(0, 1, 8, 0)), None);
+        // Records without a sequence (no idempotence) have no order to keep.
+        assert_eq!(order.see(&record(0, 1, 1, -1)), None);
+    }
+}

@@ -1,0 +1,230 @@
+//! The partition leader's side of produce: append, acks, `min.insync.replicas`, idempotence, and
+//! acks=all requests held until the high watermark passes them (`Partition.appendRecordsToLeader`,
+//! `DelayedProduce`).
+
+use bevy_ecs::prelude::*;
+
+use super::SimClock;
+use super::cluster::{Partition, Record, Replica};
+use super::events::Metrics;
+use super::network::{Network, Node, Wire, WireState};
+use super::protocol::{
+    BatchOutcome, BatchResult, KafkaError, ProduceRequest, ProduceResponse, WireBatch,
+};
+use super::wires::Wires;
+use crate::scenario::Acks;
+
+fn broker_of(node: Node) -> u32 {
+    match node {
+        Node::Broker(b) => b,
+        Node::Producer(_) | Node::Controller | Node::Consumer(_) => {
+            unreachable!("produce requests go to brokers")
+        }
+    }
+}
+
+/// The leader appends one batch, or says why not.
+fn append_batch(
+    broker: u32,
+    acks: Acks,
+    batch: &WireBatch,
+    partition: &Partition,
+    replicas: &mut Query<&mut Replica>,
+    metrics: &mut Metrics,
+) -> BatchOutcome {
+    if partition.leader != Some(broker) {
+        return BatchOutcome::Done(Err(KafkaError::NotLeaderOrFollower));
+    }
+    // `Partition.appendRecordsToLeader`: acks=all needs min.insync.replicas in the ISR before the
+    // append.
+    if acks == Acks::All && partition.isr.len() < partition.min_insync_replicas as usize {
+        return BatchOutcome::Done(Err(KafkaError::NotEnoughReplicas));
+    }
+    let Some(leader_entity) = partition.leader_replica() else {
+        return BatchOutcome::Done(Err(KafkaError::NotLeaderOrFollower));
+    };
+    let mut leader = replicas.get_mut(leader_entity).expect("replica entity");
+    let count = batch.records.len() as u64;
+
+    // Idempotence (`ProducerStateManager`, `ProducerAppendInfo.checkProducerEpoch` and
+    // `checkSequence`): a batch seen before is answered with its first offset and not appended
+    // again; an older producer epoch is refused; a new epoch must start again at sequence 0; in
+    // the same epoch a gap is refused. A producer the leader has no state for may start anywhere.
+    if let Some(seq) = batch.base_sequence {
+        let last_seq = seq + count as i32 - 1;
+        let state = leader.producer_state(batch.producer);
+        let current = state.and_then(|s| s.back()).copied();
+        match current {
+            Some(last) if batch.producer_epoch == last.producer_epoch => {
+                if let Some(dup) = state.into_iter().flatten().find(|m| {
+                    m.producer_epoch == batch.producer_epoch
+                        && m.first_sequence == seq
+                        && m.last_sequence == last_seq
+                }) {
+                    return wait_or_done(acks, dup.first_offset, count);
+                }
+                if seq != last.last_sequence + 1 {
+                    return BatchOutcome::Done(Err(KafkaError::OutOfOrderSequenceNumber));
+                }
+            }
+            Some(last) if batch.producer_epoch < last.producer_epoch => {
+                return BatchOutcome::Done(Err(KafkaError::InvalidProducerEpoch));
+            }
+            Some(_) if seq != 0 => {
+                return BatchOutcome::Done(Err(KafkaError::OutOfOrderSequenceNumber));
+            }
+            Some(_) | None => {}
+        }
+    }
+
+    let base = leader.log_end_offset();
+    let epoch = partition.leader_epoch;
+    leader.append(batch.records.iter().enumerate().map(|(i, r)| Record {
+        id: r.id,
+        offset: 0,
+        leader_epoch: epoch,
+        key: r.key,
+        producer: batch.producer,
+        sequence: batch.base_sequence.map_or(-1, |s| s + i as i32),
+        batch_first_sequence: batch.base_sequence.unwrap_or(-1),
+        producer_epoch: batch.producer_epoch,
+        commit: None,
+        bytes: r.bytes,
+    }));
+    metrics.records_appended += count;
+    wait_or_done(acks, base, count)
+}
+
+fn wait_or_done(acks: Acks, base_offset: u64, count: u64) -> BatchOutcome {
+    match acks {
+        // acks=1 answers after the leader's own append; acks=0 gets no answer at all.
+        Acks::Zero | Acks::One => BatchOutcome::Done(Ok(base_offset)),
+        Acks::All => BatchOutcome::Waiting {
+            base_offset,
+            required: base_offset + count,
+        },
+    }
+}
+
+fn respond(network: &mut Network, now: u64, wire: &Wire, request: &ProduceRequest) {
+    let results = request
+        .batches
+        .iter()
+        .zip(&request.outcomes)
+        .map(|(batch, outcome)| BatchResult {
+            batch: batch.id,
+            partition: batch.partition,
+            result: match outcome {
+                BatchOutcome::Done(result) => *result,
+                BatchOutcome::Waiting { .. } => Err(KafkaError::RequestTimedOut),
+            },
+        })
+        .collect();
+    network.send(
+        now,
+        wire.to,
+        wire.from,
+        ProduceResponse {
+            request: wire.id,
+            results,
+        },
+    );
+}
+
+pub(super) fn append_produce_requests(
+    clock: &SimClock,
+    network: &mut Network,
+    metrics: &mut Metrics,
+    wires: &mut Wires,
+    partitions: &Query<&Partition>,
+    replicas: &mut Query<&mut Replica>,
+    due: &mut Vec<u64>,
+) {
+    let now = clock.now_ms;
+    wires.arriving::<ProduceRequest>(due);
+    for &id in due.iter() {
+        let (&wire, request) = wires
+            .get_mut_of::<ProduceRequest>(id)
+            .expect("a produce request");
+        let broker = broker_of(wire.to);
+        metrics.produce_requests += 1;
+        let acks = request.acks;
+        let outcomes: Vec<BatchOutcome> = request
+            .batches
+            .iter()
+            .map(|batch| {
+                let partition = partitions.get(batch.partition).expect("partition entity");
+                append_batch(broker, acks, batch, partition, replicas, metrics)
+            })
+            .collect();
+        request.outcomes = outcomes;
+        let all_done = request
+            .outcomes
+            .iter()
+            .all(|o| matches!(o, BatchOutcome::Done(_)));
+        if acks == Acks::Zero {
+            wires.finish(id);
+        } else if all_done {
+            respond(network, now, &wire, request);
+            wires.finish(id);
+        } else {
+            let until_ms = now + request.timeout_ms;
+            wires.hold(id, until_ms);
+        }
+    }
+}
+
+/// `DelayedProduce.tryComplete`: a held acks=all request finishes when the high watermark has
+/// passed each of its batches (with NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR has meanwhile
+/// fallen below `min.insync.replicas`), or times out with REQUEST_TIMED_OUT.
+pub(super) fn complete_delayed_produce(
+    clock: &SimClock,
+    network: &mut Network,
+    wires: &mut Wires,
+    partitions: &Query<&Partition>,
+    replicas: &Query<&Replica>,
+    due: &mut Vec<u64>,
+) {
+    let now = clock.now_ms;
+    wires.held::<ProduceRequest>(due);
+    for &id in due.iter() {
+        let (&wire, request) = wires
+            .get_mut_of::<ProduceRequest>(id)
+            .expect("a produce request");
+        let broker = broker_of(wire.to);
+        for (batch, outcome) in request.batches.iter().zip(request.outcomes.iter_mut()) {
+            let BatchOutcome::Waiting {
+                base_offset,
+                required,
+            } = *outcome
+            else {
+                continue;
+            };
+            let partition = partitions.get(batch.partition).expect("partition entity");
+            let leader = partition
+                .leader_replica()
+                .filter(|_| partition.leader == Some(broker));
+            let Some(leader) = leader else {
+                *outcome = BatchOutcome::Done(Err(KafkaError::NotLeaderOrFollower));
+                continue;
+            };
+            let hw = replicas.get(leader).expect("replica entity").high_watermark;
+            if hw >= required {
+                *outcome = if partition.isr.len() < partition.min_insync_replicas as usize {
+                    BatchOutcome::Done(Err(KafkaError::NotEnoughReplicasAfterAppend))
+                } else {
+                    BatchOutcome::Done(Ok(base_offset))
+                };
+            }
+        }
+        let all_done = request
+            .outcomes
+            .iter()
+            .all(|o| matches!(o, BatchOutcome::Done(_)));
+        let expired = matches!(wire.state, WireState::Held { until_ms } if now >= until_ms);
+        if all_done || expired {
+            respond(network, now, &wire, request);
+            wires.finish(id);
+        }
+    }
+}

@@ -1,0 +1,983 @@
+//! The producer: the application's `send()` calls, the partitioner, the record accumulator
+//! (`batch.size`, `linger.ms`), the sender that drains ready batches into one ProduceRequest per
+//! leader, and what it does with the answers (retries, timeouts, idempotence).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+use bevy_ecs::prelude::*;
+use serde::Serialize;
+
+use super::clock::SimRng;
+use super::cluster::{BrokerId, Cluster, Partition};
+use super::keys::{self, Key};
+use super::ledger::{AckLedger, AckedRecord};
+use super::network::{Network, Node};
+use super::protocol::{
+    BatchResult, KafkaError, PendingRecord, ProduceRequest, ProduceResponse, WireBatch,
+};
+use super::wires::Wires;
+use super::{SimClock, Wake};
+use crate::partitioner::partition_for_key;
+use crate::scenario::{Acks, Keys, ProducerConfig};
+
+/// A record's id holds its producer's index above this many bits and its send number below.
+const SEND_NUMBER_BITS: u32 = 40;
+
+/// The record's place in its producer's `send()` calls, from 0.
+pub fn send_number(record_id: u64) -> u64 {
+    record_id & ((1 << SEND_NUMBER_BITS) - 1)
+}
+
+/// The index of the producer that made a record.
+pub fn producer_of(record_id: u64) -> u32 {
+    (record_id >> SEND_NUMBER_BITS) as u32
+}
+
+/// `max.request.size`: the most bytes of batches one ProduceRequest carries.
+pub const MAX_REQUEST_SIZE: u32 = 1_048_576;
+/// Kafka's retry back-off grows by this factor per attempt (`RETRY_BACKOFF_EXP_BASE`)...
+const BACKOFF_BASE: u64 = 2;
+/// ...with this much jitter either way, in thousandths (`RETRY_BACKOFF_JITTER` = 0.2).
+const BACKOFF_JITTER_PERMILLE: u64 = 200;
+
+/// The name of the producer with scenario index `index` (empty if there is none).
+pub fn producer_name(cluster: &Cluster, producers: &Query<&Producer>, index: u32) -> String {
+    cluster
+        .producers
+        .get(index as usize)
+        .and_then(|e| producers.get(*e).ok())
+        .map(|p| p.name.clone())
+        .unwrap_or_default()
+}
+
+/// Where a producer's table of key names holds its configured prefix or fixed key.
+const CONFIG_KEY_NAME: usize = 0;
+
+/// A batch in the accumulator or in flight.
+#[derive(Debug, Clone)]
+pub struct Batch {
+    pub id: u64,
+    /// Partition index within the topic.
+    pub partition: u32,
+    pub records: Vec<PendingRecord>,
+    pub bytes: u32,
+    pub created_ms: u64,
+    /// Sends so far that failed; 0 for a batch never retried.
+    pub attempts: u32,
+    /// A retried batch waits until then.
+    pub retry_at_ms: u64,
+    pub base_sequence: Option<i32>,
+    /// The producer epoch its sequence numbers belong to.
+    pub producer_epoch: u16,
+    /// Renumbered by an epoch bump since it was last sent (`ProducerBatch.sequenceHasBeenReset`).
+    pub sequence_reset: bool,
+    /// The partition's leader epoch when the producer last looked at the batch, and the attempt
+    /// at which it saw that epoch first (`currentLeaderEpoch`, `attemptsWhenLeaderLastChanged`).
+    leader_epoch: Option<u32>,
+    attempts_at_leader_change: u32,
+}
+
+impl Batch {
+    fn new(id: u64, partition: u32, created_ms: u64) -> Self {
+        Batch {
+            id,
+            partition,
+            records: Vec::new(),
+            bytes: 0,
+            created_ms,
+            attempts: 0,
+            retry_at_ms: 0,
+            base_sequence: None,
+            producer_epoch: 0,
+            sequence_reset: false,
+            leader_epoch: None,
+            attempts_at_leader_change: 0,
+        }
+    }
+
+    /// `ProducerBatch.isFull`: it holds `batch.size` bytes. One that cannot take the next record
+    /// is closed when that record comes, which starts a batch behind it.
+    fn is_full(&self, batch_size: u32) -> bool {
+        self.bytes >= batch_size
+    }
+
+    fn last_sequence(&self) -> Option<i32> {
+        self.base_sequence
+            .map(|s| s + self.records.len() as i32 - 1)
+    }
+
+    /// `ProducerBatch.maybeUpdateLeaderEpoch`: notes a newer leader epoch of its partition.
+    fn see_leader_epoch(&mut self, epoch: u32) {
+        if self.leader_epoch.is_none_or(|e| e < epoch) {
+            self.leader_epoch = Some(epoch);
+            self.attempts_at_leader_change = self.attempts;
+        }
+    }
+
+    /// Whether a retried batch may go now: its back-off passed, or its partition has a new
+    /// leader since it failed (KIP-951, `RecordAccumulator.shouldBackoff`).
+    fn retry_due(&self, now: u64) -> bool {
+        let leader_changed = self.attempts >= 1 && self.attempts == self.attempts_at_leader_change;
+        leader_changed || now >= self.retry_at_ms
+    }
+}
+
+/// An idempotent producer's numbering of one partition's batches (`TxnPartitionEntry`).
+#[derive(Debug, Clone, Copy, Default)]
+struct Sequences {
+    /// The producer epoch the numbers belong to.
+    epoch: u16,
+    /// The base sequence of the next new batch.
+    next: i32,
+    /// The last sequence the leader acknowledged in this epoch (`lastAckedSequence`).
+    last_acked: Option<i32>,
+    /// A batch sent at least once was given up without an answer, so whether the leader wrote it
+    /// is unknown (`partitionsWithUnresolvedSequences`): no new batch goes until that is settled.
+    unresolved: bool,
+    /// An epoch bump waits for the sender's next turn (`partitionsToRewriteSequences`).
+    bump_requested: bool,
+}
+
+impl Sequences {
+    fn starting(epoch: u16) -> Self {
+        Sequences {
+            epoch,
+            ..Default::default()
+        }
+    }
+
+    /// `TransactionManager.isNextSequence`: `sequence` follows the last acknowledged one.
+    fn is_next(&self, sequence: i32) -> bool {
+        sequence == self.last_acked.map_or(0, |s| s + 1)
+    }
+}
+
+/// A ProduceRequest the producer waits an answer for.
+#[derive(Debug, Clone)]
+pub struct InFlight {
+    pub wire_id: u64,
+    pub broker: BrokerId,
+    pub sent_ms: u64,
+    pub batches: Vec<Batch>,
+}
+
+/// Counts of what happened to the records the application sent.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ProducerStats {
+    /// Records handed to `send()`.
+    pub sent: u64,
+    /// Records the producer saw succeed (with acks=0: put on the wire).
+    pub acked: u64,
+    /// Records given up on (`delivery.timeout.ms` passed).
+    pub failed: u64,
+    /// Every error the producer received, by Kafka's name; a retried batch can count often.
+    pub errors: BTreeMap<String, u64>,
+}
+
+#[derive(Clone, Component, Debug)]
+pub struct Producer {
+    /// Index in the scenario: the producer id on the wire and in records.
+    pub index: u32,
+    pub name: String,
+    pub topic: usize,
+    /// The topic's partition entities.
+    pub partitions: Vec<Entity>,
+    pub config: ProducerConfig,
+    pub acks: Acks,
+    pub idempotent: bool,
+    pub records_per_sec: u32,
+    /// When the current rate started, and how many records it has made since.
+    rate_since_ms: u64,
+    made_since: u64,
+    key_counter: u64,
+    /// The texts its keys name: sequences' prefixes, fixed keys, the timeline's keys.
+    pub key_names: Vec<Arc<str>>,
+    /// Records asked for by the timeline (`Produce`), sent at the next step.
+    pub requested: VecDeque<(Option<String>, u64)>,
+    /// The sticky partition for records without a key, and the bytes sent to it.
+    sticky: Option<(u32, u64)>,
+    /// The accumulator: a queue of batches per partition.
+    pub queues: Vec<VecDeque<Batch>>,
+    pub in_flight: Vec<InFlight>,
+    /// Sequence numbering, per partition.
+    sequences: Vec<Sequences>,
+    /// Some partition's numbering waits to be resolved or bumped.
+    unsettled: bool,
+    /// Bumped when a leader's view of the sequence numbers can no longer be trusted.
+    pub producer_epoch: u16,
+    next_batch_id: u64,
+    records_made: u64,
+    /// Index of the topic's first partition in `Cluster::partitions`.
+    pub first_partition_index: u32,
+    /// Where draining starts for each broker, so partitions take turns (`drainIndex`).
+    drain_start: BTreeMap<BrokerId, usize>,
+    pub stats: ProducerStats,
+}
+
+impl Producer {
+    pub fn new(
+        index: u32,
+        config: &ProducerConfig,
+        topic: usize,
+        partitions: Vec<Entity>,
+        first_partition_index: u32,
+    ) -> Self {
+        let n = partitions.len();
+        let mut producer = Producer {
+            index,
+            name: config.name.clone(),
+            topic,
+            partitions,
+            config: config.clone(),
+            acks: config.acks,
+            idempotent: false,
+            records_per_sec: config.records_per_sec,
+            rate_since_ms: 0,
+            made_since: 0,
+            key_counter: 0,
+            key_names: Vec::new(),
+            requested: VecDeque::new(),
+            sticky: None,
+            queues: vec![VecDeque::new(); n],
+            in_flight: Vec::new(),
+            sequences: vec![Sequences::default(); n],
+            unsettled: false,
+            producer_epoch: 0,
+            next_batch_id: 0,
+            records_made: 0,
+            first_partition_index,
+            drain_start: BTreeMap::new(),
+            stats: ProducerStats::default(),
+        };
+        // The configured prefix or fixed key is name 0 (`CONFIG_KEY_NAME`), where a key's bits
+        // can always name it.
+        if let Keys::Sequence(name) | Keys::Fixed(name) = &config.keys {
+            producer.key_names.push(Arc::from(name.as_str()));
+        }
+        producer.set_acks(config.acks);
+        producer
+    }
+
+    /// Restarts the producer with other acks. Idempotence follows Kafka 3.0+'s default: on with
+    /// acks=all unless the config turns it off.
+    pub fn set_acks(&mut self, acks: Acks) {
+        self.acks = acks;
+        self.idempotent = acks == Acks::All && self.config.enable_idempotence != Some(false);
+    }
+
+    pub fn set_rate(&mut self, now: u64, records_per_sec: u32) {
+        self.records_per_sec = records_per_sec;
+        self.rate_since_ms = now;
+        self.made_since = 0;
+    }
+
+    /// Records waiting in the accumulator or in flight.
+    pub fn pending(&self) -> u64 {
+        let queued: usize = self.queues.iter().flatten().map(|b| b.records.len()).sum();
+        let flying: usize = self
+            .in_flight
+            .iter()
+            .flat_map(|f| &f.batches)
+            .map(|b| b.records.len())
+            .sum();
+        (queued + flying) as u64
+    }
+
+    fn next_key(&mut self, rng: &mut SimRng) -> Key {
+        match &self.config.keys {
+            Keys::None => Key::NONE,
+            Keys::Fixed(_) => Key::named(CONFIG_KEY_NAME),
+            Keys::Sequence(_) => {
+                let key = Key::sequence(CONFIG_KEY_NAME, self.key_counter);
+                self.key_counter += 1;
+                key
+            }
+            Keys::Random(n) => Key::random(rng.below(u64::from(*n))),
+        }
+    }
+
+    /// A key's text, as the application gave it to `send()`.
+    pub fn key_text(&self, key: Key) -> Option<String> {
+        key.text(&self.key_names)
+    }
+
+    /// Whether a key's text is `text`.
+    pub fn key_is(&self, key: Key, text: &str) -> bool {
+        key.is(&self.key_names, text)
+    }
+
+    /// The partitioner (`BuiltInPartitioner`): murmur2 of the key over all partitions; without a
+    /// key, the sticky partition. `text` is a buffer to write the key's text in.
+    fn choose_partition(
+        &mut self,
+        key: Key,
+        text: &mut String,
+        available: &[bool],
+        rng: &mut SimRng,
+    ) -> u32 {
+        if key.write(&self.key_names, text) {
+            return partition_for_key(text.as_bytes(), self.partitions.len() as u32);
+        }
+        match self.sticky {
+            Some((p, _)) => p,
+            None => self.next_sticky(available, rng),
+        }
+    }
+
+    /// After a record without a key went to the sticky partition: it changes once `batch.size`
+    /// bytes went to it and its last batch is full, or at twice `batch.size` whatever the batch
+    /// (`BuiltInPartitioner.updatePartitionInfo`, `RecordAccumulator.allBatchesFull`).
+    fn after_keyless_record(&mut self, available: &[bool], rng: &mut SimRng) {
+        let batch_size = self.config.batch_size;
+        let Some((p, sent)) = &mut self.sticky else {
+            return;
+        };
+        *sent += u64::from(self.config.record_bytes);
+        let full = self.queues[*p as usize]
+            .back()
+            .is_none_or(|b| b.is_full(batch_size));
+        let batch_size = u64::from(batch_size);
+        if (*sent >= batch_size && full) || *sent >= 2 * batch_size {
+            self.next_sticky(available, rng);
+        }
+    }
+
+    /// `BuiltInPartitioner.nextPartition`: drawn among partitions that have a leader, weighted
+    /// toward shorter queues (adaptive partitioning, KIP-794).
+    fn next_sticky(&mut self, available: &[bool], rng: &mut SimRng) -> u32 {
+        let n = self.partitions.len() as u32;
+        let candidates: Vec<u32> = (0..n).filter(|p| available[*p as usize]).collect();
+        let candidates = if candidates.is_empty() {
+            (0..n).collect()
+        } else {
+            candidates
+        };
+        let max_queue = candidates
+            .iter()
+            .map(|p| self.queues[*p as usize].len())
+            .max()
+            .unwrap_or(0);
+        let weights: Vec<u64> = candidates
+            .iter()
+            .map(|p| (max_queue + 1 - self.queues[*p as usize].len()) as u64)
+            .collect();
+        let mut draw = rng.below(weights.iter().sum());
+        let mut chosen = candidates[0];
+        for (p, w) in candidates.iter().zip(&weights) {
+            if draw < *w {
+                chosen = *p;
+                break;
+            }
+            draw -= w;
+        }
+        self.sticky = Some((chosen, 0));
+        chosen
+    }
+
+    /// `RecordAccumulator.append`: into the partition's last batch if it fits, else a new one.
+    fn append(&mut self, now: u64, partition: u32, key: Key) {
+        let bytes = self.config.record_bytes;
+        let batch_size = self.config.batch_size;
+        let id = self.next_batch_id;
+        let queue = &mut self.queues[partition as usize];
+        let fits = queue.back().is_some_and(|b| {
+            b.attempts == 0 && b.base_sequence.is_none() && b.bytes + bytes <= batch_size
+        });
+        if !fits {
+            self.next_batch_id += 1;
+            queue.push_back(Batch::new(id, partition, now));
+        }
+        let batch = queue.back_mut().expect("just ensured");
+        batch.records.push(PendingRecord {
+            id: (u64::from(self.index) << SEND_NUMBER_BITS) | self.records_made,
+            key,
+            bytes,
+        });
+        self.records_made += 1;
+        batch.bytes += bytes;
+        self.stats.sent += 1;
+    }
+
+    /// `ExponentialBackoff.backoff`: `retry.backoff.ms` doubled per earlier attempt, with 20%
+    /// jitter, capped at `retry.backoff.max.ms`.
+    fn retry_backoff(&self, attempts: u32, rng: &mut SimRng) -> u64 {
+        let base = self.config.retry_backoff_ms;
+        let max = self.config.retry_backoff_max_ms;
+        let mut term = base;
+        for _ in 1..attempts {
+            term = term.saturating_mul(BACKOFF_BASE);
+            if term >= max {
+                term = max;
+                break;
+            }
+        }
+        if max <= base {
+            return base;
+        }
+        let jittered =
+            term * rng.permille(
+                1000 - BACKOFF_JITTER_PERMILLE,
+                1000 + BACKOFF_JITTER_PERMILLE,
+            ) / 1000;
+        jittered.min(max)
+    }
+
+    fn delivery_expired(&self, batch: &Batch, now: u64) -> bool {
+        now >= batch.created_ms + self.config.delivery_timeout_ms
+    }
+
+    /// Settles a batch the leader answered: acknowledged, put back at the head of its queue in
+    /// sequence order for a retry (`reenqueue`, `insertInSequenceOrder`), or given up
+    /// (`Sender.completeBatch`).
+    fn complete(
+        &mut self,
+        mut batch: Batch,
+        result: Result<u64, KafkaError>,
+        now: u64,
+        rng: &mut SimRng,
+        ledger: &mut AckLedger,
+    ) {
+        let p = batch.partition as usize;
+        match result {
+            Ok(base) => {
+                let sequences = &mut self.sequences[p];
+                if let Some(last) = batch.last_sequence()
+                    && batch.producer_epoch == sequences.epoch
+                {
+                    sequences.last_acked = Some(sequences.last_acked.map_or(last, |l| l.max(last)));
+                }
+                self.stats.acked += batch.records.len() as u64;
+                self.record_acked(&batch, Some(base), ledger);
+            }
+            Err(error) => {
+                *self
+                    .stats
+                    .errors
+                    .entry(error.name().to_string())
+                    .or_default() += 1;
+                if !self.delivery_expired(&batch, now) && self.can_retry(&batch, error) {
+                    batch.attempts += 1;
+                    batch.retry_at_ms = now + self.retry_backoff(batch.attempts, rng);
+                    let queue = &mut self.queues[p];
+                    let at = match batch.base_sequence {
+                        Some(seq) => queue
+                            .iter()
+                            .position(|b| b.base_sequence.is_none_or(|s| s > seq))
+                            .unwrap_or(queue.len()),
+                        None => 0,
+                    };
+                    queue.insert(at, batch);
+                } else {
+                    self.stats.failed += batch.records.len() as u64;
+                    // A numbered batch given up leaves a gap the leader would refuse: numbering
+                    // starts again (`TransactionManager.handleFailedBatch`).
+                    if batch.base_sequence.is_some() {
+                        self.request_bump(p);
+                    }
+                }
+            }
+        }
+    }
+
+    /// `TransactionManager.canRetry`. An idempotent producer retries OUT_OF_ORDER_SEQUENCE_NUMBER
+    /// always; only when the refused batch is the very next one after the last acknowledged (so
+    /// the leader lost the producer's earlier records: an unclean election, a lost disk, a batch
+    /// given up) does it also ask for an epoch bump, which numbers the partition's outstanding
+    /// batches from 0 again (KIP-360). A batch behind another failed one just waits its turn.
+    fn can_retry(&mut self, batch: &Batch, error: KafkaError) -> bool {
+        let (true, Some(sequence)) = (self.idempotent, batch.base_sequence) else {
+            return error.retriable();
+        };
+        if error != KafkaError::OutOfOrderSequenceNumber {
+            return error.retriable();
+        }
+        let p = batch.partition as usize;
+        let sequences = &self.sequences[p];
+        if sequences.is_next(sequence) && (sequences.unresolved || !batch.sequence_reset) {
+            self.request_bump(p);
+        }
+        true
+    }
+
+    /// Asks for an epoch bump of a partition's numbering at the sender's next turn.
+    fn request_bump(&mut self, p: usize) {
+        self.sequences[p].bump_requested = true;
+        self.unsettled = true;
+    }
+
+    /// Marks a partition's numbering unknown until its outstanding batches settle.
+    fn mark_unresolved(&mut self, p: usize) {
+        self.sequences[p].unresolved = true;
+        self.unsettled = true;
+    }
+
+    /// The sender's turn starts by settling the numbering: a partition whose unanswered batches
+    /// are all gone is resolved if the leader acknowledged up to the next sequence, or else gets
+    /// an epoch bump (`maybeResolveSequences`); then the epoch is bumped once for every partition
+    /// that asked, and each of those numbers its outstanding batches from 0 in their order
+    /// (`bumpIdempotentProducerEpoch`, `startSequencesAtBeginning`).
+    fn settle_sequences(&mut self) {
+        if !self.unsettled {
+            return;
+        }
+        for p in 0..self.sequences.len() {
+            let sequences = self.sequences[p];
+            if sequences.unresolved && self.outstanding(p as u32).next().is_none() {
+                self.sequences[p].unresolved = false;
+                if !sequences.is_next(sequences.next) {
+                    self.sequences[p].bump_requested = true;
+                }
+            }
+        }
+        self.unsettled = self.sequences.iter().any(|s| s.unresolved);
+        if !self.sequences.iter().any(|s| s.bump_requested) {
+            return;
+        }
+        self.producer_epoch += 1;
+        let epoch = self.producer_epoch;
+        for p in 0..self.sequences.len() {
+            if !self.sequences[p].bump_requested {
+                continue;
+            }
+            let mut batches: Vec<&mut Batch> = self.outstanding_mut(p as u32).collect();
+            batches.sort_by_key(|b| b.base_sequence);
+            let mut next = 0;
+            for batch in batches {
+                batch.base_sequence = Some(next);
+                batch.producer_epoch = epoch;
+                batch.sequence_reset = true;
+                next += batch.records.len() as i32;
+            }
+            self.sequences[p] = Sequences {
+                next,
+                ..Sequences::starting(epoch)
+            };
+        }
+    }
+
+    /// A partition's numbered batches not yet settled: in flight or queued for a retry
+    /// (`TxnPartitionEntry.inflightBatchesBySequence`).
+    fn outstanding(&self, partition: u32) -> impl Iterator<Item = &Batch> {
+        let flying = self.in_flight.iter().flat_map(|f| &f.batches);
+        flying
+            .chain(&self.queues[partition as usize])
+            .filter(move |b| b.partition == partition && b.base_sequence.is_some())
+    }
+
+    fn outstanding_mut(&mut self, partition: u32) -> impl Iterator<Item = &mut Batch> {
+        let flying = self.in_flight.iter_mut().flat_map(|f| &mut f.batches);
+        flying
+            .chain(&mut self.queues[partition as usize])
+            .filter(move |b| b.partition == partition && b.base_sequence.is_some())
+    }
+
+    /// `RecordAccumulator.shouldStopDrainBatchesForPartition`: whether a partition's first batch
+    /// must wait so that sequences reach the leader in order. A retry goes only as its
+    /// partition's first outstanding batch; a new batch waits while the partition's numbering is
+    /// unresolved, or still in an older epoch with batches of it outstanding.
+    fn holds_back(&self, head: &Batch) -> bool {
+        let p = head.partition;
+        match head.base_sequence {
+            Some(seq) => self
+                .outstanding(p)
+                .any(|b| b.base_sequence.is_some_and(|s| s < seq)),
+            None if self.idempotent => {
+                let sequences = &self.sequences[p as usize];
+                sequences.unresolved
+                    || (sequences.epoch != self.producer_epoch
+                        && self.outstanding(p).next().is_some())
+            }
+            None => false,
+        }
+    }
+
+    /// Writes a batch the producer saw succeed into the ledger of acknowledged records.
+    fn record_acked(&self, batch: &Batch, base: Option<u64>, ledger: &mut AckLedger) {
+        let partition = self.first_partition_index + batch.partition;
+        ledger
+            .records
+            .extend(batch.records.iter().enumerate().map(|(i, r)| {
+                AckedRecord::new(
+                    r.id,
+                    partition,
+                    base.map(|b| b + i as u64),
+                    r.key,
+                    self.acks,
+                )
+            }));
+    }
+
+    /// The connection to the broker broke (its process is gone): the request fails at once.
+    pub fn fail_request(
+        &mut self,
+        wire_id: u64,
+        error: KafkaError,
+        now: u64,
+        rng: &mut SimRng,
+        ledger: &mut AckLedger,
+    ) {
+        if let Some(i) = self.in_flight.iter().position(|f| f.wire_id == wire_id) {
+            let request = self.in_flight.remove(i);
+            for batch in request.batches {
+                self.complete(batch, Err(error), now, rng, ledger);
+            }
+        }
+    }
+}
+
+pub(super) fn handle_responses(
+    clock: &SimClock,
+    cluster: &Cluster,
+    rng: &mut SimRng,
+    ledger: &mut AckLedger,
+    wires: &mut Wires,
+    producers: &mut Query<&mut Producer>,
+    due: &mut Vec<u64>,
+) {
+    let now = clock.now_ms;
+    wires.arriving::<ProduceResponse>(due);
+    for &id in due.iter() {
+        wires.finish(id);
+        let (wire, response) = wires
+            .get_of::<ProduceResponse>(id)
+            .expect("a produce response");
+        let Node::Producer(index) = wire.to else {
+            unreachable!("produce responses go to producers")
+        };
+        let mut producer = producers
+            .get_mut(cluster.producers[index as usize])
+            .expect("producer entity");
+        let Some(i) = producer
+            .in_flight
+            .iter()
+            .position(|f| f.wire_id == response.request)
+        else {
+            continue; // The request timed out on the client already.
+        };
+        let mut in_flight = producer.in_flight.remove(i);
+        for BatchResult { batch, result, .. } in &response.results {
+            if let Some(j) = in_flight.batches.iter().position(|b| b.id == *batch) {
+                let batch = in_flight.batches.remove(j);
+                producer.complete(batch, *result, now, rng, ledger);
+            }
+        }
+    }
+}
+
+/// Client-side timeouts: a request unanswered after `request.timeout.ms` fails its batches with
+/// REQUEST_TIMED_OUT (`NetworkClient` disconnects); a batch older than `delivery.timeout.ms` is
+/// given up, queued or in flight (`RecordAccumulator.expiredBatches`,
+/// `Sender.getExpiredInflightBatches`).
+pub(super) fn expire(
+    clock: &SimClock,
+    cluster: &Cluster,
+    rng: &mut SimRng,
+    ledger: &mut AckLedger,
+    producers: &mut Query<&mut Producer>,
+) {
+    let now = clock.now_ms;
+    // In scenario order: the order producers draw random numbers and wire ids in.
+    for &entity in &cluster.producers {
+        let mut producer = producers.get_mut(entity).expect("producer entity");
+        let producer = &mut *producer;
+        let timeout = producer.config.request_timeout_ms;
+        // In send order; allocates nothing at the (most) steps when none timed out.
+        let timed_out: Vec<InFlight> = producer
+            .in_flight
+            .extract_if(.., |f| now >= f.sent_ms + timeout)
+            .collect();
+        for request in timed_out {
+            for batch in request.batches {
+                producer.complete(batch, Err(KafkaError::RequestTimedOut), now, rng, ledger);
+            }
+        }
+        let delivery = producer.config.delivery_timeout_ms;
+        let mut given_up = 0u64;
+        let mut unresolved = Vec::new();
+        let mut give_up = |b: &Batch| {
+            let expired = now >= b.created_ms + delivery;
+            if expired {
+                given_up += b.records.len() as u64;
+                // A numbered batch sent before may or may not be in the log: its partition's
+                // numbering is unknown until the batches after it settle (`Sender.sendProducerData`
+                // marks it unresolved when the batch was in retry).
+                if b.base_sequence.is_some() && b.attempts > 0 {
+                    unresolved.push(b.partition);
+                }
+            }
+            !expired
+        };
+        for queue in &mut producer.queues {
+            queue.retain(&mut give_up);
+        }
+        for request in &mut producer.in_flight {
+            request.batches.retain(&mut give_up);
+        }
+        producer.stats.failed += given_up;
+        for p in unresolved {
+            producer.mark_unresolved(p as usize);
+        }
+    }
+}
+
+/// Scratch for drawing a step's keys: the keys, whether each is new, and a key's text.
+pub(super) type KeyScratch = (Vec<Key>, Vec<bool>, String);
+
+/// What the producers' phase keeps between steps, so that a step allocates little.
+#[derive(Default)]
+pub(super) struct Scratch {
+    pub due: Vec<u64>,
+    pub keys: KeyScratch,
+    /// (leader, partition) of a producer's partitions with a batch.
+    pub by_leader: Vec<(BrokerId, u32)>,
+}
+
+/// The application calls `send()`: records at the configured rate, spread evenly over each
+/// second, and those the timeline asks for.
+pub(super) fn accumulate(
+    clock: &SimClock,
+    cluster: &Cluster,
+    rng: &mut SimRng,
+    partitions: &Query<&Partition>,
+    producers: &mut Query<&mut Producer>,
+    scratch: &mut KeyScratch,
+) {
+    let now = clock.now_ms;
+    let (batch, available, text) = &mut *scratch;
+    // In scenario order: the order producers draw random numbers and wire ids in.
+    for &entity in &cluster.producers {
+        let mut producer = producers.get_mut(entity).expect("producer entity");
+        let due = (now - producer.rate_since_ms + 1) * u64::from(producer.records_per_sec) / 1000;
+        batch.clear();
+        while producer.made_since < due {
+            producer.made_since += 1;
+            let key = producer.next_key(rng);
+            batch.push(key);
+        }
+        while let Some((key, count)) = producer.requested.pop_front() {
+            let key = match key {
+                Some(k) => Key::named(keys::intern(&mut producer.key_names, &k)),
+                None => Key::NONE,
+            };
+            batch.extend(std::iter::repeat_n(key, count as usize));
+        }
+        if batch.is_empty() {
+            continue;
+        }
+        available.clear();
+        available.extend(
+            producer
+                .partitions
+                .iter()
+                .map(|p| partitions.get(*p).is_ok_and(|p| p.leader.is_some())),
+        );
+        for &key in batch.iter() {
+            let keyless = key.is_none();
+            let partition = producer.choose_partition(key, text, available, rng);
+            producer.append(now, partition, key);
+            if keyless {
+                producer.after_keyless_record(available, rng);
+            }
+        }
+    }
+}
+
+/// The sender (`Sender.sendProducerData`): a leader is ready when one of its partitions' first
+/// batch is full, has lingered `linger.ms`, or is a retry whose back-off passed; then it takes the
+/// first batch of each of that leader's partitions (`RecordAccumulator.drain`) into one request,
+/// up to `max.request.size`, while fewer than `max.in.flight.requests.per.connection` requests
+/// to that broker wait an answer.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn send(
+    clock: &SimClock,
+    cluster: &Cluster,
+    network: &mut Network,
+    ledger: &mut AckLedger,
+    wake: &mut Wake,
+    partitions: &Query<&Partition>,
+    producers: &mut Query<&mut Producer>,
+    by_leader: &mut Vec<(BrokerId, u32)>,
+) {
+    let now = clock.now_ms;
+    // In scenario order: the order producers draw random numbers and wire ids in.
+    for &entity in &cluster.producers {
+        let mut producer = producers.get_mut(entity).expect("producer entity");
+        let producer = &mut *producer;
+        producer.settle_sequences();
+        if producer.queues.iter().any(|q| !q.is_empty()) {
+            send_requests(producer, now, partitions, network, ledger, by_leader);
+        }
+        producer.wake(now, wake);
+    }
+}
+
+/// A producer's requests to send now: to each leader with a batch ready, the ready batches.
+fn send_requests(
+    producer: &mut Producer,
+    now: u64,
+    partitions: &Query<&Partition>,
+    network: &mut Network,
+    ledger: &mut AckLedger,
+    by_leader: &mut Vec<(BrokerId, u32)>,
+) {
+    // (leader, partition) of each partition with a batch, from the producer's metadata (read
+    // straight from the model), by leader and then partition: a scratch kept between steps.
+    by_leader.clear();
+    for p in 0..producer.partitions.len() {
+        let Some(head) = producer.queues[p].front_mut() else {
+            continue;
+        };
+        let partition = partitions.get(producer.partitions[p]).ok();
+        if let Some((leader, epoch)) = partition.and_then(|p| Some((p.leader?, p.leader_epoch))) {
+            head.see_leader_epoch(epoch);
+            by_leader.push((leader, p as u32));
+        }
+    }
+    by_leader.sort_unstable();
+    for led in by_leader.chunk_by(|a, b| a.0 == b.0) {
+        let broker = led[0].0;
+        let in_flight = producer
+            .in_flight
+            .iter()
+            .filter(|f| f.broker == broker)
+            .count();
+        if in_flight >= producer.config.max_in_flight_requests_per_connection as usize {
+            continue;
+        }
+        let ready = led.iter().any(|&(_, p)| {
+            let queue = &producer.queues[p as usize];
+            let head = &queue[0];
+            if head.attempts > 0 {
+                return head.retry_due(now);
+            }
+            let full = queue.len() > 1 || head.is_full(producer.config.batch_size);
+            full || now >= head.created_ms + producer.config.linger_ms
+        });
+        if !ready {
+            continue;
+        }
+        let start = producer.drain_start.get(&broker).copied().unwrap_or(0) % led.len();
+        producer.drain_start.insert(broker, start + 1);
+        let mut batches = Vec::new();
+        let mut size = 0u32;
+        for k in 0..led.len() {
+            let p = led[(start + k) % led.len()].1;
+            let queue = &producer.queues[p as usize];
+            let Some(head) = queue.front() else { continue };
+            if head.attempts > 0 && !head.retry_due(now) {
+                continue;
+            }
+            // `RecordAccumulator.drainBatchesForOneNode` stops filling the request here.
+            if producer.holds_back(head) {
+                break;
+            }
+            if !batches.is_empty() && size + head.bytes > MAX_REQUEST_SIZE {
+                break;
+            }
+            let mut batch = producer.queues[p as usize]
+                .pop_front()
+                .expect("head exists");
+            if producer.idempotent && batch.base_sequence.is_none() {
+                let epoch = producer.producer_epoch;
+                let sequences = &mut producer.sequences[p as usize];
+                // A partition still numbered in an older epoch starts the current one at 0 once
+                // nothing of the old is outstanding (`maybeUpdateProducerIdAndEpoch`).
+                if sequences.epoch != epoch {
+                    *sequences = Sequences::starting(epoch);
+                }
+                batch.producer_epoch = epoch;
+                batch.base_sequence = Some(sequences.next);
+                sequences.next += batch.records.len() as i32;
+            }
+            batch.sequence_reset = false;
+            size += batch.bytes;
+            batches.push(batch);
+        }
+        if batches.is_empty() {
+            continue;
+        }
+        let request = ProduceRequest {
+            producer: producer.index,
+            acks: producer.acks,
+            timeout_ms: producer.config.request_timeout_ms,
+            batches: batches
+                .iter()
+                .map(|b| WireBatch {
+                    id: b.id,
+                    partition: producer.partitions[b.partition as usize],
+                    producer: producer.index,
+                    base_sequence: if producer.idempotent {
+                        b.base_sequence
+                    } else {
+                        None
+                    },
+                    producer_epoch: b.producer_epoch,
+                    records: b.records.clone(),
+                })
+                .collect(),
+            outcomes: Vec::new(),
+        };
+        let from = Node::Producer(producer.index);
+        let wire_id = network.send(now, from, Node::Broker(broker), request).id;
+        if producer.acks == Acks::Zero {
+            // acks=0: done once written to the socket; no answer will come.
+            for batch in &batches {
+                producer.stats.acked += batch.records.len() as u64;
+                producer.record_acked(batch, None, ledger);
+            }
+        } else {
+            producer.in_flight.push(InFlight {
+                wire_id,
+                broker,
+                sent_ms: now,
+                batches,
+            });
+        }
+    }
+}
+
+impl Producer {
+    /// Reports the producer's next deadline: its next record, a linger or retry back-off ending,
+    /// a request or a batch timing out.
+    fn wake(&self, now: u64, wake: &mut Wake) {
+        let mut at = |t: u64| {
+            if t > now {
+                wake.at(t);
+            }
+        };
+        let rate = u64::from(self.records_per_sec);
+        if rate > 0 {
+            // The first instant t with (t - since + 1) * rate / 1000 > made so far.
+            let needed = (self.made_since + 1) * 1000;
+            at(self.rate_since_ms + needed.div_ceil(rate) - 1);
+        }
+        let delivery = self.config.delivery_timeout_ms;
+        for queue in &self.queues {
+            if let Some(head) = queue.front() {
+                at(if head.attempts > 0 {
+                    head.retry_at_ms
+                } else {
+                    head.created_ms + self.config.linger_ms
+                });
+            }
+            for batch in queue {
+                at(batch.created_ms + delivery);
+            }
+        }
+        for request in &self.in_flight {
+            at(request.sent_ms + self.config.request_timeout_ms);
+            for batch in &request.batches {
+                at(batch.created_ms + delivery);
+            }
+        }
+    }
+}
+
+/// A record's key as text, written out by the producer that made it (outside the schedule: the
+/// view, reports, tests).
+pub fn record_key(world: &World, record: &super::cluster::Record) -> Option<String> {
+    let cluster = world.get_resource::<Cluster>()?;
+    let producer = world.get::<Producer>(*cluster.producers.get(record.producer as usize)?)?;
+    producer.key_text(record.key)
+}

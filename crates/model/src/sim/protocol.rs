@@ -1,0 +1,311 @@
+//! The payloads of the messages on the wire, and Kafka's error codes among them.
+
+use bevy_ecs::prelude::*;
+use serde::Serialize;
+
+use super::cluster::Record;
+use crate::scenario::Acks;
+
+/// The error codes of produce and fetch responses that the model can produce (`Errors.java`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum KafkaError {
+    NotEnoughReplicas,
+    NotEnoughReplicasAfterAppend,
+    RequestTimedOut,
+    NotLeaderOrFollower,
+    OutOfOrderSequenceNumber,
+    /// A batch of an idempotent producer's older epoch, after the leader saw a newer one.
+    InvalidProducerEpoch,
+    /// The connection broke (the broker's process is gone): not a response code but what the
+    /// client reports (`Errors.NETWORK_EXCEPTION`).
+    NetworkException,
+    /// A consumer asked for an offset the replica does not have.
+    OffsetOutOfRange,
+}
+
+impl KafkaError {
+    /// The name Kafka's clients and logs print.
+    pub fn name(self) -> &'static str {
+        match self {
+            KafkaError::NotEnoughReplicas => "NOT_ENOUGH_REPLICAS",
+            KafkaError::NotEnoughReplicasAfterAppend => "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+            KafkaError::RequestTimedOut => "REQUEST_TIMED_OUT",
+            KafkaError::NotLeaderOrFollower => "NOT_LEADER_OR_FOLLOWER",
+            KafkaError::OutOfOrderSequenceNumber => "OUT_OF_ORDER_SEQUENCE_NUMBER",
+            KafkaError::InvalidProducerEpoch => "INVALID_PRODUCER_EPOCH",
+            KafkaError::NetworkException => "NETWORK_EXCEPTION",
+            KafkaError::OffsetOutOfRange => "OFFSET_OUT_OF_RANGE",
+        }
+    }
+
+    /// Whether the producer retries a batch that got this error: Kafka's `RetriableException`
+    /// subclasses. OUT_OF_ORDER_SEQUENCE_NUMBER is not one, but the idempotent producer (the only
+    /// one that gets it) retries it anyway (`TransactionManager.canRetry`).
+    pub fn retriable(self) -> bool {
+        !matches!(
+            self,
+            KafkaError::InvalidProducerEpoch | KafkaError::OutOfOrderSequenceNumber
+        )
+    }
+}
+
+/// A record waiting in a producer's batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingRecord {
+    /// Unique over the run (see `Record::id`).
+    pub id: u64,
+    pub key: super::keys::Key,
+    pub bytes: u32,
+}
+
+/// One partition's batch in a produce request.
+#[derive(Debug, Clone)]
+pub struct WireBatch {
+    /// The producer's own id for the batch.
+    pub id: u64,
+    pub partition: Entity,
+    pub producer: u32,
+    /// First sequence number when the producer is idempotent.
+    pub base_sequence: Option<i32>,
+    pub producer_epoch: u16,
+    pub records: Vec<PendingRecord>,
+}
+
+/// Where the leader is with one batch of a produce request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchOutcome {
+    /// Answered: the batch's base offset, or an error.
+    Done(Result<u64, KafkaError>),
+    /// Appended at `base_offset`; acks=all waits until the high watermark reaches `required`.
+    Waiting { base_offset: u64, required: u64 },
+}
+
+/// A ProduceRequest to a partition leader: the batches of every partition that broker leads.
+#[derive(Debug, Clone)]
+pub struct ProduceRequest {
+    pub producer: u32,
+    pub acks: Acks,
+    /// How long an acks=all request may wait at the leader (`request.timeout.ms`).
+    pub timeout_ms: u64,
+    pub batches: Vec<WireBatch>,
+    /// Filled in by the leader, one per batch.
+    pub outcomes: Vec<BatchOutcome>,
+}
+
+/// The answer to one batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchResult {
+    pub batch: u64,
+    pub partition: Entity,
+    pub result: Result<u64, KafkaError>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ProduceResponse {
+    /// The wire id of the request it answers.
+    pub request: u64,
+    pub results: Vec<BatchResult>,
+}
+
+/// One partition of a follower's fetch: from the follower's own log end offset.
+#[derive(Debug, Clone)]
+pub struct FetchPartition {
+    pub partition: Entity,
+    /// The follower's replica entity.
+    pub replica: Entity,
+    pub fetch_offset: u64,
+    /// The epoch of the follower's last record (`lastFetchedEpoch`, KIP-595/KIP-320): the leader
+    /// checks the logs agree up to the fetch offset.
+    pub last_fetched_epoch: Option<u32>,
+}
+
+/// A follower's Fetch to one leader broker, for every partition it follows from it (one request
+/// per follower and leader broker, as `ReplicaFetcherThread` sends).
+#[derive(Debug, Clone)]
+pub struct FetchRequest {
+    pub partitions: Vec<FetchPartition>,
+}
+
+/// Where a follower's log leaves the leader's (`FetchResponse.divergingEpoch`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Diverging {
+    /// The largest leader epoch at or below the follower's, or `None` if the leader has none.
+    pub epoch: Option<u32>,
+    /// Where that epoch ends on the leader.
+    pub end_offset: u64,
+}
+
+/// One partition of a fetch response.
+#[derive(Debug, Clone)]
+pub struct FetchedPartition {
+    pub partition: Entity,
+    pub replica: Entity,
+    /// Where its records are in the response's [`FetchResponse::records`].
+    pub records: std::ops::Range<u32>,
+    pub high_watermark: u64,
+    pub error: Option<KafkaError>,
+    /// Set when the follower's log diverges: it truncates before fetching again.
+    pub diverging: Option<Diverging>,
+}
+
+#[derive(Debug, Clone)]
+pub struct FetchResponse {
+    pub request: u64,
+    pub partitions: Vec<FetchedPartition>,
+    /// Every partition's records, one partition after another: one vector for the response, not
+    /// one per partition.
+    pub records: Vec<Record>,
+}
+
+impl FetchResponse {
+    /// One partition's records.
+    pub fn records_of(&self, partition: &FetchedPartition) -> &[Record] {
+        &self.records[partition.records.start as usize..partition.records.end as usize]
+    }
+}
+
+/// A broker's heartbeat to the active controller (`BrokerHeartbeatRequest`).
+#[derive(Debug, Clone)]
+pub struct Heartbeat {
+    pub broker: u32,
+    pub incarnation: u32,
+    /// The first of a new incarnation: a `BrokerRegistrationRequest`.
+    pub registration: bool,
+}
+
+/// The controller's answer (`BrokerHeartbeatResponse`), drawn on the way back.
+#[derive(Debug, Clone)]
+pub struct HeartbeatResponse {
+    pub broker: u32,
+    /// The incarnation the heartbeat came from (an answer to an earlier one is ignored).
+    pub incarnation: u32,
+    pub fenced: bool,
+    /// A registration refused with DUPLICATE_BROKER_REGISTRATION: the broker's previous
+    /// incarnation still has a valid session.
+    pub refused: bool,
+}
+
+/// Errors of the group protocol (`Errors.java`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub enum GroupError {
+    RebalanceInProgress,
+    UnknownMemberId,
+    IllegalGeneration,
+    NotCoordinator,
+}
+
+impl GroupError {
+    pub fn name(self) -> &'static str {
+        match self {
+            GroupError::RebalanceInProgress => "REBALANCE_IN_PROGRESS",
+            GroupError::UnknownMemberId => "UNKNOWN_MEMBER_ID",
+            GroupError::IllegalGeneration => "ILLEGAL_GENERATION",
+            GroupError::NotCoordinator => "NOT_COORDINATOR",
+        }
+    }
+}
+
+/// A member's request to its group coordinator.
+#[derive(Debug, Clone)]
+pub struct GroupRequest {
+    /// Index of the group in the scenario.
+    pub group: u32,
+    pub member: String,
+    pub body: GroupRequestBody,
+    /// Set by the coordinator on an OffsetCommit it holds: where the commit's records end in the
+    /// offsets partition, which the high watermark must reach before it is answered.
+    pub commit_ends_at: Option<u64>,
+}
+
+#[derive(Debug, Clone)]
+pub enum GroupRequestBody {
+    JoinGroup {
+        instance_id: Option<String>,
+        topics: Vec<String>,
+        /// Partitions it owns now (cooperative and sticky members send them).
+        owned: Vec<crate::assignor::TopicPartition>,
+    },
+    SyncGroup {
+        generation: u32,
+        /// Only the leader sends the assignment.
+        assignment: Option<crate::assignor::Assignment>,
+    },
+    Heartbeat {
+        generation: u32,
+    },
+    LeaveGroup,
+    /// Offsets to commit: (partition ordinal, next offset to read).
+    OffsetCommit {
+        generation: u32,
+        offsets: Vec<(u32, u64)>,
+    },
+}
+
+impl GroupRequestBody {
+    /// The request's name in Kafka's protocol.
+    pub fn name(&self) -> &'static str {
+        match self {
+            GroupRequestBody::JoinGroup { .. } => "JoinGroup",
+            GroupRequestBody::SyncGroup { .. } => "SyncGroup",
+            GroupRequestBody::Heartbeat { .. } => "Heartbeat",
+            GroupRequestBody::LeaveGroup => "LeaveGroup",
+            GroupRequestBody::OffsetCommit { .. } => "OffsetCommit",
+        }
+    }
+}
+
+/// The coordinator's answer.
+#[derive(Debug, Clone)]
+pub struct GroupResponse {
+    pub group: u32,
+    pub member: String,
+    pub body: GroupResponseBody,
+}
+
+#[derive(Debug, Clone)]
+pub enum GroupResponseBody {
+    JoinGroup {
+        generation: u32,
+        leader: String,
+        /// The members and subscriptions, for the leader only.
+        members: Vec<crate::assignor::Member>,
+    },
+    SyncGroup {
+        generation: u32,
+        assignment: Vec<crate::assignor::TopicPartition>,
+    },
+    Heartbeat,
+    LeaveGroup,
+    OffsetCommit {
+        offsets: Vec<(u32, u64)>,
+    },
+    Error {
+        request: &'static str,
+        error: GroupError,
+    },
+}
+
+/// A consumer's fetch of one partition, from its position. Only records below the serving
+/// replica's high watermark come back.
+#[derive(Debug, Clone)]
+pub struct ConsumerFetch {
+    pub consumer: Entity,
+    pub partition: Entity,
+    /// The replica asked (the leader, or a follower in the consumer's rack, KIP-392).
+    pub replica: Entity,
+    pub offset: u64,
+    pub max_records: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct ConsumerFetchResponse {
+    pub request: u64,
+    pub consumer: Entity,
+    pub partition: Entity,
+    /// Records `from .. from + count`.
+    pub from: u64,
+    pub count: u64,
+    /// The serving replica's high watermark when it answered.
+    pub high_watermark: u64,
+    pub error: Option<KafkaError>,
+}

@@ -1,0 +1,121 @@
+//! Brokers serving consumers: only records below the serving replica's high watermark
+//! (read_uncommitted), from the leader, or from an in-sync follower in the consumer's rack when
+//! the brokers select replicas by rack (KIP-392). A fetch that finds nothing new waits up to
+//! `fetch.max.wait.ms` for the high watermark to pass it (`DelayedFetch` with HIGH_WATERMARK
+//! isolation).
+
+use bevy_ecs::prelude::*;
+
+use super::SimClock;
+use super::cluster::{Cluster, Partition, Replica};
+use super::network::{Network, Node, Wire, WireState};
+use super::protocol::{ConsumerFetch, ConsumerFetchResponse, KafkaError};
+use super::wires::Wires;
+
+/// `fetch.max.wait.ms`.
+const FETCH_MAX_WAIT_MS: u64 = 500;
+
+/// Whether a replica may serve this consumer: the leader, or an in-sync follower picked by the
+/// rack-aware selector.
+fn may_serve(partition: &Partition, broker: u32, cluster: &Cluster) -> bool {
+    partition.leader == Some(broker)
+        || (cluster.config.rack_aware_replica_selector
+            && partition.leader.is_some()
+            && partition.in_isr(broker))
+}
+
+/// What a broker answers a consumer's fetch now: (from, count, error), or `None` to hold it.
+fn answer(
+    wire: &Wire,
+    request: &ConsumerFetch,
+    partition: &Partition,
+    replica: &Replica,
+    cluster: &Cluster,
+    now: u64,
+) -> Option<(u64, u64, Option<KafkaError>)> {
+    let Node::Broker(broker) = wire.to else {
+        unreachable!("consumer fetches go to brokers")
+    };
+    if !may_serve(partition, broker, cluster) {
+        return Some((request.offset, 0, Some(KafkaError::NotLeaderOrFollower)));
+    }
+    if request.offset > replica.log_end_offset() {
+        return Some((request.offset, 0, Some(KafkaError::OffsetOutOfRange)));
+    }
+    let count = replica
+        .high_watermark
+        .saturating_sub(request.offset)
+        .min(u64::from(request.max_records));
+    let expired = matches!(wire.state, WireState::Held { until_ms } if now >= until_ms);
+    (count > 0 || expired).then_some((request.offset, count, None))
+}
+
+/// Arriving fetches are answered or held; a held one is looked at again only when its partition
+/// or a replica of it changed, or its wait ran out: nothing else changes its answer.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn serve_consumer_fetches(
+    clock: &SimClock,
+    cluster: &Cluster,
+    network: &mut Network,
+    wires: &mut Wires,
+    partitions: &Query<&Partition>,
+    replicas: &Query<&Replica>,
+    changed_partitions: &Query<Entity, Changed<Partition>>,
+    changed_replicas: &Query<&Replica, Changed<Replica>>,
+    touched: &mut Vec<Entity>,
+    due: &mut Vec<u64>,
+    arriving: &mut Vec<u64>,
+) {
+    let now = clock.now_ms;
+    touched.clear();
+    touched.extend(changed_partitions.iter());
+    touched.extend(changed_replicas.iter().map(|r| r.partition));
+    touched.sort_unstable();
+    touched.dedup();
+    wires.held_due::<ConsumerFetch>(touched, now, due);
+    #[cfg(debug_assertions)]
+    {
+        let mut held = Vec::new();
+        wires.held::<ConsumerFetch>(&mut held);
+        for id in held.into_iter().filter(|id| due.binary_search(id).is_err()) {
+            let (wire, request) = wires.get_of::<ConsumerFetch>(id).expect("a consumer fetch");
+            let partition = partitions.get(request.partition).expect("partition entity");
+            let replica = replicas.get(request.replica).expect("replica entity");
+            debug_assert_eq!(
+                answer(wire, request, partition, replica, cluster, now),
+                None,
+                "a held consumer fetch left out would be answered"
+            );
+        }
+    }
+    wires.arriving::<ConsumerFetch>(arriving);
+    due.extend(arriving.iter().copied());
+    due.sort_unstable();
+    for &id in due.iter() {
+        let (&wire, request) = wires.get_of::<ConsumerFetch>(id).expect("a consumer fetch");
+        let partition = partitions.get(request.partition).expect("partition entity");
+        let replica = replicas.get(request.replica).expect("replica entity");
+        let Some((from, count, error)) = answer(&wire, request, partition, replica, cluster, now)
+        else {
+            if !wire.held() {
+                wires.hold(id, now + FETCH_MAX_WAIT_MS);
+            }
+            continue;
+        };
+        network.send(
+            now,
+            wire.to,
+            wire.from,
+            ConsumerFetchResponse {
+                request: wire.id,
+                consumer: request.consumer,
+                partition: request.partition,
+                from,
+                count,
+                high_watermark: replica.high_watermark,
+                error,
+            },
+        );
+        wires.finish(id);
+    }
+}

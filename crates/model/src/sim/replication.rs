@@ -1,0 +1,528 @@
+//! Followers pull: each follower fetches from its own log end offset; the leader learns the
+//! follower's progress from that offset (`Partition.updateFollowerFetchState`), answers with the
+//! records it lacks and the high watermark, or holds the fetch until data arrives
+//! (`replica.fetch.wait.max.ms`). The follower takes the high watermark from the response, capped
+//! by its own log end offset, so it learns a new one a fetch later than the leader.
+
+use std::ops::Range;
+
+use bevy_ecs::prelude::*;
+
+use super::cluster::{Broker, BrokerId, Cluster, Partition, Record, Replica};
+use super::events::{EventKind, EventLog, Metrics};
+use super::network::{Network, Node, Wire, WireState};
+use super::protocol::{
+    Diverging, FetchPartition, FetchRequest, FetchResponse, FetchedPartition, KafkaError,
+};
+use super::wires::Wires;
+use super::{SimClock, Wake};
+use crate::scenario::ClusterConfig;
+
+/// The records from `from` up to `max_bytes` (at least one, as Kafka always returns a whole first
+/// batch).
+/// They go at the end of `out`; returns where.
+fn read_log(leader: &Replica, from: u64, max_bytes: u64, out: &mut Vec<Record>) -> Range<u32> {
+    let start = out.len();
+    let mut bytes = 0u64;
+    for record in leader.log.iter_from(from as usize) {
+        bytes += u64::from(record.bytes);
+        if bytes > max_bytes && out.len() > start {
+            break;
+        }
+        out.push(record.clone());
+    }
+    start as u32..out.len() as u32
+}
+
+/// A fetch response's body: each partition's answer, and their records.
+pub(super) type Answers = (Vec<FetchedPartition>, Vec<Record>);
+
+/// The leader's answer for every partition of a follower's fetch, read now, into `out` (kept
+/// between steps: most fetches are held, and their answers dropped).
+fn answer_all(
+    request: &FetchRequest,
+    partitions: &Query<&Partition>,
+    to: u32,
+    replicas: &Query<&Replica>,
+    max_bytes: u64,
+    out: &mut Answers,
+) {
+    let (answers, records) = out;
+    answers.clear();
+    records.clear();
+    answers.extend(request.partitions.iter().map(|f| {
+        let partition = partitions.get(f.partition).expect("partition entity");
+        answer_partition(f, partition, to, replicas, max_bytes, records)
+    }));
+}
+
+/// The answer for one partition of a fetch.
+fn answer_partition(
+    fetch: &FetchPartition,
+    partition: &Partition,
+    to: u32,
+    replicas: &Query<&Replica>,
+    max_bytes: u64,
+    records: &mut Vec<Record>,
+) -> FetchedPartition {
+    let mut answer = FetchedPartition {
+        partition: fetch.partition,
+        replica: fetch.replica,
+        records: 0..0,
+        high_watermark: 0,
+        error: None,
+        diverging: None,
+    };
+    let leader = partition
+        .leader_replica()
+        .filter(|_| partition.leader == Some(to))
+        .map(|e| replicas.get(e).expect("replica entity"));
+    let Some(leader) = leader else {
+        answer.error = Some(KafkaError::NotLeaderOrFollower);
+        return answer;
+    };
+    answer.high_watermark = leader.high_watermark;
+    answer.diverging = divergence(leader, fetch.fetch_offset, fetch.last_fetched_epoch);
+    if answer.diverging.is_none() && fetch.fetch_offset < leader.log_end_offset() {
+        answer.records = read_log(leader, fetch.fetch_offset, max_bytes, records);
+    }
+    answer
+}
+
+/// Whether an answer is worth sending before the wait runs out (`DelayedFetch.tryComplete`:
+/// some partition has data, diverged or failed).
+fn worth_sending(answers: &[FetchedPartition]) -> bool {
+    answers
+        .iter()
+        .any(|a| !a.records.is_empty() || a.diverging.is_some() || a.error.is_some())
+}
+
+fn respond(network: &mut Network, now: u64, wire: &Wire, answers: &mut Answers) {
+    let (partitions, records) = std::mem::take(answers);
+    network.send(
+        now,
+        wire.to,
+        wire.from,
+        FetchResponse {
+            request: wire.id,
+            partitions,
+            records,
+        },
+    );
+}
+
+/// Whether the follower's log leaves the leader's before the fetch offset
+/// (`Partition.fetchRecords` with `lastFetchedEpoch`): the leader's largest epoch at or below the
+/// follower's last one is older, or ends before the fetch offset.
+fn divergence(
+    leader: &Replica,
+    fetch_offset: u64,
+    last_fetched_epoch: Option<u32>,
+) -> Option<Diverging> {
+    let leader_leo = leader.log_end_offset();
+    match last_fetched_epoch {
+        Some(epoch) => match leader.end_offset_for(epoch) {
+            Some((found, end)) if found < epoch || end < fetch_offset => Some(Diverging {
+                epoch: Some(found),
+                end_offset: end,
+            }),
+            Some(_) => None,
+            None => Some(Diverging {
+                epoch: None,
+                end_offset: leader_leo,
+            }),
+        },
+        // Past the leader's end with no epoch to compare: out of range, back to its end.
+        None if fetch_offset > leader_leo => Some(Diverging {
+            epoch: None,
+            end_offset: leader_leo,
+        }),
+        None => None,
+    }
+}
+
+/// Where a follower told its log diverges truncates it: the end of the leader's epoch, or its own
+/// end of that epoch if sooner (KIP-279).
+fn truncates_to(follower: &Replica, d: Diverging) -> u64 {
+    match d.epoch {
+        Some(epoch) => {
+            let own_end = follower.end_offset_for(epoch).map_or(0, |(_, end)| end);
+            d.end_offset.min(own_end)
+        }
+        // Out of range with no epoch to compare: back to the leader's end
+        // (`AbstractFetcherThread.handleOutOfRangeError`).
+        None => d.end_offset,
+    }
+}
+
+/// Where `follower`'s log would be cut at its next fetch from `leader`, by the rules above; `None`
+/// when the two agree up to the follower's log end (what the view marks as a divergence).
+pub fn truncation_point(leader: &Replica, follower: &Replica) -> Option<u64> {
+    let d = divergence(leader, follower.log_end_offset(), follower.latest_epoch())?;
+    Some(truncates_to(follower, d)).filter(|to| *to < follower.log_end_offset())
+}
+
+/// The leader records each partition's fetch offset as the follower's log end offset
+/// (`Partition.updateFollowerFetchState`) and answers at once if any partition has something for
+/// the follower, else holds the fetch.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn leaders_answer_fetches(
+    clock: &SimClock,
+    cluster: &Cluster,
+    network: &mut Network,
+    metrics: &mut Metrics,
+    wires: &mut Wires,
+    partitions: &mut Query<&mut Partition>,
+    replicas: &Query<&Replica>,
+    due: &mut Vec<u64>,
+    answers: &mut Answers,
+) {
+    let now = clock.now_ms;
+    let max_bytes = cluster.config.replica_fetch_max_bytes;
+    wires.arriving::<FetchRequest>(due);
+    for &id in due.iter() {
+        let (wire, request) = wires.get_of::<FetchRequest>(id).expect("a fetch");
+        metrics.fetch_requests += 1;
+        let (Node::Broker(to), Node::Broker(follower)) = (wire.to, wire.from) else {
+            unreachable!("followers fetch from brokers")
+        };
+        // Kafka reads the log (and the high watermark it reports) before it records the fetch.
+        answer_all(
+            request,
+            &partitions.as_readonly(),
+            to,
+            replicas,
+            max_bytes,
+            answers,
+        );
+        for (fetch, answer) in request.partitions.iter().zip(&answers.0) {
+            if answer.error.is_some() || answer.diverging.is_some() {
+                continue;
+            }
+            let mut partition = partitions
+                .get_mut(fetch.partition)
+                .expect("partition entity");
+            let leader = partition.leader_replica().expect("answered as leader");
+            let leader_leo = replicas
+                .get(leader)
+                .expect("replica entity")
+                .log_end_offset();
+            if let Some(i) = partition.position(follower) {
+                partition.followers[i].record_fetch(fetch.fetch_offset, leader_leo, now);
+            }
+        }
+        if worth_sending(&answers.0) {
+            respond(network, now, wire, answers);
+            wires.finish(id);
+        } else {
+            wires.hold(id, now + cluster.config.replica_fetch_wait_max_ms);
+        }
+    }
+}
+
+/// `DelayedFetch`: a held follower fetch finishes when the leader's log end offset passes one of
+/// its partitions' offsets, a partition's leadership moves, or its wait runs out. A high
+/// watermark change alone does not finish it (KAFKA-9952).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn complete_delayed_fetches(
+    clock: &SimClock,
+    cluster: &Cluster,
+    network: &mut Network,
+    wires: &mut Wires,
+    partitions: &Query<&Partition>,
+    replicas: &Query<&Replica>,
+    changed: &Query<&Replica, Changed<Replica>>,
+    touched: &mut Vec<Entity>,
+    due: &mut Vec<u64>,
+    answers: &mut Answers,
+) {
+    let now = clock.now_ms;
+    // Only partitions whose replicas changed since the last step can have new data.
+    touched.clear();
+    touched.extend(changed.iter().map(|r| r.partition));
+    touched.sort_unstable();
+    touched.dedup();
+    // The fetches watching a touched partition (`DelayedOperationPurgatory.checkAndComplete`
+    // by partition), and those whose wait has run out.
+    wires.held_due::<FetchRequest>(touched, now, due);
+    #[cfg(debug_assertions)]
+    {
+        let mut all = Vec::new();
+        wires.held::<FetchRequest>(&mut all);
+        all.retain(|id| {
+            let (wire, request) = wires.get_of::<FetchRequest>(*id).expect("a fetch");
+            matches!(wire.state, WireState::Held { until_ms } if now >= until_ms)
+                || request
+                    .partitions
+                    .iter()
+                    .any(|f| touched.binary_search(&f.partition).is_ok())
+        });
+        debug_assert_eq!(all, *due, "the purgatory has the held fetches that are due");
+    }
+    for &id in due.iter() {
+        let (wire, request) = wires.get_of::<FetchRequest>(id).expect("a fetch");
+        let Node::Broker(to) = wire.to else {
+            unreachable!("fetches go to brokers")
+        };
+        let expired = matches!(wire.state, WireState::Held { until_ms } if now >= until_ms);
+        let max_bytes = cluster.config.replica_fetch_max_bytes;
+        answer_all(request, partitions, to, replicas, max_bytes, answers);
+        if expired || worth_sending(&answers.0) {
+            respond(network, now, wire, answers);
+            wires.finish(id);
+        }
+    }
+}
+
+/// The follower appends what it fetched for each partition and takes the leader's high
+/// watermark, capped by its own log end offset (`ReplicaFetcherThread.processPartitionData`).
+/// Told its log diverges, it truncates to where it agrees with the leader (KIP-101, KIP-279): the
+/// end of the leader's epoch, or its own end of that epoch if sooner.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn followers_take_responses(
+    clock: &SimClock,
+    cluster: &Cluster,
+    metrics: &mut Metrics,
+    events: &mut EventLog,
+    wires: &mut Wires,
+    brokers: &mut Query<&mut Broker>,
+    partitions: &Query<&Partition>,
+    replicas: &mut Query<&mut Replica>,
+    share: &mut Vec<(Entity, Entity, usize)>,
+    due: &mut Vec<u64>,
+) {
+    let now = clock.now_ms;
+    wires.arriving::<FetchResponse>(due);
+    for &id in due.iter() {
+        wires.finish(id);
+        let (wire, response) = wires.get_of::<FetchResponse>(id).expect("a fetch response");
+        let (Node::Broker(follower), Node::Broker(leader)) = (wire.to, wire.from) else {
+            unreachable!("fetch responses go between brokers")
+        };
+        let mut broker = brokers
+            .get_mut(cluster.brokers[follower as usize - 1])
+            .expect("broker entity");
+        let fetcher = broker.fetcher(leader);
+        if fetcher.in_flight != Some(response.request) {
+            continue; // An answer to a fetch the follower already gave up on.
+        }
+        fetcher.in_flight = None;
+        for fetched in &response.partitions {
+            let partition = partitions.get(fetched.partition).expect("partition entity");
+            if fetched.error.is_some() || partition.leader != Some(leader) {
+                continue; // Leadership moved: the partition is fetched from its new leader.
+            }
+            let mut replica = replicas.get_mut(fetched.replica).expect("replica entity");
+            if let Some(d) = fetched.diverging {
+                let to = truncates_to(&replica, d);
+                let from = replica.log_end_offset();
+                let removed = replica.truncate_to(to);
+                if removed > 0 {
+                    metrics.records_truncated += removed;
+                    events.push(
+                        now,
+                        EventKind::Truncated {
+                            broker: replica.broker,
+                            topic: cluster.topics[partition.topic].name.clone(),
+                            partition: partition.index,
+                            from_offset: from,
+                            to_offset: to,
+                        },
+                    );
+                }
+                continue;
+            }
+            let records = response.records_of(fetched);
+            if let Some(first) = records.first() {
+                if first.offset != replica.log_end_offset() {
+                    continue; // Not where this log ends: a stale answer.
+                }
+                metrics.records_replicated += records.len() as u64;
+                let sealed = replica.log.sealed_len();
+                replica.append(records.iter().cloned());
+                if replica.log.sealed_len() > sealed {
+                    let leader = partition.leader_replica().expect("answered as leader");
+                    share.push((fetched.replica, leader, sealed));
+                }
+            }
+            replica.high_watermark = fetched.high_watermark.min(replica.log_end_offset());
+        }
+    }
+    // What a follower copied is its leader's records: keep one copy of each full chunk.
+    for (follower, leader, from) in share.drain(..) {
+        if let Ok([mut follower, leader]) = replicas.get_many_mut([follower, leader]) {
+            follower
+                .bypass_change_detection()
+                .log
+                .share_sealed(&leader.log, from);
+        }
+    }
+}
+
+/// A fetch with no answer within the broker's `request.timeout.ms` is given up; the fetcher backs
+/// off `replica.fetch.backoff.ms` and tries again.
+fn time_out_fetches(broker: &mut Broker, now: u64, config: &ClusterConfig) {
+    for (_, fetcher) in &mut broker.fetchers {
+        if fetcher.in_flight.is_some() && now >= fetcher.sent_ms + config.replica_socket_timeout_ms
+        {
+            fetcher.in_flight = None;
+            fetcher.backoff_until_ms = now + config.replica_fetch_backoff_ms;
+        }
+    }
+}
+
+/// A fetcher's next deadline: its fetch's timeout, or the end of its back-off.
+fn wake_fetchers(broker: &Broker, now: u64, config: &ClusterConfig, wake: &mut Wake) {
+    for (_, f) in &broker.fetchers {
+        let at = if f.in_flight.is_some() {
+            f.sent_ms + config.replica_socket_timeout_ms
+        } else {
+            f.backoff_until_ms
+        };
+        if at > now {
+            wake.at(at);
+        }
+    }
+}
+
+/// What the replication phase keeps between steps, so that a step allocates little.
+#[derive(Default)]
+pub(super) struct Scratch {
+    pub due: Vec<u64>,
+    pub answers: Answers,
+    /// (follower's replica, leader's replica, sealed chunks before the append).
+    pub share: Vec<(Entity, Entity, usize)>,
+    pub followed: Followed,
+}
+
+/// Which partitions each broker follows from which leader, with its replica of each, in
+/// partition order: the (follower, leader) pairs `ReplicaFetcherManager` keeps a fetcher thread
+/// for. Leadership changes rarely, so it is computed again only when some partition's leader is
+/// not the one it was computed with, instead of every broker looking at every partition at
+/// every step.
+#[derive(Default)]
+pub(super) struct Followed {
+    /// The partitions' entities and leaders when computed, by ordinal (a restored checkpoint
+    /// has other entities).
+    partitions: Vec<Entity>,
+    leaders: Vec<Option<BrokerId>>,
+    /// By broker id - 1: (leader, [(partition, the follower's replica)]), by leader.
+    by_broker: Vec<Vec<(BrokerId, Followers)>>,
+}
+
+/// The partitions one follower fetches from one leader: (partition, the follower's replica).
+type Followers = Vec<(Entity, Entity)>;
+
+impl Followed {
+    fn compute(cluster: &Cluster, partitions: &Query<&Partition>) -> Followed {
+        let mut followed = Followed {
+            partitions: cluster.partitions.clone(),
+            leaders: Vec::with_capacity(cluster.partitions.len()),
+            by_broker: vec![Vec::new(); cluster.brokers.len()],
+        };
+        for (&p, partition) in cluster
+            .partitions
+            .iter()
+            .zip(partitions.iter_many(&cluster.partitions))
+        {
+            followed.leaders.push(partition.leader);
+            let Some(leader) = partition.leader else {
+                continue;
+            };
+            for (&follower, &replica) in partition.assignment.iter().zip(&partition.replicas) {
+                if follower == leader {
+                    continue;
+                }
+                let pairs = &mut followed.by_broker[follower as usize - 1];
+                let i = match pairs.binary_search_by_key(&leader, |(l, _)| *l) {
+                    Ok(i) => i,
+                    Err(i) => {
+                        pairs.insert(i, (leader, Vec::new()));
+                        i
+                    }
+                };
+                pairs[i].1.push((p, replica));
+            }
+        }
+        followed
+    }
+
+    /// Computes the pairs again if a leader moved since.
+    fn refresh(&mut self, cluster: &Cluster, partitions: &Query<&Partition>) {
+        let current = self.partitions == cluster.partitions
+            && self.by_broker.len() == cluster.brokers.len()
+            && self
+                .leaders
+                .iter()
+                .zip(partitions.iter_many(&cluster.partitions))
+                .all(|(l, p)| *l == p.leader);
+        if !current {
+            *self = Followed::compute(cluster, partitions);
+        }
+        #[cfg(debug_assertions)]
+        {
+            let fresh = Followed::compute(cluster, partitions);
+            debug_assert_eq!(
+                self.by_broker, fresh.by_broker,
+                "the followed pairs are current"
+            );
+        }
+    }
+}
+
+/// Each running broker's fetcher for each leader it follows partitions from, when idle (its last
+/// fetch answered or timed out, its back-off over), asks for what follows each of those
+/// replicas' log end offsets, in one request.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn followers_send_fetches(
+    clock: &SimClock,
+    cluster: &Cluster,
+    network: &mut Network,
+    wake: &mut Wake,
+    brokers: &mut Query<&mut Broker>,
+    partitions: &Query<&Partition>,
+    replicas: &Query<&Replica>,
+    followed: &mut Followed,
+) {
+    let now = clock.now_ms;
+    followed.refresh(cluster, partitions);
+    for &broker_entity in &cluster.brokers {
+        let mut broker = brokers.get_mut(broker_entity).expect("broker entity");
+        time_out_fetches(&mut broker, now, &cluster.config);
+        if !broker.alive {
+            wake_fetchers(&broker, now, &cluster.config, wake);
+            continue;
+        }
+        let follower = broker.id;
+        for (leader, list) in &followed.by_broker[follower as usize - 1] {
+            let fetcher = broker.fetcher(*leader);
+            if fetcher.in_flight.is_some() || now < fetcher.backoff_until_ms {
+                continue;
+            }
+            let fetches = list
+                .iter()
+                .map(|&(partition, replica)| {
+                    let r = replicas.get(replica).expect("replica entity");
+                    FetchPartition {
+                        partition,
+                        replica,
+                        fetch_offset: r.log_end_offset(),
+                        last_fetched_epoch: r.latest_epoch(),
+                    }
+                })
+                .collect();
+            let wire = network.send(
+                now,
+                Node::Broker(follower),
+                Node::Broker(*leader),
+                FetchRequest {
+                    partitions: fetches,
+                },
+            );
+            let fetcher = broker.fetcher(*leader);
+            fetcher.in_flight = Some(wire.id);
+            fetcher.sent_ms = now;
+        }
+        wake_fetchers(&broker, now, &cluster.config, wake);
+    }
+}

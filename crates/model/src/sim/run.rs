@@ -1,0 +1,227 @@
+//! A running simulation: the model's world, stepped to where the caller asks, with the
+//! checkpoints that seeking starts from.
+
+use bevy_app::App;
+use bevy_ecs::prelude::*;
+
+use super::{Phases, SimClock, checkpoint, load, plugin, timeline};
+use crate::scenario::Scenario;
+
+/// Every despawn leaves Bevy a note per component for `RemovedComponents` readers (the model has
+/// none); the notes are kept until the world's trackers are cleared twice, so a run clears them
+/// this often (in steps), or its memory would grow with every message ever handled.
+const CLEAR_TRACKERS_EVERY: u64 = 1024;
+
+/// A run keeps at most this many checkpoints...
+pub const MAX_CHECKPOINTS: usize = 1024;
+/// ...taking together about this many bytes at most. Beyond either, every other checkpoint is
+/// dropped and the spacing doubles, so a long or large run's memory stays bounded and a seek
+/// re-runs at most one (longer) interval.
+pub const CHECKPOINT_BYTES: usize = 256 * 1024 * 1024;
+
+/// How far apart the checkpoints that seeking starts from are, for a light load.
+pub const CHECKPOINT_EVERY_MS: u64 = 5_000;
+
+/// The checkpoint spacing for a scenario: busier clusters take longer to re-run, so they keep
+/// checkpoints closer together (a seek re-runs at most one interval). 500 records/s or fewer get
+/// [`CHECKPOINT_EVERY_MS`], 1000 records/s one every 2.5 s, 5000 records/s one every 0.5 s.
+pub fn checkpoint_every_ms(scenario: &Scenario) -> u64 {
+    let records_per_sec: u64 = scenario
+        .producers
+        .iter()
+        .map(|p| u64::from(p.records_per_sec))
+        .sum::<u64>()
+        .max(1);
+    let every = CHECKPOINT_EVERY_MS * 500 / records_per_sec.max(500);
+    (every / 500 * 500).clamp(500, CHECKPOINT_EVERY_MS)
+}
+
+/// A running simulation of one scenario: the world of a headless Bevy app with the model plugin,
+/// and the checkpoints taken as it ran, for seeking. It owns its world, so the window app holds it
+/// as a resource and the view reads it without ever sharing entities with the scene.
+pub struct Sim {
+    world: World,
+    /// The step's systems, which run on `world`.
+    phases: Phases,
+    checkpoints: Vec<checkpoint::Checkpoint>,
+    /// Actions given while running (the sandbox), with their instants: seeking back replays them.
+    actions: Vec<(u64, crate::scenario::Action)>,
+    /// Sim time between checkpoints.
+    every_ms: u64,
+}
+
+impl Sim {
+    /// Builds the cluster a scenario describes, at sim time 0, seeded with the scenario's seed.
+    pub fn new(scenario: &Scenario) -> Sim {
+        let mut app = App::empty();
+        app.add_plugins(plugin);
+        load::load(app.world_mut(), scenario);
+        // Only the step's phases ever run: the app's own loop and its schedules are unused.
+        let mut world = std::mem::take(app.world_mut());
+        let phases = Phases::new(&mut world);
+        let mut sim = Sim {
+            world,
+            phases,
+            checkpoints: Vec::new(),
+            actions: Vec::new(),
+            every_ms: checkpoint_every_ms(scenario),
+        };
+        sim.checkpoint_if_due();
+        sim
+    }
+
+    pub fn world(&self) -> &World {
+        &self.world
+    }
+
+    pub fn world_mut(&mut self) -> &mut World {
+        &mut self.world
+    }
+
+    pub fn now_ms(&self) -> u64 {
+        self.world().resource::<SimClock>().now_ms
+    }
+
+    /// Runs one step: the current instant, after which the clock moves to the next instant at
+    /// which anything happens.
+    pub fn step(&mut self) {
+        self.step_once();
+        self.world.clear_trackers();
+    }
+
+    fn step_once(&mut self) {
+        // The systems are outside the world, where its periodic check of change ticks would find
+        // them: hand them the check.
+        if let Some(check) = self.world.check_change_ticks() {
+            self.phases.check_change_ticks(check);
+        }
+        self.phases.run(&mut self.world);
+    }
+
+    /// Steps every millisecond instead of jumping over idle ones (the reports are the same).
+    pub fn set_skip_idle(&mut self, skip: bool) {
+        self.world_mut().resource_mut::<SimClock>().skip_idle = skip;
+    }
+
+    /// Runs the timeline, fault handling, the controller and the ISR check at every step instead
+    /// of only when something is due for them (the reports are the same).
+    pub fn set_skip_idle_rules(&mut self, skip: bool) {
+        self.world_mut().resource_mut::<SimClock>().skip_idle_rules = skip;
+    }
+
+    /// Runs every step before `until_ms`; afterwards the clock reads `until_ms`. Returns how many
+    /// steps ran (instants at which something could happen). Takes a checkpoint at every
+    /// multiple of the checkpoint interval it passes for the first time.
+    pub fn run_until(&mut self, until_ms: u64) -> u64 {
+        let mut steps = 0;
+        while self.now_ms() < until_ms {
+            let next_checkpoint = (self.now_ms() / self.every_ms + 1) * self.every_ms;
+            steps += self.run_steps_until(until_ms.min(next_checkpoint));
+            self.checkpoint_if_due();
+        }
+        steps
+    }
+
+    fn run_steps_until(&mut self, until_ms: u64) -> u64 {
+        self.world.resource_mut::<SimClock>().horizon_ms = until_ms;
+        let mut steps = 0;
+        while self.now_ms() < until_ms {
+            self.step_once();
+            steps += 1;
+            if steps % CLEAR_TRACKERS_EVERY == 0 {
+                self.world.clear_trackers();
+            }
+        }
+        self.world.clear_trackers();
+        steps
+    }
+
+    /// Takes a checkpoint when the clock sits on a checkpoint instant not yet saved, then thins
+    /// the checkpoints while they are too many or too big.
+    fn checkpoint_if_due(&mut self) {
+        let now = self.now_ms();
+        let next = self.checkpoints.len() as u64 * self.every_ms;
+        if now != next {
+            return;
+        }
+        let checkpoint = checkpoint::Checkpoint::capture(&mut self.world);
+        self.checkpoints.push(checkpoint);
+        while self.checkpoints.len() > 1
+            && (self.checkpoints.len() > MAX_CHECKPOINTS
+                || self.checkpoint_bytes() > CHECKPOINT_BYTES)
+        {
+            // Checkpoint i is at i x every_ms: keeping the even ones keeps that true at twice
+            // the spacing.
+            let kept = std::mem::take(&mut self.checkpoints)
+                .into_iter()
+                .step_by(2)
+                .collect();
+            self.checkpoints = kept;
+            self.every_ms *= 2;
+        }
+    }
+
+    /// About what the checkpoints take in memory.
+    pub fn checkpoint_bytes(&self) -> usize {
+        self.checkpoints.iter().map(|c| c.bytes).sum()
+    }
+
+    /// How many checkpoints there are, and how far apart (ms).
+    pub fn checkpoint_spacing(&self) -> (usize, u64) {
+        (self.checkpoints.len(), self.every_ms)
+    }
+
+    /// Puts the model in its exact state at `at_ms`, forward or back: from the latest checkpoint
+    /// at or before it (taking the missing ones on the way), or by running on from now.
+    pub fn seek(&mut self, at_ms: u64) {
+        let now = self.now_ms();
+        let index = (at_ms / self.every_ms) as usize;
+        let from_checkpoint = index.min(self.checkpoints.len().saturating_sub(1));
+        let checkpoint_ms = from_checkpoint as u64 * self.every_ms;
+        if !(now <= at_ms && now >= checkpoint_ms) {
+            self.restore(from_checkpoint);
+        }
+        self.run_until(at_ms);
+    }
+
+    fn restore(&mut self, index: usize) {
+        let checkpoint_ms = index as u64 * self.every_ms;
+        {
+            let checkpoint = &self.checkpoints[index];
+            checkpoint.restore(&mut self.world);
+            // The checkpoint's timeline predates the actions given since: give them again.
+            let mut timeline = self.world.resource_mut::<timeline::Timeline>();
+            for (at, action) in &self.actions {
+                if *at >= checkpoint_ms {
+                    timeline.push(*at, action.clone());
+                }
+            }
+        }
+    }
+
+    /// Applies an action now, as a scenario timeline would: the sandbox's way to change the
+    /// cluster. Seeking back to before it and forward again replays it; checkpoints after it
+    /// were taken without it and are dropped.
+    pub fn act(&mut self, action: crate::scenario::Action) {
+        let now = self.now_ms();
+        self.checkpoints
+            .truncate((now / self.every_ms + 1) as usize);
+        let rewritten = self.actions.iter().any(|(at, _)| *at > now);
+        self.actions.retain(|(at, _)| *at <= now);
+        self.actions.push((now, action.clone()));
+        if rewritten {
+            // Later actions belong to a future this one replaces: run up to now without them.
+            self.restore(self.checkpoints.len() - 1);
+            self.run_until(now);
+        } else {
+            self.world
+                .resource_mut::<timeline::Timeline>()
+                .push(now, action);
+        }
+    }
+
+    /// Actions given with [`Sim::act`], with their instants.
+    pub fn actions(&self) -> &[(u64, crate::scenario::Action)] {
+        &self.actions
+    }
+}

@@ -1,0 +1,619 @@
+//! The messages on the wire, as rows: the network keeps each message (its envelope and its
+//! payload) under its wire id, with the queues that say which are due, so a step touches only the
+//! messages that arrive or wait at it, never every message. The view reads the rows by wire id.
+//!
+//! A step sees the messages as they stood when it began: what it sends goes on the wire at its
+//! end ([`Network::send`] keeps it until then), and what it finishes leaves at its end, so every
+//! rule of a step reads the same wire whatever order the rules run in.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap};
+use std::convert::identity as as_is;
+
+use bevy_ecs::entity::EntityHashMap;
+use bevy_platform::collections::HashMap;
+
+use bevy_ecs::prelude::*;
+
+use super::Wake;
+use super::events::Metrics;
+use super::network::{Network, Wire, WireState};
+use super::protocol::{
+    ConsumerFetch, ConsumerFetchResponse, FetchRequest, FetchResponse, GroupRequest, GroupResponse,
+    Heartbeat, HeartbeatResponse, ProduceRequest, ProduceResponse,
+};
+
+/// What a message carries: one of Kafka's requests or responses.
+#[derive(Debug, Clone)]
+pub enum Payload {
+    Produce(ProduceRequest),
+    ProduceResponse(ProduceResponse),
+    Fetch(FetchRequest),
+    FetchResponse(FetchResponse),
+    Heartbeat(Heartbeat),
+    HeartbeatResponse(HeartbeatResponse),
+    // Boxed: the group protocol's messages are rare and the largest, and every row has the
+    // room of the largest payload.
+    Group(Box<GroupRequest>),
+    GroupResponse(Box<GroupResponse>),
+    ConsumerFetch(ConsumerFetch),
+    ConsumerFetchResponse(ConsumerFetchResponse),
+}
+
+/// A payload's kind, in the order the trace digest numbers them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    Produce,
+    ProduceResponse,
+    Fetch,
+    FetchResponse,
+    Heartbeat,
+    HeartbeatResponse,
+    Group,
+    GroupResponse,
+    ConsumerFetch,
+    ConsumerFetchResponse,
+}
+
+/// How many kinds there are.
+const KINDS: usize = Kind::ConsumerFetchResponse as usize + 1;
+
+impl Payload {
+    pub fn kind(&self) -> Kind {
+        match self {
+            Payload::Produce(_) => Kind::Produce,
+            Payload::ProduceResponse(_) => Kind::ProduceResponse,
+            Payload::Fetch(_) => Kind::Fetch,
+            Payload::FetchResponse(_) => Kind::FetchResponse,
+            Payload::Heartbeat(_) => Kind::Heartbeat,
+            Payload::HeartbeatResponse(_) => Kind::HeartbeatResponse,
+            Payload::Group(_) => Kind::Group,
+            Payload::GroupResponse(_) => Kind::GroupResponse,
+            Payload::ConsumerFetch(_) => Kind::ConsumerFetch,
+            Payload::ConsumerFetchResponse(_) => Kind::ConsumerFetchResponse,
+        }
+    }
+}
+
+/// A payload type: how it is found in and put into a [`Payload`].
+pub trait OnWire: Sized {
+    const KIND: Kind;
+    fn of(payload: &Payload) -> Option<&Self>;
+    fn of_mut(payload: &mut Payload) -> Option<&mut Self>;
+    fn into_payload(self) -> Payload;
+}
+
+/// Each payload type with its variant and how the variant holds it (as is, or boxed).
+macro_rules! on_wire {
+    ($($variant:ident: $t:ty => $hold:path),* $(,)?) => {
+        $(impl OnWire for $t {
+            const KIND: Kind = Kind::$variant;
+            fn of(payload: &Payload) -> Option<&Self> {
+                match payload {
+                    Payload::$variant(p) => Some(p),
+                    _ => None,
+                }
+            }
+            fn of_mut(payload: &mut Payload) -> Option<&mut Self> {
+                match payload {
+                    Payload::$variant(p) => Some(p),
+                    _ => None,
+                }
+            }
+            fn into_payload(self) -> Payload {
+                Payload::$variant($hold(self))
+            }
+        })*
+    };
+}
+
+on_wire!(
+    Produce: ProduceRequest => as_is,
+    ProduceResponse: ProduceResponse => as_is,
+    Fetch: FetchRequest => as_is,
+    FetchResponse: FetchResponse => as_is,
+    Heartbeat: Heartbeat => as_is,
+    HeartbeatResponse: HeartbeatResponse => as_is,
+    Group: GroupRequest => Box::new,
+    GroupResponse: GroupResponse => Box::new,
+    ConsumerFetch: ConsumerFetch => as_is,
+    ConsumerFetchResponse: ConsumerFetchResponse => as_is,
+);
+
+/// One message: its envelope and what it carries.
+#[derive(Debug, Clone)]
+pub struct Message {
+    pub wire: Wire,
+    pub payload: Payload,
+}
+
+/// The messages themselves: in slots reused as messages come and go, found through a hash index
+/// by wire id (its hasher is fixed, and nothing depends on its order).
+#[derive(Debug, Clone, Default)]
+struct Rows {
+    slots: Vec<Option<Message>>,
+    free: Vec<u32>,
+    index: HashMap<u64, u32>,
+}
+
+impl Rows {
+    fn get(&self, id: u64) -> Option<&Message> {
+        let slot = *self.index.get(&id)?;
+        self.slots[slot as usize].as_ref()
+    }
+
+    fn get_mut(&mut self, id: u64) -> Option<&mut Message> {
+        let slot = *self.index.get(&id)?;
+        self.slots[slot as usize].as_mut()
+    }
+
+    fn insert(&mut self, message: Message) {
+        let id = message.wire.id;
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.slots[slot as usize] = Some(message);
+                slot
+            }
+            None => {
+                self.slots.push(Some(message));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.index.insert(id, slot);
+    }
+
+    fn remove(&mut self, id: u64) -> Option<Message> {
+        let slot = self.index.remove(&id)?;
+        self.free.push(slot);
+        self.slots[slot as usize].take()
+    }
+
+    /// In send order (sorted for the asking: the model itself never needs every message).
+    fn in_send_order(&self) -> Vec<&Message> {
+        let mut messages: Vec<&Message> = self.slots.iter().flatten().collect();
+        messages.sort_unstable_by_key(|m| m.wire.id);
+        messages
+    }
+
+    fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    fn iter_mut(&mut self) -> impl Iterator<Item = &mut Message> {
+        self.slots.iter_mut().flatten()
+    }
+}
+
+impl std::ops::Index<&u64> for Rows {
+    type Output = Message;
+    fn index(&self, id: &u64) -> &Message {
+        self.get(*id).expect("a message on the wire")
+    }
+}
+
+/// Every message on the wire or held at its receiver, by wire id, and the queues of what is due.
+#[derive(Resource, Debug, Clone, Default)]
+pub struct Wires {
+    rows: Rows,
+    /// Per kind, (arrive_ms, wire id) of the messages still travelling, earliest first (lost ones
+    /// included: they leave when they would have arrived).
+    travelling: [BinaryHeap<Reverse<(u64, u64)>>; KINDS],
+    /// Per kind, the messages that arrive at the current step, in send order.
+    due: [Vec<u64>; KINDS],
+    /// Per kind, the messages held at their receiver, in send order.
+    held: [BTreeSet<u64>; KINDS],
+    /// (until_ms, wire id) of the held messages: when their waits run out.
+    holds: BTreeSet<(u64, u64)>,
+    /// The held fetches (a follower's or a consumer's) of each partition, as Kafka's
+    /// `DelayedOperationPurgatory` watches a delayed fetch under each of its partitions: a change
+    /// to a partition wakes only its own.
+    watching: EntityHashMap<Vec<u64>>,
+    /// Handled at this step: they leave at its end.
+    finished: Vec<u64>,
+    /// Lost and due to leave at the end of this step.
+    lost: Vec<u64>,
+}
+
+impl Wires {
+    /// Every message, in send order.
+    pub fn iter(&self) -> impl Iterator<Item = &Message> {
+        self.rows.in_send_order().into_iter()
+    }
+
+    /// How many messages there are.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.len() == 0
+    }
+
+    pub fn get(&self, id: u64) -> Option<&Message> {
+        self.rows.get(id)
+    }
+
+    /// A message of a known kind.
+    pub fn get_of<T: OnWire>(&self, id: u64) -> Option<(&Wire, &T)> {
+        let message = self.rows.get(id)?;
+        Some((&message.wire, T::of(&message.payload)?))
+    }
+
+    /// A message of a known kind, to change its payload. Its envelope changes only through
+    /// [`Wires::hold`] and the ways to lose it, which keep the queues right.
+    pub fn get_mut_of<T: OnWire>(&mut self, id: u64) -> Option<(&Wire, &mut T)> {
+        let message = self.rows.get_mut(id)?;
+        Some((&message.wire, T::of_mut(&mut message.payload)?))
+    }
+
+    /// Puts in `out` the messages of a kind that arrive now (still on their way, not lost), in
+    /// send order.
+    pub fn arriving<T: OnWire>(&self, out: &mut Vec<u64>) {
+        out.clear();
+        out.extend(
+            self.due[T::KIND as usize]
+                .iter()
+                .copied()
+                .filter(|id| self.rows[id].wire.state == WireState::InFlight),
+        );
+    }
+
+    /// Puts in `out` the messages of a kind held at their receiver, in send order.
+    pub fn held<T: OnWire>(&self, out: &mut Vec<u64>) {
+        out.clear();
+        out.extend(self.held[T::KIND as usize].iter().copied());
+    }
+
+    /// Whether any message of a kind arrives now or is held.
+    pub fn any_due<T: OnWire>(&self) -> bool {
+        !self.due[T::KIND as usize].is_empty() || !self.held[T::KIND as usize].is_empty()
+    }
+
+    /// Every message that arrives now or is held, of every kind, in send order.
+    pub fn all_arriving_or_held(&self, out: &mut Vec<u64>) {
+        out.clear();
+        for kind in 0..KINDS {
+            out.extend(
+                self.due[kind]
+                    .iter()
+                    .copied()
+                    .filter(|id| self.rows[id].wire.state == WireState::InFlight),
+            );
+            out.extend(self.held[kind].iter().copied());
+        }
+        out.sort_unstable();
+    }
+
+    /// When the first message of a kind that is still on its way (not lost) arrives.
+    pub fn next_arrival<T: OnWire>(&self) -> Option<u64> {
+        // Heartbeats, the one kind asked about, are few: a look at each is cheap.
+        self.travelling[T::KIND as usize]
+            .iter()
+            .filter(|Reverse((_, id))| {
+                self.rows
+                    .get(*id)
+                    .is_some_and(|m| m.wire.state == WireState::InFlight)
+            })
+            .map(|Reverse((at, _))| *at)
+            .min()
+    }
+
+    /// Puts in `out` the held messages of a kind that watch any of `partitions` or whose wait has
+    /// run out by `now`, in send order.
+    pub fn held_due<T: OnWire>(&self, partitions: &[Entity], now: u64, out: &mut Vec<u64>) {
+        out.clear();
+        for partition in partitions {
+            if let Some(ids) = self.watching.get(partition) {
+                out.extend(ids.iter().copied().filter(|id| self.is_held::<T>(*id)));
+            }
+        }
+        out.extend(
+            self.holds
+                .range(..=(now, u64::MAX))
+                .map(|(_, id)| *id)
+                .filter(|id| self.is_held::<T>(*id)),
+        );
+        out.sort_unstable();
+        out.dedup();
+    }
+
+    fn is_held<T: OnWire>(&self, id: u64) -> bool {
+        self.held[T::KIND as usize].contains(&id)
+    }
+
+    /// Parks an arrived message at its receiver until it can be answered, at the latest
+    /// `until_ms`.
+    pub fn hold(&mut self, id: u64, until_ms: u64) {
+        let message = self.rows.get_mut(id).expect("a message on the wire");
+        if let WireState::Held { until_ms: before } = message.wire.state {
+            self.holds.remove(&(before, id));
+        } else {
+            watch(&mut self.watching, &message.payload, id, true);
+        }
+        message.wire.state = WireState::Held { until_ms };
+        self.held[message.payload.kind() as usize].insert(id);
+        self.holds.insert((until_ms, id));
+    }
+
+    /// The message is answered (or dropped by its receiver): it leaves the wire at the end of
+    /// the step.
+    pub fn finish(&mut self, id: u64) {
+        self.finished.push(id);
+    }
+
+    /// Messages on their way whose link is cut now: lost, they go on to where they would have
+    /// been and leave when they would have arrived.
+    pub fn lose_where(&mut self, now: u64, cut: impl Fn(&Wire) -> bool) {
+        for message in self.rows.iter_mut() {
+            if message.wire.state == WireState::InFlight && cut(&message.wire) {
+                message.wire.state = WireState::Lost { at_ms: now };
+                // One due now has left its queue: it leaves at the end of this step.
+                if message.wire.arrive_ms <= now {
+                    self.lost.push(message.wire.id);
+                }
+            }
+        }
+    }
+
+    /// A message refused by its receiver (arriving now or held there): lost now, and it leaves
+    /// at the end of the step.
+    pub fn refuse(&mut self, id: u64, now: u64) -> &Message {
+        let message = self.rows.get_mut(id).expect("a message on the wire");
+        if let WireState::Held { until_ms } = message.wire.state {
+            self.holds.remove(&(until_ms, id));
+            self.held[message.payload.kind() as usize].remove(&id);
+            watch(&mut self.watching, &message.payload, id, false);
+        }
+        message.wire.state = WireState::Lost { at_ms: now };
+        message.wire.arrive_ms = message.wire.arrive_ms.min(now);
+        self.lost.push(id);
+        message
+    }
+
+    /// The end of a step: what it finished and what was lost by now leave, what it sent goes
+    /// on the wire, and the clock is woken when the next message arrives or a wait runs out.
+    fn end_step(
+        &mut self,
+        now: u64,
+        sent: impl Iterator<Item = Message>,
+        metrics: &mut Metrics,
+        wake: &mut Wake,
+    ) {
+        // The waits of messages handled now still wake the clock, as they did before handling.
+        if let Some((until, _)) = self.holds.range((now + 1, 0)..).next() {
+            wake.at(*until);
+        }
+        for queue in &self.travelling {
+            if let Some(Reverse((at, _))) = queue.peek() {
+                wake.at(*at);
+            }
+        }
+        for id in std::mem::take(&mut self.lost) {
+            if self.remove(id).is_some() {
+                metrics.messages_lost += 1;
+            }
+        }
+        let mut finished = std::mem::take(&mut self.finished);
+        for id in finished.drain(..) {
+            self.remove(id);
+        }
+        self.finished = finished;
+        for message in sent {
+            wake.at(message.wire.arrive_ms);
+            let id = message.wire.id;
+            self.travelling[message.payload.kind() as usize]
+                .push(Reverse((message.wire.arrive_ms, id)));
+            self.rows.insert(message);
+        }
+    }
+
+    fn remove(&mut self, id: u64) -> Option<Message> {
+        // An entry in the queue of arrivals goes when it comes to the top.
+        let message = self.rows.remove(id)?;
+        if let WireState::Held { until_ms } = message.wire.state {
+            self.holds.remove(&(until_ms, id));
+            self.held[message.payload.kind() as usize].remove(&id);
+            watch(&mut self.watching, &message.payload, id, false);
+        }
+        Some(message)
+    }
+
+    /// The start of the step at `now`: the messages that arrive now are due; lost ones that
+    /// would have arrived leave at its end.
+    fn take_arrivals(&mut self, now: u64) {
+        for kind in 0..KINDS {
+            self.due[kind].clear();
+            while let Some(&Reverse((at, id))) = self.travelling[kind].peek()
+                && at <= now
+            {
+                self.travelling[kind].pop();
+                match self.rows.get(id).map(|m| m.wire.state) {
+                    Some(WireState::InFlight) => self.due[kind].push(id),
+                    Some(WireState::Lost { .. }) => self.lost.push(id),
+                    Some(WireState::Held { .. }) => unreachable!("a held message has arrived"),
+                    None => {} // Gone before it arrived.
+                }
+            }
+        }
+    }
+
+    /// About what a copy takes in memory: the rows and the queues (payloads' own vectors are
+    /// left out, as the checkpoint's estimate leaves out other small vectors).
+    pub fn approx_bytes(&self) -> usize {
+        let queued: usize = self.travelling.iter().map(BinaryHeap::len).sum::<usize>()
+            + self.held.iter().map(BTreeSet::len).sum::<usize>()
+            + self.holds.len();
+        self.rows.slots.len() * size_of::<Option<Message>>()
+            + self.rows.index.len() * 2 * size_of::<u64>()
+            + queued * 2 * size_of::<u64>()
+    }
+
+    /// Every entity a message refers to, for checkpoints.
+    pub fn payloads_mut(&mut self) -> impl Iterator<Item = &mut Payload> {
+        self.rows.iter_mut().map(|m| &mut m.payload)
+    }
+
+    /// Points the partitions watched at other entities, for checkpoints.
+    pub fn remap_watched(&mut self, to: impl Fn(Entity) -> Entity) {
+        self.watching = std::mem::take(&mut self.watching)
+            .into_iter()
+            .map(|(partition, ids)| (to(partition), ids))
+            .collect();
+    }
+}
+
+/// Starts or stops watching a held fetch under each partition it fetches.
+fn watch(watching: &mut EntityHashMap<Vec<u64>>, payload: &Payload, id: u64, on: bool) {
+    let mut one = |partition: Entity| {
+        let ids = watching.entry(partition).or_default();
+        if on {
+            ids.push(id);
+        } else if let Some(i) = ids.iter().position(|x| *x == id) {
+            ids.swap_remove(i);
+        }
+    };
+    match payload {
+        Payload::Fetch(request) => request.partitions.iter().for_each(|p| one(p.partition)),
+        Payload::ConsumerFetch(fetch) => one(fetch.partition),
+        _ => {}
+    }
+}
+
+/// The last thing a step does before the clock moves: the wire as the next step will see it.
+pub(super) fn end_step(
+    now: u64,
+    network: &mut Network,
+    wires: &mut Wires,
+    metrics: &mut Metrics,
+    wake: &mut Wake,
+) {
+    let sent = network.take_sent();
+    wires.end_step(now, sent, metrics, wake);
+}
+
+/// The first thing at the new instant: which messages arrive at it.
+pub(super) fn take_arrivals(now: u64, wires: &mut Wires) {
+    wires.take_arrivals(now);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::ClusterConfig;
+    use crate::sim::network::Node;
+
+    fn heartbeat(broker: u32) -> Heartbeat {
+        Heartbeat {
+            broker,
+            incarnation: 1,
+            registration: false,
+        }
+    }
+
+    /// Runs the end of the step at `now` and the start of the next one at `next`.
+    fn between_steps(wires: &mut Wires, network: &mut Network, now: u64, next: u64) -> (u64, u64) {
+        let mut metrics = Metrics::default();
+        let mut wake = Wake::default();
+        wires.end_step(now, network.take_sent(), &mut metrics, &mut wake);
+        wires.take_arrivals(next);
+        (wake.next_ms(), metrics.messages_lost)
+    }
+
+    fn network() -> Network {
+        Network::new(&ClusterConfig {
+            network_latency_ms: 2,
+            ..ClusterConfig::default()
+        })
+    }
+
+    #[test]
+    fn what_a_step_sends_goes_on_the_wire_at_its_end_and_arrives_in_send_order() {
+        let mut network = network();
+        let mut wires = Wires::default();
+        let a = network.send(0, Node::Broker(1), Node::Controller, heartbeat(1));
+        let b = network.send(0, Node::Broker(2), Node::Controller, heartbeat(2));
+        assert!(wires.is_empty(), "not on the wire before the step ends");
+        let (wake, _) = between_steps(&mut wires, &mut network, 0, 1);
+        assert_eq!(wake, 2, "the clock wakes when they arrive");
+        assert_eq!(wires.len(), 2);
+        let mut due = Vec::new();
+        wires.arriving::<Heartbeat>(&mut due);
+        assert!(due.is_empty(), "nothing arrives before the latency");
+        between_steps(&mut wires, &mut network, 1, 2);
+        wires.arriving::<Heartbeat>(&mut due);
+        assert_eq!(due, vec![a.id, b.id]);
+        wires.arriving::<FetchRequest>(&mut due);
+        assert!(due.is_empty(), "each kind has its own arrivals");
+    }
+
+    #[test]
+    fn a_finished_message_leaves_at_the_end_of_its_step_and_a_held_one_wakes_the_clock() {
+        let mut network = network();
+        let mut wires = Wires::default();
+        let a = network.send(0, Node::Broker(1), Node::Controller, heartbeat(1));
+        let b = network.send(0, Node::Broker(2), Node::Controller, heartbeat(2));
+        between_steps(&mut wires, &mut network, 0, 2);
+        wires.finish(a.id);
+        wires.hold(b.id, 50);
+        assert!(
+            wires.get(a.id).is_some(),
+            "still there for the rest of the step"
+        );
+        let mut held = Vec::new();
+        wires.held::<Heartbeat>(&mut held);
+        assert_eq!(held, vec![b.id]);
+        let (wake, _) = between_steps(&mut wires, &mut network, 2, 3);
+        assert_eq!(wake, 50, "the hold runs out at 50 ms");
+        assert!(wires.get(a.id).is_none());
+        wires.finish(b.id);
+        between_steps(&mut wires, &mut network, 3, 4);
+        wires.held::<Heartbeat>(&mut held);
+        assert!(held.is_empty() && wires.is_empty());
+    }
+
+    #[test]
+    fn a_message_lost_on_the_way_leaves_when_it_would_have_arrived() {
+        let mut network = network();
+        let mut wires = Wires::default();
+        let a = network.send(0, Node::Broker(1), Node::Controller, heartbeat(1));
+        between_steps(&mut wires, &mut network, 0, 1);
+        wires.lose_where(1, |w| w.from == Node::Broker(1));
+        assert_eq!(
+            wires.next_arrival::<Heartbeat>(),
+            None,
+            "lost, it arrives nowhere"
+        );
+        let (wake, lost) = between_steps(&mut wires, &mut network, 1, 2);
+        assert_eq!(
+            (wake, lost),
+            (2, 0),
+            "it is drawn until it would have arrived"
+        );
+        let mut due = Vec::new();
+        wires.arriving::<Heartbeat>(&mut due);
+        assert!(due.is_empty());
+        let (_, lost) = between_steps(&mut wires, &mut network, 2, 3);
+        assert_eq!(lost, 1);
+        assert!(wires.get(a.id).is_none());
+    }
+
+    #[test]
+    fn a_refused_message_is_lost_at_once() {
+        let mut network = network();
+        let mut wires = Wires::default();
+        let a = network.send(0, Node::Broker(1), Node::Controller, heartbeat(1));
+        between_steps(&mut wires, &mut network, 0, 2);
+        wires.hold(a.id, 100);
+        let mut all = Vec::new();
+        wires.all_arriving_or_held(&mut all);
+        assert_eq!(all, vec![a.id]);
+        wires.refuse(a.id, 5);
+        let (wake, lost) = between_steps(&mut wires, &mut network, 5, 6);
+        assert_eq!(
+            (wake, lost),
+            (u64::MAX, 1),
+            "its wait no longer wakes anyone"
+        );
+        assert!(wires.is_empty());
+    }
+}

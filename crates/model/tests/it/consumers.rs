@@ -1,0 +1,335 @@
+//! Consumer groups: Kafka's assignors, the group protocol, offsets and lag.
+
+use std::collections::BTreeMap;
+
+use kafkascope_model::assignor::{Assignor, Member, assign, to_json};
+use kafkascope_model::report::Report;
+use serde_json::json;
+
+fn member(id: &str, topics: &[&str]) -> Member {
+    Member {
+        id: id.into(),
+        topics: topics.iter().map(|t| t.to_string()).collect(),
+        owned: Vec::new(),
+    }
+}
+
+fn topics(list: &[(&str, u32)]) -> BTreeMap<String, u32> {
+    list.iter().map(|(t, n)| (t.to_string(), *n)).collect()
+}
+
+#[test]
+fn range_assignor_matches_kafkas_examples() {
+    let a = assign(
+        Assignor::Range,
+        &topics(&[("t1", 3), ("t2", 3)]),
+        &[member("c1", &["t1", "t2"]), member("c2", &["t1", "t2"])],
+    );
+    assert_eq!(
+        to_json(&a),
+        json!({"c1": ["t1-0", "t1-1", "t2-0", "t2-1"], "c2": ["t1-2", "t2-2"]})
+    );
+    let a = assign(
+        Assignor::Range,
+        &topics(&[("t1", 3), ("t2", 2)]),
+        &[
+            member("c1", &["t1"]),
+            member("c2", &["t1", "t2"]),
+            member("c3", &["t1"]),
+        ],
+    );
+    assert_eq!(
+        to_json(&a),
+        json!({"c1": ["t1-0"], "c2": ["t1-1", "t2-0", "t2-1"], "c3": ["t1-2"]})
+    );
+}
+
+#[test]
+fn round_robin_assignor_matches_kafkas_example() {
+    let a = assign(
+        Assignor::RoundRobin,
+        &topics(&[("t1", 3), ("t2", 3)]),
+        &[member("c2", &["t1", "t2"]), member("c1", &["t1", "t2"])],
+    );
+    assert_eq!(
+        to_json(&a),
+        json!({"c1": ["t1-0", "t1-2", "t2-1"], "c2": ["t1-1", "t2-0", "t2-2"]})
+    );
+    // Members not subscribed to a topic are skipped (RoundRobinAssignorTest's unequal case).
+    let a = assign(
+        Assignor::RoundRobin,
+        &topics(&[("t1", 1), ("t2", 2), ("t3", 3)]),
+        &[
+            member("c0", &["t1"]),
+            member("c1", &["t1", "t2"]),
+            member("c2", &["t1", "t2", "t3"]),
+        ],
+    );
+    assert_eq!(
+        to_json(&a),
+        json!({"c0": ["t1-0"], "c1": ["t2-0"], "c2": ["t2-1", "t3-0", "t3-1", "t3-2"]})
+    );
+}
+
+#[test]
+fn sticky_is_balanced_then_keeps_owners() {
+    let t = topics(&[("t", 7)]);
+    let mut members = vec![member("a", &["t"]), member("b", &["t"])];
+    let first = assign(Assignor::Sticky, &t, &members);
+    let sizes: Vec<usize> = first.values().map(Vec::len).collect();
+    assert_eq!(sizes.iter().sum::<usize>(), 7);
+    assert!(sizes.iter().max().unwrap() - sizes.iter().min().unwrap() <= 1);
+    // A third member joins: it gets its share; everything else stays where it was.
+    for m in &mut members {
+        m.owned = first[&m.id].clone();
+    }
+    members.push(member("c", &["t"]));
+    let second = assign(Assignor::Sticky, &t, &members);
+    let sizes: Vec<usize> = second.values().map(Vec::len).collect();
+    assert!(
+        sizes.iter().max().unwrap() - sizes.iter().min().unwrap() <= 1,
+        "{second:?}"
+    );
+    let moved = members[..2]
+        .iter()
+        .flat_map(|m| m.owned.iter().filter(|tp| !second[&m.id].contains(tp)))
+        .count();
+    assert_eq!(moved, 2, "only what c needs moves: {second:?}");
+    // Cooperative: those two are not given to c in this round.
+    let cooperative = assign(Assignor::CooperativeSticky, &t, &members);
+    assert!(cooperative["c"].is_empty());
+    assert_eq!(cooperative.values().map(Vec::len).sum::<usize>(), 5);
+}
+
+fn group(report: &Report) -> &kafkascope_model::report::GroupReport {
+    &report.consumer_groups[0]
+}
+
+#[test]
+fn a_group_faster_than_its_producer_ends_with_no_lag() {
+    let report = crate::run(&crate::built_in("consumers"));
+    let g = group(&report);
+    assert_eq!(g.generation, 1);
+    assert_eq!(
+        g.assignment,
+        json!({"billing-1": ["orders-0", "orders-1"], "billing-2": ["orders-2", "orders-3"]})
+    );
+    for o in &g.offsets {
+        assert!(o.high_watermark > 1000);
+        assert_eq!(o.committed, Some(o.high_watermark), "{o:?}");
+        assert_eq!(o.lag, 0);
+    }
+    assert!(g.max_lag > 0 && g.max_lag < 1000, "max lag {}", g.max_lag);
+    // The coordinator is the leader of __consumer_offsets partition abs(hash("billing")) % 50.
+    let p = kafkascope_model::partitioner::offsets_partition_for_group("billing", 50);
+    assert!(
+        report
+            .partitions
+            .iter()
+            .any(|x| x.topic == "__consumer_offsets" && x.partition == p)
+    );
+    assert!(
+        report.invariant_violations.is_empty(),
+        "{:?}",
+        report.invariant_violations
+    );
+}
+
+#[test]
+fn cooperative_rebalancing_pauses_less_than_eager_under_the_same_storm() {
+    let eager = crate::run(&crate::built_in("rebalance-storm"));
+    let cooperative = crate::run(&crate::built_in("rebalance-storm-cooperative"));
+    let (e, c) = (group(&eager), group(&cooperative));
+    assert!(e.rebalances >= 5, "eager rebalances {}", e.rebalances);
+    assert!(
+        c.rebalances > e.rebalances,
+        "cooperative needs follow-up rebalances"
+    );
+    assert!(
+        c.paused_ms * 2 < e.paused_ms,
+        "paused: cooperative {} eager {}",
+        c.paused_ms,
+        e.paused_ms
+    );
+    assert!(e.max_lag > 1000, "the storm builds lag");
+    for r in [&eager, &cooperative] {
+        assert!(
+            r.invariant_violations.is_empty(),
+            "{:?}",
+            r.invariant_violations
+        );
+        let started = r
+            .events
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e.kind,
+                    kafkascope_model::sim::EventKind::RebalanceStarted { .. }
+                )
+            })
+            .count() as u64;
+        assert_eq!(started, group(r).rebalances);
+    }
+}
+
+#[test]
+fn a_static_member_that_returns_within_its_session_causes_no_rebalance() {
+    let base = r#"(
+        name: "static", seed: 3, duration_ms: 40000,
+        cluster: (brokers: 3),
+        topics: [(name: "t", partitions: 4, replication_factor: 3)],
+        producers: [(name: "p", topic: "t", records_per_sec: 100, keys: Sequence("k"))],
+        consumer_groups: [(name: "g", topics: ["t"], members: 2, static_members: STATIC,
+                           session_timeout_ms: 20000, auto_offset_reset: Earliest)],
+        timeline: [
+            (at_ms: 10000, action: CrashConsumer("g")),
+            (at_ms: 15000, action: AddConsumer("g")),
+        ],
+    )"#;
+    let dynamic = crate::run(&crate::scenario(&base.replace("STATIC", "false")));
+    let fixed = crate::run(&crate::scenario(&base.replace("STATIC", "true")));
+    assert_eq!(group(&fixed).rebalances, 1, "only the first join");
+    assert!(
+        group(&dynamic).rebalances >= 2,
+        "a new dynamic member rebalances"
+    );
+    assert!(
+        fixed.invariant_violations.is_empty(),
+        "{:?}",
+        fixed.invariant_violations
+    );
+}
+
+#[test]
+fn a_consumer_in_a_rack_reads_from_the_in_sync_replica_there() {
+    let scenario = crate::scenario(
+        r#"(
+        name: "racks", seed: 8, duration_ms: 20000,
+        cluster: (brokers: 3, broker_racks: Some(["a", "b", "c"]), rack_aware_replica_selector: true),
+        topics: [(name: "t", partitions: 1, replication_factor: 3, assignment: Some([[1, 2, 3]]))],
+        producers: [(name: "p", topic: "t", records_per_sec: 100, keys: Sequence("k"))],
+        consumer_groups: [(name: "g", topics: ["t"], rack: Some("c"), auto_offset_reset: Earliest)],
+    )"#,
+    );
+    let mut sim = kafkascope_model::sim::Sim::new(&scenario);
+    let mut from_follower = 0;
+    let mut seen = 0;
+    while sim.now_ms() < scenario.duration_ms {
+        sim.step();
+        let wires = sim.world().resource::<kafkascope_model::sim::Wires>();
+        for message in wires.iter() {
+            if !matches!(
+                message.payload,
+                kafkascope_model::sim::Payload::ConsumerFetch(_)
+            ) {
+                continue;
+            }
+            seen += 1;
+            if message.wire.to == kafkascope_model::sim::Node::Broker(3) {
+                from_follower += 1;
+            }
+        }
+    }
+    assert!(seen > 0);
+    assert_eq!(
+        from_follower, seen,
+        "every fetch goes to broker 3, in rack c"
+    );
+    let report = Report::of(&sim);
+    assert!(group(&report).offsets[0].committed.unwrap_or(0) > 1000);
+    assert!(
+        report.invariant_violations.is_empty(),
+        "{:?}",
+        report.invariant_violations
+    );
+}
+
+#[test]
+fn committing_after_each_batch_keeps_committed_offsets_closer() {
+    let auto = crate::built_in("consumers");
+    let mut per_batch = auto.clone();
+    per_batch.consumer_groups[0].commit_after_each_batch = true;
+    let lag_at = |scenario: &kafkascope_model::scenario::Scenario, at: u64| -> u64 {
+        let mut sim = kafkascope_model::sim::Sim::new(scenario);
+        let mut total = 0;
+        // Summed over a few instants, so the phase of the 5 s commit timer does not decide.
+        for k in 0..10 {
+            sim.run_until(at + k * 700);
+            total += group(&Report::of(&sim))
+                .offsets
+                .iter()
+                .map(|o| o.lag)
+                .sum::<u64>();
+        }
+        total
+    };
+    let (a, b) = (lag_at(&auto, 20_000), lag_at(&per_batch, 20_000));
+    assert!(b * 3 < a, "committed lag: per batch {b}, every 5 s {a}");
+}
+
+#[test]
+fn the_group_survives_its_coordinator_broker_crashing() {
+    let base = crate::built_in("consumers");
+    let p = kafkascope_model::partitioner::offsets_partition_for_group("billing", 50);
+    let mut sim = kafkascope_model::sim::Sim::new(&base);
+    sim.run_until(10_000);
+    let coordinator = Report::of(&sim)
+        .partitions
+        .iter()
+        .find(|x| x.topic == "__consumer_offsets" && x.partition == p)
+        .and_then(|x| x.leader)
+        .expect("the offsets partition has a leader");
+    let mut scenario = base.clone();
+    scenario
+        .timeline
+        .push(kafkascope_model::scenario::TimelineEntry {
+            at_ms: 15_000,
+            action: kafkascope_model::scenario::Action::CrashBroker(coordinator),
+        });
+    let report = crate::run(&scenario);
+    let moved = report
+        .partitions
+        .iter()
+        .find(|x| x.topic == "__consumer_offsets" && x.partition == p)
+        .unwrap();
+    assert_ne!(moved.leader, Some(coordinator), "the coordinator moved");
+    assert!(moved.leader.is_some());
+    for o in &group(&report).offsets {
+        assert_eq!(
+            o.committed,
+            Some(o.high_watermark),
+            "the group caught up again: {o:?}"
+        );
+    }
+    assert!(
+        report.invariant_violations.is_empty(),
+        "{:?}",
+        report.invariant_violations
+    );
+}
+
+#[test]
+fn a_member_that_does_not_poll_within_max_poll_interval_leaves_and_rejoins() {
+    // Each member needs 500 records / 20 per s = 25 s per poll, more than the 10 s allowed.
+    let slow = r#"(
+        name: "slow", seed: 6, duration_ms: 60000,
+        cluster: (brokers: 3),
+        topics: [(name: "t", partitions: 2, replication_factor: 3)],
+        producers: [(name: "p", topic: "t", records_per_sec: 200, keys: Sequence("k"))],
+        consumer_groups: [(name: "g", topics: ["t"], members: 2, records_per_sec: RATE,
+                           max_poll_interval_ms: 10000, auto_offset_reset: Earliest)],
+    )"#;
+    let slow_report = crate::run(&crate::scenario(&slow.replace("RATE", "20")));
+    let fast_report = crate::run(&crate::scenario(&slow.replace("RATE", "2000")));
+    assert_eq!(group(&fast_report).rebalances, 1);
+    assert!(
+        group(&slow_report).rebalances >= 4,
+        "rebalances: {}",
+        group(&slow_report).rebalances
+    );
+    assert!(
+        slow_report.invariant_violations.is_empty(),
+        "{:?}",
+        slow_report.invariant_violations
+    );
+}

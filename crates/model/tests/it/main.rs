@@ -1,0 +1,31 @@
+//! The model's integration tests: one binary, which links no window, renderer or UI crate.
+
+mod consumers;
+mod controller;
+mod faults;
+mod golden;
+mod partitioner;
+mod replication;
+mod scenario;
+mod schedule;
+
+use kafkascope_model::report::Report;
+use kafkascope_model::scenario::Scenario;
+use kafkascope_model::sim::Sim;
+
+/// A built-in scenario.
+pub fn built_in(name: &str) -> Scenario {
+    Scenario::built_in(name).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A scenario from RON text.
+pub fn scenario(source: &str) -> Scenario {
+    Scenario::parse(source, "test.ron").unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Runs a scenario to its end.
+pub fn run(scenario: &Scenario) -> Report {
+    let mut sim = Sim::new(scenario);
+    sim.run_until(scenario.duration_ms);
+    Report::of(&sim)
+}
