@@ -189,6 +189,12 @@ macro_rules! model_state {
             )*
         }
 
+        /// Every type a checkpoint holds.
+        #[cfg(test)]
+        fn checkpointed_types() -> Vec<std::any::TypeId> {
+            vec![$(std::any::TypeId::of::<$ct>(),)* $(std::any::TypeId::of::<$rt>(),)*]
+        }
+
         fn insert_resources(world: &mut World, resources: &Resources, map: &EntityHashMap<Entity>) {
             $(
                 let mut resource = resources.$r.clone();
@@ -309,5 +315,47 @@ impl Checkpoint {
             clock.skip_idle = settings.skip_idle;
             clock.skip_idle_rules = settings.skip_idle_rules;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::Scenario;
+    use crate::sim::Sim;
+
+    /// A component or resource of the model that checkpoints left out would make seeking back
+    /// silently lose it. Every type of this crate that the world knows, after a run that uses
+    /// groups, faults and the timeline, must be one a checkpoint holds.
+    #[test]
+    fn every_model_component_and_resource_is_checkpointed() {
+        let scenario = Scenario::built_in("rebalance-storm").expect("built in");
+        let mut sim = Sim::new(&scenario);
+        sim.run_until(5_000);
+        let held = checkpointed_types();
+        let crate_prefix = concat!(env!("CARGO_CRATE_NAME"), "::");
+        let missing: Vec<String> = sim
+            .world()
+            .components()
+            .iter_registered()
+            .filter(|info| info.name().to_string().starts_with(crate_prefix))
+            .filter(|info| info.type_id().is_some_and(|id| !held.contains(&id)))
+            .map(|info| info.name().to_string())
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "not in a checkpoint (add them to `model_state!`): {missing:?}"
+        );
+        // The check sees the model's types at all: it would pass vacuously otherwise.
+        let seen = sim
+            .world()
+            .components()
+            .iter_registered()
+            .filter(|info| info.name().to_string().starts_with(crate_prefix))
+            .count();
+        assert!(
+            seen >= held.len() - 1,
+            "only {seen} of the model's types seen"
+        );
     }
 }
