@@ -167,8 +167,9 @@ impl Phases {
                 .run_without_applying_deferred((), world)
                 .expect("the model's resources are in its world");
         }
-        // What a step spawns (a consumer the timeline adds) exists from the next step on.
-        for (_, system) in &mut self.systems {
+        // What a step spawns (a consumer the timeline adds) exists from the next step on. Only
+        // systems with commands have anything to apply.
+        for (_, system) in self.systems.iter_mut().filter(|(_, s)| s.has_deferred()) {
             system.apply_deferred(world);
         }
     }
