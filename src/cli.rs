@@ -157,7 +157,7 @@ enum Command {
         look: Look,
     },
     /// Measure the CPU time per frame of the app's own systems (model, scene, overlay), in a
-    /// window, at real-time speed.
+    /// window, at real-time speed or the one given.
     BenchFrames {
         /// Scenarios to measure (files or built-in names); `tour:NAME` measures a tour, from its
         /// fastest beat on, going to the next beat as each ends.
@@ -170,6 +170,10 @@ enum Command {
         /// broker, so the frames measured include the elections).
         #[arg(long, value_name = "MS", default_value_t = 58_000)]
         at_ms: u64,
+        /// Sim seconds per wall second for scenarios (a tour plays at its beat's speed): 100
+        /// measures the fastest the window plays.
+        #[arg(long, default_value_t = 1.0, value_parser = options::parse_speed)]
+        speed: f64,
     },
     /// List the built-in scenarios.
     List,
@@ -429,12 +433,13 @@ fn run(cli: Cli) -> Result<(), String> {
             scenarios,
             frames,
             at_ms,
+            speed,
         }) => {
             check_display()?;
             let mut results = Vec::new();
             if let [name] = scenarios.as_slice() {
                 let (title, options) = bench_options(name, at_ms)?;
-                let bench = crate::app::bench_frames(options, frames as usize);
+                let bench = crate::app::bench_frames(options, frames as usize, speed);
                 let frames = bench.overlay_us.len();
                 outln!(
                     "{}",
@@ -457,7 +462,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 bench_options(name, at_ms)?;
                 let child = std::process::Command::new(&exe)
                     .args(["bench-frames", name, "--frames", &frames.to_string()])
-                    .args(["--at-ms", &at_ms.to_string()])
+                    .args(["--at-ms", &at_ms.to_string(), "--speed", &speed.to_string()])
                     .stderr(std::process::Stdio::inherit())
                     .output()
                     .map_err(|e| format!("running the benchmark of {name}: {e}"))?;

@@ -128,11 +128,10 @@ pub(super) fn plugin(app: &mut App) {
     );
 }
 
-/// Runs the app on a scenario at real-time speed (a tour at its beat's speed) and returns the
-/// timings.
-pub fn bench_frames(mut options: Options, frames: usize) -> FrameBench {
+/// Runs the app on a scenario at `speed` (a tour at its beat's speed) and returns the timings.
+pub fn bench_frames(mut options: Options, frames: usize, speed: f64) -> FrameBench {
     if options.tour.is_none() {
-        options.speed = 1.0;
+        options.speed = speed;
     }
     options.paused = false;
     options.shot = None;
