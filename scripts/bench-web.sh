@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The web build's two figures: the shipped .wasm's size (raw and gzip) and the time from
-# navigation to the first frame drawn, on localhost in headless Chromium (software WebGL).
+# The web build's figures: the shipped .wasm's size (raw and gzip), the time from navigation to
+# the first frame drawn, on localhost in headless Chromium (software WebGL), and the model's speed
+# in the page (a report=1 run of throughput) beside the native release binary's.
 #
 #   scripts/bench-web.sh [DIST] [LOADS]
 #
@@ -17,5 +18,6 @@ wasm="$dist/kafkascope_bg.wasm"
 mb() { awk "BEGIN { printf \"%.1f\", $1 / 1048576 }"; }
 echo "wasm: $(mb "$(wc -c <"$wasm")") MB, $(mb "$(gzip -9 -c "$wasm" | wc -c)") MB gzip; JS glue $(($(wc -c <"$dist/kafkascope.js") / 1024)) KB"
 ready_browser
+cargo build --locked --quiet --release --bin kafkascope
 serve "$dist"
-node web/test/browser.mjs bench "$base" "$loads"
+node web/test/browser.mjs bench "$base" "$loads" "${CARGO_TARGET_DIR:-target}/release/kafkascope"

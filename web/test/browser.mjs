@@ -3,8 +3,9 @@
 //   node browser.mjs test BASE_URL NATIVE_BINARY OUT_DIR
 //     The page opens what its address says, draws, takes keys, and its reports equal the
 //     native command line's, byte for byte. Writes screenshots and reports into OUT_DIR.
-//   node browser.mjs bench BASE_URL [RUNS]
-//     Time from navigation to the first frame drawn, fresh cache each time.
+//   node browser.mjs bench BASE_URL [RUNS] [NATIVE_BINARY]
+//     Time from navigation to the first frame drawn, fresh cache each time; then the model's
+//     speed in the page (a report=1 run of throughput), beside the native binary's when given.
 //
 // The app tells the page what it shows on its canvas: data-scenario, data-sim-ms, data-frames,
 // and in a tour data-tour, data-beat (from 1) and data-stage (ready, playing, ended, finished).
@@ -206,7 +207,46 @@ async function test(base, native, outDir) {
   }
 }
 
-async function bench(base, runs) {
+/** The model's run alone in a report=1 page: the time to a report of `until` ms of `scenario`,
+ * less the time to one of 1 ms (loading the page and the module, building the cluster). */
+async function reportMs(browser, base, scenario, until) {
+  const page = await newPage(browser);
+  await page.goto(`${base}/?report=1&scenario=${scenario}&until_ms=${until}`);
+  await page.waitForSelector('#report:not([hidden])', { timeout: FRAME_TIMEOUT });
+  const ms = await page.evaluate(() => performance.now());
+  if (page.errors.length) throw new Error(page.errors.join('; '));
+  await page.context().close();
+  return ms;
+}
+
+/** The same for the native command line: `run SCENARIO --until-ms UNTIL`, less a 1 ms run. */
+function nativeMs(native, scenario, until) {
+  const time = (ms) => {
+    const started = process.hrtime.bigint();
+    execFileSync(native, ['run', scenario, '--until-ms', String(ms)], { maxBuffer: 1 << 28 });
+    return Number(process.hrtime.bigint() - started) / 1e6;
+  };
+  return time(until) - time(1);
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+async function modelSpeed(browser, base, native, runs) {
+  const [scenario, until] = ['throughput', 60_000];
+  const web = [];
+  for (let i = 0; i < runs; i++) {
+    web.push(await reportMs(browser, base, scenario, until) - await reportMs(browser, base, scenario, 1));
+  }
+  const speed = (ms) => (until / ms).toFixed(0);
+  let line = `model in the page: ${speed(median(web))} simulated s per wall s (${scenario}, ${until / 1000} s, median of ${runs})`;
+  if (native) {
+    const own = median(Array.from({ length: runs }, () => nativeMs(native, scenario, until)));
+    line += `; native ${speed(own)}, so the page runs at ${(own / median(web) * 100).toFixed(0)}% of native`;
+  }
+  console.log(line);
+}
+
+async function bench(base, runs, native) {
   const browser = await launch();
   const times = [];
   try {
@@ -218,21 +258,22 @@ async function bench(base, runs) {
       if (page.errors.length) throw new Error(page.errors.join('; '));
       await page.context().close();
     }
+    times.sort((a, b) => a - b);
+    const ms = times.map((t) => t.toFixed(0)).join(', ');
+    console.log(`first frame: ${(times[Math.floor(times.length / 2)] / 1000).toFixed(1)} s median over ${runs} loads (${ms} ms)`);
+    await modelSpeed(browser, base, native, runs);
   } finally {
     await browser.close();
   }
-  times.sort((a, b) => a - b);
-  const ms = times.map((t) => t.toFixed(0)).join(', ');
-  console.log(`first frame: ${(times[Math.floor(times.length / 2)] / 1000).toFixed(1)} s median over ${runs} loads (${ms} ms)`);
 }
 
 try {
   if (mode === 'test' && base && rest.length === 2) {
     await test(base, rest[0], rest[1]);
   } else if (mode === 'bench' && base) {
-    await bench(base, Number(rest[0] ?? 3));
+    await bench(base, Number(rest[0] ?? 3), rest[1]);
   } else {
-    console.error('usage: node browser.mjs test BASE_URL NATIVE_BINARY OUT_DIR | bench BASE_URL [RUNS]');
+    console.error('usage: node browser.mjs test BASE_URL NATIVE_BINARY OUT_DIR | bench BASE_URL [RUNS] [NATIVE_BINARY]');
     process.exit(2);
   }
 } catch (e) {
