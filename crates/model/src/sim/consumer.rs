@@ -616,9 +616,10 @@ pub(super) fn send_requests(
         }
         match c.state {
             MemberState::Unjoined if c.request_in_flight.is_none() => {
+                // `ConsumerCoordinator.onJoinPrepare`: with auto-commit, both protocols commit
+                // what was consumed before rejoining; eager then gives up every partition.
+                commit_now(&mut c, &mut send_group);
                 if !config.assignor.cooperative() {
-                    // Eager: commit, then give up every partition before rejoining.
-                    commit_now(&mut c, &mut send_group);
                     c.assigned.clear();
                 }
                 let owned: Vec<TopicPartition> = c
@@ -678,58 +679,61 @@ pub(super) fn send_requests(
                     c.next_commit_ms = now + config.auto_commit_interval_ms;
                 }
                 wake.at(c.next_commit_ms);
-                // Fetch each partition whose fetched records are all processed.
-                for (&o, progress) in c.assigned.iter_mut() {
-                    if progress.fetch_in_flight.is_some() || progress.processed < progress.position
-                    {
-                        continue;
-                    }
-                    let partition = partitions
-                        .get(cluster.partitions[o as usize])
-                        .expect("partition");
-                    let Some(leader) = partition.leader else {
-                        wake.at(now + RETRY_BACKOFF_MS);
-                        continue;
-                    };
-                    // KIP-392: the most caught-up in-sync replica in the consumer's rack, when the
-                    // brokers select replicas by rack.
-                    let in_rack = |b: u32| {
-                        racks
-                            .as_ref()
-                            .zip(config.rack.as_ref())
-                            .is_some_and(|(r, mine)| r.get(b as usize - 1) == Some(mine))
-                    };
-                    let mut serving = leader;
-                    if cluster.config.rack_aware_replica_selector
-                        && !in_rack(leader)
-                        && let Some(b) = partition
-                            .isr
-                            .iter()
-                            .filter(|b| in_rack(**b) && views[**b as usize].alive)
-                            .max_by_key(|b| {
-                                let r = partition.replica_on(**b).expect("ISR member is a replica");
-                                (
-                                    replicas.get(r).expect("replica").log_end_offset(),
-                                    std::cmp::Reverse(**b),
-                                )
-                            })
-                    {
-                        serving = *b;
-                    }
-                    let replica = partition.replica_on(serving).expect("a replica");
-                    let fetch = ConsumerFetch {
-                        consumer: entity,
-                        partition: cluster.partitions[o as usize],
-                        replica,
-                        offset: progress.position,
-                        max_records: config.max_poll_records,
-                    };
-                    let wire = network.send(now, node, Node::Broker(serving), fetch);
-                    progress.fetch_in_flight = Some(wire.id);
-                    progress.fetch_sent_ms = now;
-                }
             }
             _ => {}
+        }
+        // Fetch each owned partition whose fetched records are all processed, in every state of
+        // membership: `ClassicKafkaConsumer.poll` updates the assignment without waiting for a
+        // rebalance to complete (`updateAssignmentMetadataIfNeeded`), so a cooperative member
+        // goes on fetching and processing what it owns while it rejoins (KIP-429). An eager
+        // member owns nothing then: it gave up every partition before it rejoined.
+        for (&o, progress) in c.assigned.iter_mut() {
+            if progress.fetch_in_flight.is_some() || progress.processed < progress.position {
+                continue;
+            }
+            let partition = partitions
+                .get(cluster.partitions[o as usize])
+                .expect("partition");
+            let Some(leader) = partition.leader else {
+                wake.at(now + RETRY_BACKOFF_MS);
+                continue;
+            };
+            // KIP-392: the most caught-up in-sync replica in the consumer's rack, when the
+            // brokers select replicas by rack.
+            let in_rack = |b: u32| {
+                racks
+                    .as_ref()
+                    .zip(config.rack.as_ref())
+                    .is_some_and(|(r, mine)| r.get(b as usize - 1) == Some(mine))
+            };
+            let mut serving = leader;
+            if cluster.config.rack_aware_replica_selector
+                && !in_rack(leader)
+                && let Some(b) = partition
+                    .isr
+                    .iter()
+                    .filter(|b| in_rack(**b) && views[**b as usize].alive)
+                    .max_by_key(|b| {
+                        let r = partition.replica_on(**b).expect("ISR member is a replica");
+                        (
+                            replicas.get(r).expect("replica").log_end_offset(),
+                            std::cmp::Reverse(**b),
+                        )
+                    })
+            {
+                serving = *b;
+            }
+            let replica = partition.replica_on(serving).expect("a replica");
+            let fetch = ConsumerFetch {
+                consumer: entity,
+                partition: cluster.partitions[o as usize],
+                replica,
+                offset: progress.position,
+                max_records: config.max_poll_records,
+            };
+            let wire = network.send(now, node, Node::Broker(serving), fetch);
+            progress.fetch_in_flight = Some(wire.id);
+            progress.fetch_sent_ms = now;
         }
     }
 }

@@ -333,3 +333,57 @@ fn a_member_that_does_not_poll_within_max_poll_interval_leaves_and_rejoins() {
         slow_report.invariant_violations
     );
 }
+
+/// Records each member processed while it was itself rejoining (JoinGroup or SyncGroup in
+/// flight at two samples in a row), over the storm's first join (at 15 s) and leave (at 20 s).
+fn processed_while_rejoining(name: &str) -> (u64, u64) {
+    use kafkascope_model::sim::cluster::Cluster;
+    use kafkascope_model::sim::consumer::{Consumer, MemberState};
+    let scenario = crate::built_in(name);
+    let mut sim = kafkascope_model::sim::Sim::new(&scenario);
+    sim.run_until(15_000);
+    let members = |sim: &kafkascope_model::sim::Sim| -> Vec<(bool, u64)> {
+        let world = sim.world();
+        world
+            .resource::<Cluster>()
+            .consumers
+            .iter()
+            .filter_map(|e| world.get::<Consumer>(*e))
+            .map(|c| {
+                let rejoining =
+                    c.alive && matches!(c.state, MemberState::Joining | MemberState::Syncing);
+                (rejoining, c.processed_total)
+            })
+            .collect()
+    };
+    let (mut processed, mut rejoining_ms) = (0, 0);
+    let mut before = members(&sim);
+    for t in 15_001..=24_000 {
+        sim.run_until(t);
+        let now = members(&sim);
+        for ((was, a), (is, b)) in before.iter().zip(&now) {
+            if *was && *is {
+                processed += b - a;
+                rejoining_ms += 1;
+            }
+        }
+        before = now;
+    }
+    (processed, rejoining_ms)
+}
+
+/// KIP-429: a cooperative member goes on fetching and processing the partitions it keeps while
+/// it rejoins (`ClassicKafkaConsumer.poll` does not wait for the rebalance); an eager member
+/// gave every partition up before rejoining (`ConsumerCoordinator.onJoinPrepare`), so it
+/// processes nothing until its new assignment arrives.
+#[test]
+fn cooperative_members_keep_consuming_while_they_rejoin() {
+    let (eager, eager_ms) = processed_while_rejoining("rebalance-storm");
+    let (cooperative, cooperative_ms) = processed_while_rejoining("rebalance-storm-cooperative");
+    assert!(eager_ms > 0 && cooperative_ms > 0, "both groups rebalance");
+    assert_eq!(eager, 0, "an eager member owns nothing while it rejoins");
+    assert!(
+        cooperative > 100,
+        "cooperative members processed {cooperative} records while rejoining, over {cooperative_ms} member-ms"
+    );
+}
