@@ -25,6 +25,16 @@ use crate::scenario::OffsetReset;
 const RETRY_BACKOFF_MS: u64 = 100;
 /// The consumer's `request.timeout.ms`: a request unanswered this long is given up.
 const REQUEST_TIMEOUT_MS: u64 = 30_000;
+/// A JoinGroup may wait at the coordinator for the whole rebalance timeout, so the client gives
+/// it this much more (`AbstractCoordinator.JOIN_GROUP_TIMEOUT_LAPSE`).
+const JOIN_GROUP_TIMEOUT_LAPSE_MS: u64 = 5_000;
+
+/// How long the client waits for a JoinGroup: `max(request.timeout.ms, rebalance timeout + 5 s)`
+/// (`AbstractCoordinator.sendJoinGroupRequest`); a consumer's rebalance timeout is its
+/// `max.poll.interval.ms`.
+fn join_group_timeout_ms(max_poll_interval_ms: u64) -> u64 {
+    REQUEST_TIMEOUT_MS.max(max_poll_interval_ms + JOIN_GROUP_TIMEOUT_LAPSE_MS)
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MemberState {
@@ -147,23 +157,26 @@ impl Consumer {
         self.retry_at_ms = now + RETRY_BACKOFF_MS;
     }
 
-    /// Gives up requests older than the request timeout; returns when the next one would expire.
-    fn expire_requests(&mut self, now: u64) -> Option<u64> {
+    /// Gives up requests older than their timeout; returns when the next one would expire.
+    fn expire_requests(&mut self, now: u64, max_poll_interval_ms: u64) -> Option<u64> {
         let mut next: Option<u64> = None;
         let mut expired = Vec::new();
+        let group_timeout = if self.state == MemberState::Joining {
+            join_group_timeout_ms(max_poll_interval_ms)
+        } else {
+            REQUEST_TIMEOUT_MS
+        };
         let slots = [
-            self.request_in_flight,
-            self.heartbeat_in_flight,
-            self.commit_in_flight,
+            (self.request_in_flight, group_timeout),
+            (self.heartbeat_in_flight, REQUEST_TIMEOUT_MS),
+            (self.commit_in_flight, REQUEST_TIMEOUT_MS),
         ];
-        for (id, sent) in slots.iter().zip(self.sent_ms) {
+        for ((id, timeout), sent) in slots.iter().zip(self.sent_ms) {
             if let Some(id) = id {
-                if now >= sent + REQUEST_TIMEOUT_MS {
+                if now >= sent + timeout {
                     expired.push(*id);
                 } else {
-                    next = Some(next.map_or(sent + REQUEST_TIMEOUT_MS, |n| {
-                        n.min(sent + REQUEST_TIMEOUT_MS)
-                    }));
+                    next = Some(next.map_or(sent + timeout, |n| n.min(sent + timeout)));
                 }
             }
         }
@@ -268,6 +281,21 @@ pub(super) fn handle_group_responses(
         let group = groups
             .get(cluster.groups[consumer.group as usize])
             .expect("group");
+        // A response answers one request: one given up (timed out, its connection broken) or
+        // replaced has no handler left, and is dropped (`NetworkClient`'s correlation ids).
+        let awaited = match &response.body {
+            GroupResponseBody::Heartbeat => consumer.heartbeat_in_flight,
+            GroupResponseBody::OffsetCommit { .. } => consumer.commit_in_flight,
+            GroupResponseBody::Error { request, .. } => match *request {
+                "Heartbeat" => consumer.heartbeat_in_flight,
+                "OffsetCommit" => consumer.commit_in_flight,
+                _ => consumer.request_in_flight,
+            },
+            _ => consumer.request_in_flight,
+        };
+        if awaited != Some(response.request) {
+            continue;
+        }
         match &response.body {
             GroupResponseBody::JoinGroup {
                 generation,
@@ -571,7 +599,7 @@ pub(super) fn send_requests(
             };
             Some(network.send(now, node, Node::Broker(broker), request).id)
         };
-        if let Some(t) = c.expire_requests(now) {
+        if let Some(t) = c.expire_requests(now, config.max_poll_interval_ms) {
             wake.at(t);
         }
         if now < c.retry_at_ms {
@@ -735,5 +763,19 @@ pub(super) fn send_requests(
             progress.fetch_in_flight = Some(wire.id);
             progress.fetch_sent_ms = now;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `AbstractCoordinator.sendJoinGroupRequest`: the rebalance timeout plus 5 s, or the request
+    /// timeout where that is longer.
+    #[test]
+    fn a_join_group_waits_the_rebalance_timeout_and_five_seconds() {
+        assert_eq!(join_group_timeout_ms(300_000), 305_000);
+        assert_eq!(join_group_timeout_ms(60_000), 65_000);
+        assert_eq!(join_group_timeout_ms(10_000), REQUEST_TIMEOUT_MS);
     }
 }

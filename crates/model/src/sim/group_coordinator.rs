@@ -174,6 +174,7 @@ fn respond(
         wire.to,
         wire.from,
         GroupResponse {
+            request: wire.id,
             group,
             member: member.to_string(),
             body,

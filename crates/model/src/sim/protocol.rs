@@ -257,6 +257,8 @@ impl GroupRequestBody {
 /// The coordinator's answer.
 #[derive(Debug, Clone)]
 pub struct GroupResponse {
+    /// Wire id of the request it answers: the client matches each response to its request.
+    pub request: u64,
     pub group: u32,
     pub member: String,
     pub body: GroupResponseBody,
