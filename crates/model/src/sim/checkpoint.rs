@@ -334,11 +334,14 @@ mod tests {
         sim.run_until(5_000);
         let held = checkpointed_types();
         let crate_prefix = concat!(env!("CARGO_CRATE_NAME"), "::");
-        let missing: Vec<String> = sim
+        let model_types: Vec<_> = sim
             .world()
             .components()
             .iter_registered()
             .filter(|info| info.name().to_string().starts_with(crate_prefix))
+            .collect();
+        let missing: Vec<String> = model_types
+            .iter()
             .filter(|info| info.type_id().is_some_and(|id| !held.contains(&id)))
             .map(|info| info.name().to_string())
             .collect();
@@ -347,12 +350,7 @@ mod tests {
             "not in a checkpoint (add them to `model_state!`): {missing:?}"
         );
         // The check sees the model's types at all: it would pass vacuously otherwise.
-        let seen = sim
-            .world()
-            .components()
-            .iter_registered()
-            .filter(|info| info.name().to_string().starts_with(crate_prefix))
-            .count();
+        let seen = model_types.len();
         assert!(
             seen >= held.len() - 1,
             "only {seen} of the model's types seen"

@@ -283,17 +283,15 @@ pub(super) fn handle_group_responses(
             .expect("group");
         // A response answers one request: one given up (timed out, its connection broken) or
         // replaced has no handler left, and is dropped (`NetworkClient`'s correlation ids).
-        let awaited = match &response.body {
-            GroupResponseBody::Heartbeat => consumer.heartbeat_in_flight,
-            GroupResponseBody::OffsetCommit { .. } => consumer.commit_in_flight,
-            GroupResponseBody::Error { request, .. } => match *request {
-                "Heartbeat" => consumer.heartbeat_in_flight,
-                "OffsetCommit" => consumer.commit_in_flight,
-                _ => consumer.request_in_flight,
-            },
-            _ => consumer.request_in_flight,
-        };
-        if awaited != Some(response.request) {
+        // Wire ids are unique, so the request's slot is whichever holds its id.
+        let awaited = Some(response.request);
+        if ![
+            consumer.request_in_flight,
+            consumer.heartbeat_in_flight,
+            consumer.commit_in_flight,
+        ]
+        .contains(&awaited)
+        {
             continue;
         }
         match &response.body {
