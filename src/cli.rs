@@ -713,6 +713,8 @@ pub fn summary(scenario: &Scenario, report: &Report) -> String {
             errors
         );
     }
+    // Unknown values print as `kafka-consumer-groups` prints them: "-".
+    let dash = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
     for g in &report.consumer_groups {
         let _ = writeln!(
             s,
@@ -722,19 +724,23 @@ pub fn summary(scenario: &Scenario, report: &Report) -> String {
             g.generation,
             g.rebalances,
             g.paused_ms as f64 / 1000.0,
-            g.max_lag
+            dash(g.max_lag)
         );
         for o in &g.offsets {
-            let committed = o.committed.map_or("-".to_string(), |c| c.to_string());
+            let committed = dash(o.committed);
+            let lag = match o.lag {
+                Some(lag) => format!("HW {} - committed {committed} = {lag}", o.high_watermark),
+                None => "- (nothing committed)".to_string(),
+            };
             let _ = writeln!(
                 s,
-                "  {:<14} log end {:>8}  committed {:>8}  lag = HW {} - committed {} = {}",
+                "  {:<14} log end {:>8}  committed {:>8}  lag = {lag}; consumer lag {}; paused {:.3} s in {} pauses",
                 format!("{}-{}", o.topic, o.partition),
                 o.log_end_offset,
                 committed,
-                o.high_watermark,
-                committed,
-                o.lag
+                dash(o.consumer_lag),
+                o.paused_ms as f64 / 1000.0,
+                o.pauses
             );
         }
     }

@@ -8,7 +8,7 @@ use bevy::prelude::*;
 use bevy::window::PrimaryWindow;
 use bevy_egui::egui::{self, Color32, RichText};
 use bevy_egui::{EguiContexts, EguiGlobalSettings, EguiPrimaryContextPass, PrimaryEguiContext};
-use egui_plot::{Legend, Line, Plot};
+use egui_plot::{Legend, Line, LineStyle, Plot};
 
 use super::input::Pointer;
 use super::playback::{Control, MAX_SPEED, MIN_SPEED, Model, Playback, Shown};
@@ -16,7 +16,7 @@ use super::tour::{Following, TourControl, TourPlay};
 use crate::scenario::{Action, BUILT_IN, ClusterConfig};
 use crate::sim::EventLog;
 use crate::sim::chunked::Chunked;
-use crate::sim::lag::LagMonitor;
+use crate::sim::lag::{LagMonitor, LagSample, PartitionLag};
 use crate::view::event_text::{Severity, clock, describe};
 use crate::view::explain::{Target, explain};
 use crate::view::palette::{Palette, ReplicaRole, Theme};
@@ -709,26 +709,46 @@ fn details(
                     "{}: {}, generation {}, {} rebalances",
                     g.name, g.state, g.generation, g.rebalances
                 ));
-                lag_table(ui, g);
-                Plot::new(("lag plot", &g.name))
-                    .height(150.0)
-                    .legend(Legend::default())
-                    .x_axis_label("sim s")
-                    .y_axis_label("lag (records)")
-                    .allow_scroll(false)
-                    .show(ui, |plot| {
-                        for (ordinal, samples) in &history.series {
-                            let name = s
-                                .partitions
-                                .get(*ordinal as usize)
-                                .map_or_else(|| ordinal.to_string(), |p| p.name());
-                            let points: Vec<[f64; 2]> = samples
-                                .iter()
-                                .map(|s| [s.at_ms as f64 / 1000.0, s.lag as f64])
-                                .collect();
-                            plot.line(Line::new(name, points));
-                        }
-                    });
+                lag_table(ui, g, palette);
+                // The committed lag climbs in any rebalance, since only a stable member commits;
+                // the members' own lag tells whether they went on consuming meanwhile.
+                let plots: [(&str, LagOf); 2] = [
+                    ("committed lag", committed_lag),
+                    ("consumer lag (records-lag)", consumer_lag),
+                ];
+                for (title, stretches) in plots {
+                    Plot::new(("lag plot", &g.name, title))
+                        .height(130.0)
+                        .legend(Legend::default())
+                        .x_axis_label("sim s")
+                        .y_axis_label(title)
+                        .allow_scroll(false)
+                        // Both plots span the whole run so far, so their stretches line up.
+                        .include_x(0.0)
+                        .include_x(now as f64 / 1000.0)
+                        .include_y(0.0)
+                        .show(ui, |plot| {
+                            for (k, p) in history.partitions.iter().enumerate() {
+                                let name = s
+                                    .partitions
+                                    .get(p.ordinal as usize)
+                                    .map_or_else(|| p.ordinal.to_string(), |p| p.name());
+                                let colour = series_colour(k);
+                                for (points, dashed) in stretches(p) {
+                                    let line = Line::new(name.clone(), points).color(colour);
+                                    plot.line(if dashed {
+                                        line.style(LineStyle::dashed_loose())
+                                    } else {
+                                        line
+                                    });
+                                }
+                            }
+                        });
+                }
+                ui.weak(
+                    "Dashed: no member owns the partition; the high watermark less where its \
+                     last owner stopped.",
+                );
             }
         });
 
@@ -803,9 +823,65 @@ fn details(
         });
 }
 
+/// A partition's lag history as a plot's stretches: points, and whether the stretch is drawn
+/// dashed.
+type LagOf = fn(&PartitionLag) -> Vec<(Vec<[f64; 2]>, bool)>;
+
+fn at_s(sample: &LagSample) -> f64 {
+    sample.at_ms as f64 / 1000.0
+}
+
+/// The committed lag, with a gap before the first commit ("-"), not a drop to zero.
+fn committed_lag(p: &PartitionLag) -> Vec<(Vec<[f64; 2]>, bool)> {
+    let points: Vec<[f64; 2]> = p
+        .samples
+        .iter()
+        .filter_map(|s| s.lag.map(|lag| [at_s(s), lag as f64]))
+        .collect();
+    vec![(points, false)]
+}
+
+/// The owner's own lag (solid); where no member owns the partition, the high watermark less
+/// where its last owner stopped (dashed): it climbs for as long as nobody consumes it.
+fn consumer_lag(p: &PartitionLag) -> Vec<(Vec<[f64; 2]>, bool)> {
+    let mut stretches: Vec<(Vec<[f64; 2]>, bool)> = Vec::new();
+    let mut stopped_at: Option<u64> = None;
+    for s in p.samples.iter() {
+        let (value, dashed) = match s.consumer_lag {
+            Some(lag) => {
+                stopped_at = Some(s.high_watermark - lag);
+                (lag, false)
+            }
+            None => match stopped_at {
+                Some(position) => (s.high_watermark.saturating_sub(position), true),
+                None => continue,
+            },
+        };
+        let point = [at_s(s), value as f64];
+        match stretches.last_mut() {
+            Some((points, d)) if *d == dashed => points.push(point),
+            last => {
+                // Each stretch starts where the one before it ended, so the line is unbroken.
+                let joint = last.and_then(|(points, _)| points.last().copied());
+                stretches.push((joint.into_iter().chain([point]).collect(), dashed));
+            }
+        }
+    }
+    stretches
+}
+
+/// The colour of a plot's k-th series, as egui_plot picks them (golden-ratio hues), given
+/// explicitly so the stretches of one partition's line share it.
+fn series_colour(k: usize) -> egui::Color32 {
+    let hue = (k as f32 * (std::f32::consts::GOLDEN_RATIO - 1.0)).fract();
+    egui::ecolor::Hsva::new(hue, 0.85, 0.5, 1.0).into()
+}
+
 /// A group's lag, as `kafka-consumer-groups --describe` prints it: the log end a consumer can
-/// read (the high watermark) less the committed offset.
-fn lag_table(ui: &mut egui::Ui, g: &crate::view::snapshot::GroupView) {
+/// read (the high watermark) less the committed offset, "-" while nothing is committed; beside
+/// it the owner's own lag, and which partitions no member consumes now.
+fn lag_table(ui: &mut egui::Ui, g: &crate::view::snapshot::GroupView, palette: &Palette) {
+    use crate::view::snapshot::or_dash;
     egui::Grid::new(("lag", &g.name))
         .striped(true)
         .show(ui, |ui| {
@@ -815,6 +891,7 @@ fn lag_table(ui: &mut egui::Ui, g: &crate::view::snapshot::GroupView) {
                 "HW",
                 "committed",
                 "lag = HW - committed",
+                "consumer lag",
             ] {
                 ui.strong(h);
             }
@@ -823,13 +900,17 @@ fn lag_table(ui: &mut egui::Ui, g: &crate::view::snapshot::GroupView) {
                 ui.monospace(&o.partition);
                 ui.label(o.log_end_offset.to_string());
                 ui.label(o.high_watermark.to_string());
-                ui.label(o.committed.map_or("-".into(), |c| c.to_string()));
-                ui.monospace(format!(
-                    "{} - {} = {}",
-                    o.high_watermark,
-                    o.committed.unwrap_or(0),
-                    o.lag
-                ));
+                ui.label(or_dash(o.committed));
+                ui.monospace(match (o.committed, o.lag) {
+                    (Some(c), Some(lag)) => format!("{} - {c} = {lag}", o.high_watermark),
+                    _ => "-".into(),
+                });
+                // A paused partition has no live owner, so no consumer lag either.
+                if o.paused {
+                    ui.colored_label(color(palette.out_of_sync), "paused");
+                } else {
+                    ui.monospace(or_dash(o.consumer_lag));
+                }
                 ui.end_row();
             }
         });

@@ -860,7 +860,7 @@ pub(super) fn paint_scene(
             Anchor::CENTER_LEFT,
             5.0,
         );
-        let lag: u64 = g.offsets.iter().map(|o| o.lag).sum();
+        let lag = crate::view::snapshot::or_dash(g.lag());
         paint.text(
             Vec2::new(r.min.x + 10.0, r.min.y + 50.0 * t),
             first_fitting(
@@ -1019,33 +1019,67 @@ pub(super) fn paint_scene(
             Anchor::CENTER_LEFT,
             5.0,
         );
-        // As many groups as the box has lines for; the last line counts the rest.
+        // As many groups as the box has room for, two lines each where it has two (else the
+        // committed lag alone); the last line counts the rest.
         let line = 17.0 * t;
         let lines = (((r.height() - 42.0 * t - 8.0 * t) / line).floor() as usize + 1).max(1);
-        let shown = if s.groups.len() > lines {
-            lines - 1
+        let per_group = if lines >= 2 { 2 } else { 1 };
+        let shown = if s.groups.len() * per_group > lines {
+            (lines.saturating_sub(1) / per_group)
+                .max(1)
+                .min(s.groups.len())
         } else {
             s.groups.len()
         };
         let y = |i: usize| r.min.y + 42.0 * t + i as f32 * line;
         for (i, g) in s.groups.iter().take(shown).enumerate() {
-            let lag: u64 = g.offsets.iter().map(|o| o.lag).sum();
+            // The committed lag (what kafka-consumer-groups prints), then the members' own: in a
+            // rebalance the first climbs for every protocol, the second only where members stop.
+            let lag = crate::view::snapshot::or_dash(g.lag());
+            let own = crate::view::snapshot::or_dash(g.consumer_lag());
+            let paused = match g.paused() {
+                0 => String::new(),
+                n => format!(", {n} paused"),
+            };
+            let quiet = g.lag().unwrap_or(0) == 0 && g.paused() == 0;
             paint.text(
-                Vec2::new(r.min.x + 10.0, y(i)),
+                Vec2::new(r.min.x + 10.0, y(per_group * i)),
                 fit(
                     &format!("{}: lag {lag}", g.name),
                     r.width() - 20.0,
                     text::SMALL * t,
                 ),
                 text::SMALL * t,
-                if lag == 0 { muted } else { text },
+                if quiet { muted } else { text },
+                Anchor::CENTER_LEFT,
+                5.0,
+            );
+            if per_group < 2 {
+                continue;
+            }
+            paint.text(
+                Vec2::new(r.min.x + 10.0, y(2 * i + 1)),
+                first_fitting(
+                    &[
+                        format!("consumer lag {own}{paused}"),
+                        format!("own lag {own}{paused}"),
+                    ],
+                    r.width() - 20.0,
+                    text::SMALL * t,
+                ),
+                text::SMALL * t,
+                if g.paused() > 0 {
+                    srgba(palette.readable(palette.out_of_sync))
+                } else {
+                    muted
+                },
                 Anchor::CENTER_LEFT,
                 5.0,
             );
         }
         if shown < s.groups.len() {
             paint.text(
-                Vec2::new(r.min.x + 10.0, y(shown)),
+                Vec2::new(r.min.x + 10.0, y(per_group * shown)),
                 format!("+{} more groups", s.groups.len() - shown),
                 text::SMALL * t,
                 muted,

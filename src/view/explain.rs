@@ -109,7 +109,7 @@ pub fn explain(s: &Snapshot, config: &ClusterConfig, target: Target) -> Option<(
         }
         Target::Group(g) => {
             let g = s.groups.get(g)?;
-            let lag: u64 = g.offsets.iter().map(|o| o.lag).sum();
+            let lag = crate::view::snapshot::or_dash(g.lag());
             (
                 format!("Consumer group {}", g.name),
                 // The whole status line, which the scene abbreviates when its box is narrow.
@@ -191,9 +191,10 @@ pub fn explain(s: &Snapshot, config: &ClusterConfig, target: Target) -> Option<(
                 .iter()
                 .map(|g| {
                     format!(
-                        "{} {}",
+                        "{} {} committed, {} its members' own",
                         g.name,
-                        g.offsets.iter().map(|o| o.lag).sum::<u64>()
+                        crate::view::snapshot::or_dash(g.lag()),
+                        crate::view::snapshot::or_dash(g.consumer_lag())
                     )
                 })
                 .collect();
@@ -203,7 +204,9 @@ pub fn explain(s: &Snapshot, config: &ClusterConfig, target: Target) -> Option<(
                     "Lag now: {}. How far each group is behind, as kafka-consumer-groups \
                      --describe prints it: LAG = LOG-END-OFFSET - CURRENT-OFFSET, where the log \
                      end is the partition's high watermark (the end a consumer can read) and the \
-                     current offset is the group's committed offset, read from its coordinator.",
+                     current offset is the group's committed offset, read from its coordinator                      (\"-\" until the group commits one). Beside it, the members' own lag: the                      high watermark less each owner's position (the consumer's records-lag \
+                     metric). Only a stable member commits, so committed lag climbs in every \
+                     rebalance; the members' own lag shows whether they kept consuming.",
                     if totals.is_empty() {
                         "no group".to_string()
                     } else {

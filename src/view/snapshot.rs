@@ -6,6 +6,7 @@ use bevy::prelude::*;
 use crate::sim::cluster::{Broker, Cluster, Partition, Replica};
 use crate::sim::consumer::Consumer;
 use crate::sim::group_coordinator::{ConsumerGroup, GroupState};
+use crate::sim::lag::LagMonitor;
 use crate::sim::network::{Network, Node, Wire, WireState};
 use crate::sim::producer::Producer;
 use crate::sim::wires::{Payload, Wires};
@@ -234,7 +235,14 @@ pub struct OffsetRow {
     pub log_end_offset: u64,
     pub high_watermark: u64,
     pub committed: Option<u64>,
-    pub lag: u64,
+    /// High watermark - committed, as `kafka-consumer-groups` computes it; unknown ("-") while
+    /// nothing is committed.
+    pub lag: Option<u64>,
+    /// High watermark - the owner's position (the consumer's `records-lag`); unknown while no
+    /// live member owns the partition.
+    pub consumer_lag: Option<u64>,
+    /// No live member consumes it now (after the group's start-up).
+    pub paused: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -247,6 +255,35 @@ pub struct GroupView {
     pub offsets_partition: u32,
     pub members: Vec<MemberView>,
     pub offsets: Vec<OffsetRow>,
+}
+
+impl GroupView {
+    /// The committed lag summed over the partitions that have one; `None` ("-") while no
+    /// partition has a committed offset.
+    pub fn lag(&self) -> Option<u64> {
+        self.offsets
+            .iter()
+            .filter_map(|o| o.lag)
+            .reduce(|a, b| a + b)
+    }
+
+    /// The members' own lag summed over the partitions that have a live owner.
+    pub fn consumer_lag(&self) -> Option<u64> {
+        self.offsets
+            .iter()
+            .filter_map(|o| o.consumer_lag)
+            .reduce(|a, b| a + b)
+    }
+
+    /// How many partitions no live member consumes now.
+    pub fn paused(&self) -> usize {
+        self.offsets.iter().filter(|o| o.paused).count()
+    }
+}
+
+/// "-" for a value not known, as `kafka-consumer-groups` prints it.
+pub fn or_dash(v: Option<u64>) -> String {
+    v.map_or_else(|| "-".into(), |v| v.to_string())
 }
 
 /// Everything drawn at one instant.
@@ -469,10 +506,19 @@ impl Snapshot {
                             .collect(),
                     })
                     .collect();
+                let history = world
+                    .get_resource::<LagMonitor>()
+                    .and_then(|m| m.groups.get(g.index as usize));
                 let offsets = g
                     .partitions
                     .iter()
-                    .map(|o| {
+                    .enumerate()
+                    .map(|(k, o)| {
+                        let position = consumers
+                            .iter()
+                            .filter(|c| c.alive && c.group == g.index)
+                            .find_map(|c| c.assigned.get(o))
+                            .map(|p| p.handed);
                         let p = &partitions[*o as usize];
                         let (log_end_offset, high_watermark) = p
                             .leader_replica()
@@ -486,7 +532,11 @@ impl Snapshot {
                             committed,
                             // As kafka-consumer-groups computes it: the end a consumer can read
                             // (the high watermark) less the committed offset.
-                            lag: high_watermark.saturating_sub(committed.unwrap_or(0)),
+                            lag: committed.map(|c| high_watermark.saturating_sub(c)),
+                            consumer_lag: position.map(|p| high_watermark.saturating_sub(p)),
+                            paused: history
+                                .and_then(|h| h.partitions.get(k))
+                                .is_some_and(|p| p.is_paused()),
                         }
                     })
                     .collect();

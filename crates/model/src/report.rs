@@ -1,11 +1,14 @@
 //! The JSON report of a run: the state at the end, the producers' counts, the metrics, the event
 //! log and any invariant violated. Field order is fixed, so equal runs give equal bytes.
 
+use std::collections::BTreeMap;
+
 use bevy_ecs::prelude::*;
 use serde::Serialize;
 
 use crate::scenario::{Scenario, limits};
 use crate::sim::cluster::{Broker, Cluster, Partition, Replica};
+use crate::sim::consumer::Consumer;
 use crate::sim::group_coordinator::ConsumerGroup;
 use crate::sim::invariants::Invariants;
 use crate::sim::lag::{LagMonitor, lag_now};
@@ -57,7 +60,8 @@ pub struct GroupReport {
     pub rebalances: u64,
     /// Summed over the group's partitions: the time each had no member consuming it.
     pub paused_ms: u64,
-    pub max_lag: u64,
+    /// The greatest known committed lag of any partition; `null` while none is known.
+    pub max_lag: Option<u64>,
     /// The current generation's assignment: {member: ["topic-partition", ...]}.
     pub assignment: serde_json::Value,
     pub offsets: Vec<OffsetReport>,
@@ -72,8 +76,19 @@ pub struct OffsetReport {
     /// The leader's log end offset.
     pub log_end_offset: u64,
     pub high_watermark: u64,
-    /// High watermark - committed.
-    pub lag: u64,
+    /// High watermark - committed; `null` while nothing is committed ("-" in
+    /// `kafka-consumer-groups`).
+    pub lag: Option<u64>,
+    /// High watermark - the owning member's position (the consumer's `records-lag`); `null`
+    /// while no live member owns the partition.
+    pub consumer_lag: Option<u64>,
+    /// The greatest known committed lag, sampled every second.
+    pub max_lag: Option<u64>,
+    /// The time no live member consumed the partition, counted from the first instant at which
+    /// every partition of the group was consumed.
+    pub paused_ms: u64,
+    /// How many such intervals there were.
+    pub pauses: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -203,6 +218,14 @@ impl Report {
             let partitions = partitions.query(world);
             let mut replicas = read::<&Replica>(world);
             let replicas = replicas.query(world);
+            let mut consumers = read::<&Consumer>(world);
+            // Each owned partition's position, by (group, ordinal), for the consumer's own lag.
+            let positions: BTreeMap<(u32, u32), u64> = consumers
+                .query(world)
+                .iter_many(&cluster.consumers)
+                .filter(|c| c.alive)
+                .flat_map(|c| c.assigned.iter().map(|(o, p)| ((c.group, *o), p.handed)))
+                .collect();
             cluster
                 .groups
                 .iter()
@@ -213,8 +236,12 @@ impl Report {
                     let offsets: Vec<OffsetReport> = group
                         .partitions
                         .iter()
-                        .map(|o| {
-                            let s = lag_now(group, *o, cluster, &partitions, &replicas, now);
+                        .enumerate()
+                        .map(|(k, o)| {
+                            let history = lag.partitions.get(k);
+                            let position = positions.get(&(group.index, *o)).copied();
+                            let s =
+                                lag_now(group, *o, cluster, &partitions, &replicas, now, position);
                             let p = partitions
                                 .get(cluster.partitions[*o as usize])
                                 .expect("partition");
@@ -225,17 +252,20 @@ impl Report {
                                 log_end_offset: s.log_end_offset,
                                 high_watermark: s.high_watermark,
                                 lag: s.lag,
+                                consumer_lag: s.consumer_lag,
+                                max_lag: history.and_then(|h| h.max_lag).max(s.lag),
+                                paused_ms: history.map_or(0, |h| h.paused_until(now)),
+                                pauses: history.map_or(0, |h| h.pauses),
                             }
                         })
                         .collect();
-                    let max_lag = offsets.iter().map(|o| o.lag).fold(lag.max_lag, u64::max);
                     GroupReport {
                         name: group.name.clone(),
                         assignor: group.config.assignor.name().to_string(),
                         generation: group.generation,
                         rebalances: group.rebalances,
-                        paused_ms: lag.paused_until(now),
-                        max_lag,
+                        paused_ms: offsets.iter().map(|o| o.paused_ms).sum(),
+                        max_lag: offsets.iter().filter_map(|o| o.max_lag).max(),
                         assignment: crate::assignor::to_json(&group.assignment),
                         offsets,
                     }

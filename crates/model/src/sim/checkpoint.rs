@@ -253,9 +253,9 @@ fn approx_bytes(entities: &BTreeMap<Entity, Parts>, resources: &Resources) -> us
         + resources.events.events.unshared_bytes();
     for group in &resources.lag.groups {
         bytes += group
-            .series
+            .partitions
             .iter()
-            .map(|(_, samples)| samples.unshared_bytes())
+            .map(|p| p.samples.unshared_bytes())
             .sum::<usize>();
     }
     for parts in entities.values() {

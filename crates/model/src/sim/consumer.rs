@@ -1,9 +1,12 @@
 //! The consumer: joins its group, heartbeats, fetches its partitions from the leader (or a
-//! follower in its rack, KIP-392), processes records at its own rate and commits the next offset
-//! to read. Eager members give up every partition when a rebalance starts; cooperative members
-//! (KIP-429) give up only the partitions that move, then rejoin for the second rebalance.
+//! follower in its rack, KIP-392), and runs the application's loop: `poll()` hands out up to
+//! `max.poll.records` of the fetched records, the application processes them at its own rate,
+//! then polls again. Everything that changes the assignment or commits happens inside a poll, as
+//! in `ClassicKafkaConsumer.poll`. Eager members give up every partition when a rebalance starts;
+//! cooperative members (KIP-429) give up only the partitions that move, then rejoin for the
+//! second rebalance.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use bevy_ecs::prelude::*;
 
@@ -50,8 +53,11 @@ pub enum MemberState {
 /// A consumer's progress on one partition.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Progress {
-    /// Next offset to fetch.
+    /// Next offset to fetch: the end of what was fetched.
     pub position: u64,
+    /// Next offset a poll hands out: the consumer's position in Kafka's sense. Records from here
+    /// to `position` wait in the fetch buffer.
+    pub handed: u64,
     /// Next offset to process; what a commit records.
     pub processed: u64,
     /// Wire id of the fetch in flight.
@@ -73,9 +79,21 @@ pub struct Consumer {
     pub leaving: bool,
     pub state: MemberState,
     pub generation: u32,
+    /// Asked to rejoin (REBALANCE_IN_PROGRESS, or a cooperative revocation) while stable: the
+    /// JoinGroup goes out at the next poll (`AbstractCoordinator.requestRejoin`).
+    pub rejoin_requested: bool,
+    /// The assignment a SyncGroup brought, applied at the next poll
+    /// (`ConsumerCoordinator.onJoinComplete`), as ordinals.
+    pending_assignment: Option<Vec<u32>>,
     pub records_per_sec: u32,
     /// Partitions it consumes now, by ordinal.
     pub assigned: BTreeMap<u32, Progress>,
+    /// Partitions with fetched records not handed out yet, in the order their fetches completed
+    /// (`FetchBuffer`'s completed fetches).
+    buffered: VecDeque<u32>,
+    /// What the last poll returned and the application has yet to process: (ordinal, end
+    /// offset), in the order `FetchCollector.collectFetch` drained them.
+    pub in_hand: VecDeque<(u32, u64)>,
     /// Thousandths of a record it may process.
     budget_milli: u64,
     last_process_ms: u64,
@@ -87,13 +105,16 @@ pub struct Consumer {
     commit_in_flight: Option<u64>,
     /// When the join/sync/leave, heartbeat and commit in flight were sent.
     sent_ms: [u64; 3],
+    /// The generation the heartbeat and the commit in flight were sent with: an error about a
+    /// generation the member has since left behind is ignored (`generationUnchanged`).
+    sent_generation: [u32; 2],
     /// Wait before asking again (no coordinator, an error).
     retry_at_ms: u64,
     /// Records processed in all.
     pub processed_total: u64,
-    /// Since when it has had fetched records left to process: the time since its last `poll()`
-    /// that returned nothing new to do.
-    pub busy_since_ms: Option<u64>,
+    /// When the application last called `poll()`: it is in a poll whenever it has nothing in
+    /// hand. `max.poll.interval.ms` counts from here.
+    pub last_poll_ms: u64,
 }
 
 impl Consumer {
@@ -115,8 +136,12 @@ impl Consumer {
             leaving: false,
             state: MemberState::Unjoined,
             generation: 0,
+            rejoin_requested: false,
+            pending_assignment: None,
             records_per_sec: config.records_per_sec,
             assigned: BTreeMap::new(),
+            buffered: VecDeque::new(),
+            in_hand: VecDeque::new(),
             budget_milli: 0,
             last_process_ms: now,
             next_heartbeat_ms: 0,
@@ -125,9 +150,10 @@ impl Consumer {
             heartbeat_in_flight: None,
             commit_in_flight: None,
             sent_ms: [0; 3],
+            sent_generation: [0; 2],
             retry_at_ms: 0,
             processed_total: 0,
-            busy_since_ms: None,
+            last_poll_ms: now,
         }
     }
 
@@ -204,6 +230,55 @@ impl Consumer {
             .map(|(o, p)| (*o, p.processed))
             .collect()
     }
+
+    /// The generation a commit may carry: only a stable member commits
+    /// (`ConsumerCoordinator.sendOffsetCommitRequest`, `generationIfStable`).
+    fn stable_generation(&self) -> Option<u32> {
+        (self.state == MemberState::Stable && self.generation > 0).then_some(self.generation)
+    }
+
+    /// Forgets the generation and rejoins as from scratch (`resetStateOnResponseError`,
+    /// `resetGenerationOnLeaveGroup`): at the next poll it has lost every partition.
+    fn reset_generation(&mut self) {
+        self.generation = 0;
+        self.state = MemberState::Unjoined;
+        self.rejoin_requested = false;
+        self.pending_assignment = None;
+    }
+
+    /// Gives up every partition and what was fetched or handed out from them.
+    fn drop_partitions(&mut self) {
+        self.assigned.clear();
+        self.buffered.clear();
+        self.in_hand.clear();
+    }
+
+    /// `FetchCollector.collectFetch`: up to `max.poll.records` records, taken from the
+    /// completed fetches in the order they arrived, each drained before the next; one left
+    /// part-drained goes on at the next poll. Returns how many were handed out.
+    fn collect(&mut self, max_poll_records: u32) -> u64 {
+        let max = u64::from(max_poll_records);
+        let mut remaining = max;
+        while remaining > 0 {
+            let Some(&ordinal) = self.buffered.front() else {
+                break;
+            };
+            let Some(p) = self.assigned.get_mut(&ordinal) else {
+                self.buffered.pop_front();
+                continue;
+            };
+            let n = (p.position - p.handed).min(remaining);
+            if n > 0 {
+                p.handed += n;
+                remaining -= n;
+                self.in_hand.push_back((ordinal, p.handed));
+            }
+            if p.handed == p.position {
+                self.buffered.pop_front();
+            }
+        }
+        max - remaining
+    }
 }
 
 fn topic_partition(
@@ -258,8 +333,6 @@ pub(super) fn handle_group_responses(
     cluster: &Cluster,
     network: &mut Network,
     wires: &mut Wires,
-    partitions: &Query<&Partition>,
-    replicas: &Query<&Replica>,
     groups: &Query<&ConsumerGroup>,
     consumers: &mut Query<&mut Consumer>,
     due: &mut Vec<u64>,
@@ -341,41 +414,18 @@ pub(super) fn handle_group_responses(
                 generation,
                 assignment,
             } => {
+                // Stable from here, heartbeating again; the assignment itself is taken up at the
+                // next poll (`AbstractCoordinator.joinGroupIfNeeded` calls `onJoinComplete`).
                 consumer.request_in_flight = None;
                 consumer.generation = *generation;
                 consumer.state = MemberState::Stable;
                 consumer.next_heartbeat_ms = now + group.config.heartbeat_interval_ms;
-                let new: Vec<u32> = assignment
-                    .iter()
-                    .filter_map(|tp| ordinal_of(cluster, tp))
-                    .collect();
-                // Cooperative: what moved away is given up now, and the member rejoins so the
-                // follow-up rebalance can hand it to its new owner.
-                let revoked: Vec<u32> = consumer
-                    .assigned
-                    .keys()
-                    .filter(|o| !new.contains(o))
-                    .copied()
-                    .collect();
-                for o in &revoked {
-                    consumer.assigned.remove(o);
-                }
-                if !revoked.is_empty() && group.config.assignor.cooperative() {
-                    consumer.state = MemberState::Unjoined;
-                }
-                for o in new {
-                    consumer.assigned.entry(o).or_insert_with(|| {
-                        let start =
-                            start_offset(group, o, leader_hw(cluster, partitions, replicas, o));
-                        Progress {
-                            position: start,
-                            processed: start,
-                            fetch_in_flight: None,
-                            fetch_sent_ms: 0,
-                            committed_sent: group.committed().get(&o).copied(),
-                        }
-                    });
-                }
+                consumer.pending_assignment = Some(
+                    assignment
+                        .iter()
+                        .filter_map(|tp| ordinal_of(cluster, tp))
+                        .collect(),
+                );
             }
             GroupResponseBody::Heartbeat => consumer.heartbeat_in_flight = None,
             GroupResponseBody::LeaveGroup => {
@@ -384,8 +434,7 @@ pub(super) fn handle_group_responses(
                     consumer.alive = false;
                 } else {
                     // Left after a poll timeout: join again as a new member.
-                    consumer.state = MemberState::Unjoined;
-                    consumer.generation = 0;
+                    consumer.reset_generation();
                 }
             }
             GroupResponseBody::OffsetCommit { offsets } => {
@@ -398,28 +447,83 @@ pub(super) fn handle_group_responses(
                 }
             }
             GroupResponseBody::Error { request, error } => {
-                match *request {
-                    "Heartbeat" => consumer.heartbeat_in_flight = None,
-                    "OffsetCommit" => consumer.commit_in_flight = None,
-                    _ => consumer.request_in_flight = None,
-                }
+                let sent_generation = match *request {
+                    "Heartbeat" => {
+                        consumer.heartbeat_in_flight = None;
+                        Some(consumer.sent_generation[0])
+                    }
+                    "OffsetCommit" => {
+                        consumer.commit_in_flight = None;
+                        Some(consumer.sent_generation[1])
+                    }
+                    _ => {
+                        consumer.request_in_flight = None;
+                        None
+                    }
+                };
+                let joining = matches!(*request, "JoinGroup" | "SyncGroup");
                 match error {
                     GroupError::NotCoordinator => {
                         consumer.retry_at_ms = now + RETRY_BACKOFF_MS;
-                        if matches!(*request, "JoinGroup" | "SyncGroup") {
+                        if joining {
                             consumer.state = MemberState::Unjoined;
                         }
                     }
-                    GroupError::RebalanceInProgress | GroupError::IllegalGeneration => {
-                        consumer.state = MemberState::Unjoined;
+                    // A stable member is only asked to rejoin: it finishes what it has in hand
+                    // and sends the JoinGroup at its next poll (`HeartbeatResponseHandler`,
+                    // `OffsetCommitResponseHandler`: `requestRejoin`).
+                    GroupError::RebalanceInProgress if !joining => {
+                        if consumer.state == MemberState::Stable {
+                            consumer.rejoin_requested = true;
+                        }
                     }
-                    GroupError::UnknownMemberId => {
-                        consumer.state = MemberState::Unjoined;
-                        consumer.generation = 0;
+                    GroupError::RebalanceInProgress => consumer.state = MemberState::Unjoined,
+                    // An answer about a generation the member has since left is ignored
+                    // (`generationUnchanged`); otherwise the generation is reset and the member
+                    // rejoins from scratch (`resetStateOnResponseError`).
+                    GroupError::IllegalGeneration | GroupError::UnknownMemberId => {
+                        if sent_generation.is_none_or(|g| g == consumer.generation) {
+                            consumer.reset_generation();
+                        }
                     }
                 }
             }
         }
+    }
+}
+
+/// `ConsumerCoordinator.onJoinComplete`, inside a poll: partitions no longer assigned are given
+/// up with what was fetched from them (a cooperative member then rejoins, so the follow-up
+/// rebalance can hand them to their new owner), and new ones start at the group's committed
+/// offset (`refreshCommittedOffsetsIfNeeded`).
+fn on_join_complete(
+    c: &mut Consumer,
+    assignment: Vec<u32>,
+    group: &ConsumerGroup,
+    cluster: &Cluster,
+    partitions: &Query<&Partition>,
+    replicas: &Query<&Replica>,
+) {
+    let before = c.assigned.len();
+    c.assigned.retain(|o, _| assignment.contains(o));
+    let revoked = c.assigned.len() < before;
+    let assigned = &c.assigned;
+    c.buffered.retain(|o| assigned.contains_key(o));
+    if revoked && group.config.assignor.cooperative() {
+        c.rejoin_requested = true;
+    }
+    for o in assignment {
+        c.assigned.entry(o).or_insert_with(|| {
+            let start = start_offset(group, o, leader_hw(cluster, partitions, replicas, o));
+            Progress {
+                position: start,
+                handed: start,
+                processed: start,
+                fetch_in_flight: None,
+                fetch_sent_ms: 0,
+                committed_sent: group.committed().get(&o).copied(),
+            }
+        });
     }
 }
 
@@ -458,6 +562,7 @@ pub(super) fn handle_fetch_responses(
             .get(cluster.groups[consumer.group as usize])
             .expect("group");
         let member_id = consumer.member_id.clone();
+        let consumer = &mut *consumer;
         let Some(progress) = consumer.assigned.get_mut(&ordinal) else {
             continue;
         };
@@ -475,7 +580,11 @@ pub(super) fn handle_fetch_responses(
                     OffsetReset::Latest => hw,
                 };
                 progress.position = reset;
+                progress.handed = reset;
                 progress.processed = reset;
+                // What the application still holds of this partition lay past the log's new
+                // end; it is set aside with the reset.
+                consumer.in_hand.retain(|(o, _)| *o != ordinal);
             }
             Some(_) => {}
             None => {
@@ -495,16 +604,19 @@ pub(super) fn handle_fetch_responses(
                         ),
                     );
                 }
-                if response.from == progress.position {
+                if response.from == progress.position && response.count > 0 {
                     progress.position = end;
+                    // A partition is fetched only once its buffer is drained, so it is not in
+                    // the queue yet.
+                    consumer.buffered.push_back(ordinal);
                 }
             }
         }
     }
 }
 
-/// Each member processes its fetched records at its rate, partition by partition; with
-/// `commit_after_each_batch` it commits as soon as a fetched batch is done.
+/// Each member's application processes what its last poll returned, at its rate and in the
+/// order the poll returned it; with `commit_after_each_batch` it commits once the batch is done.
 pub(super) fn process_records(
     clock: &SimClock,
     cluster: &Cluster,
@@ -521,16 +633,11 @@ pub(super) fn process_records(
         if !c.alive {
             continue;
         }
+        let c = &mut *c;
         let elapsed = now - c.last_process_ms;
         c.last_process_ms = now;
-        let buffered: u64 = c.assigned.values().map(|p| p.position - p.processed).sum();
-        if buffered == 0 {
+        if c.in_hand.is_empty() || c.records_per_sec == 0 {
             c.budget_milli = 0;
-            c.busy_since_ms = None;
-            continue;
-        }
-        c.busy_since_ms.get_or_insert(now);
-        if c.records_per_sec == 0 {
             continue;
         }
         let rate = u64::from(c.records_per_sec);
@@ -538,18 +645,30 @@ pub(super) fn process_records(
         let mut can = c.budget_milli / 1000;
         c.budget_milli %= 1000;
         let mut done = 0;
-        for p in c.assigned.values_mut() {
-            let n = (p.position - p.processed).min(can);
-            p.processed += n;
-            can -= n;
-            done += n;
+        while can > 0 {
+            let Some(&(ordinal, end)) = c.in_hand.front() else {
+                break;
+            };
+            if let Some(p) = c.assigned.get_mut(&ordinal) {
+                let n = end.saturating_sub(p.processed).min(can);
+                p.processed += n;
+                can -= n;
+                done += n;
+                if p.processed < end {
+                    continue;
+                }
+            }
+            c.in_hand.pop_front();
         }
         c.processed_total += done;
-        let group = groups.get(cluster.groups[c.group as usize]).expect("group");
-        if group.config.commit_after_each_batch && done > 0 {
-            c.next_commit_ms = now;
-        }
-        if buffered > done {
+        if c.in_hand.is_empty() {
+            // The batch is done: the application polls again now.
+            c.budget_milli = 0;
+            let group = groups.get(cluster.groups[c.group as usize]).expect("group");
+            if group.config.commit_after_each_batch && done > 0 {
+                c.next_commit_ms = now;
+            }
+        } else {
             // The next whole record.
             wake.at(now + (1000 - c.budget_milli).div_ceil(rate));
         }
@@ -600,19 +719,22 @@ pub(super) fn send_requests(
         if let Some(t) = c.expire_requests(now, config.max_poll_interval_ms) {
             wake.at(t);
         }
-        if now < c.retry_at_ms {
+        // After a failed request or NOT_COORDINATOR the member sends nothing for a while; what
+        // happens inside the client alone (a poll, processing) goes on.
+        let may_send = now >= c.retry_at_ms;
+        if !may_send {
             wake.at(c.retry_at_ms);
-            continue;
         }
-        let auto_commit_due = now >= c.next_commit_ms;
         let commit_now =
             |c: &mut Consumer,
              send: &mut dyn FnMut(&mut Consumer, GroupRequestBody) -> Option<u64>| {
                 let offsets = c.uncommitted();
-                if offsets.is_empty() || c.commit_in_flight.is_some() || c.generation == 0 {
+                let Some(generation) = c.stable_generation() else {
+                    return;
+                };
+                if offsets.is_empty() || c.commit_in_flight.is_some() {
                     return;
                 }
-                let generation = c.generation;
                 c.commit_in_flight = send(
                     c,
                     GroupRequestBody::OffsetCommit {
@@ -621,32 +743,56 @@ pub(super) fn send_requests(
                     },
                 );
                 c.sent_ms[2] = now;
+                c.sent_generation[1] = generation;
             };
         if c.leaving {
-            if c.request_in_flight.is_none() {
-                // `KafkaConsumer.close`: commit, then leave (static members do not send
-                // LeaveGroup, KIP-345).
+            // `KafkaConsumer.close`: commit, then leave at once, even in the middle of a
+            // rebalance, whose JoinGroup or SyncGroup is abandoned (`maybeLeaveGroup`). Static
+            // members send no LeaveGroup (KIP-345). A LeaveGroup already on its way (after a
+            // poll timeout) is waited for.
+            let leave_sent = c.request_in_flight.is_some() && c.state == MemberState::Unjoined;
+            if may_send && !leave_sent {
                 commit_now(&mut c, &mut send_group);
                 if c.instance_id.is_some() {
                     c.alive = false;
                 } else {
                     c.request_in_flight = send_group(&mut c, GroupRequestBody::LeaveGroup);
                     c.sent_ms[0] = now;
+                    c.state = MemberState::Unjoined;
                     if c.request_in_flight.is_none() {
                         c.alive = false;
                     }
                 }
-                c.assigned.clear();
+                c.drop_partitions();
             }
             continue;
         }
-        match c.state {
-            MemberState::Unjoined if c.request_in_flight.is_none() => {
+        // The application is inside `poll()` whenever it has nothing in hand; everything that
+        // changes the assignment happens there (`ClassicKafkaConsumer.poll`).
+        let polling = c.in_hand.is_empty();
+        if polling {
+            c.last_poll_ms = now;
+            if let Some(assignment) = c.pending_assignment.take() {
+                on_join_complete(&mut c, assignment, group, cluster, partitions, replicas);
+            }
+            if c.rejoin_requested
+                && c.state == MemberState::Stable
+                && c.request_in_flight.is_none()
+                && may_send
+            {
                 // `ConsumerCoordinator.onJoinPrepare`: with auto-commit, both protocols commit
-                // what was consumed before rejoining; eager then gives up every partition.
+                // what was consumed before rejoining, while still stable.
                 commit_now(&mut c, &mut send_group);
-                if !config.assignor.cooperative() {
-                    c.assigned.clear();
+                c.rejoin_requested = false;
+                c.state = MemberState::Unjoined;
+            }
+        }
+        match c.state {
+            MemberState::Unjoined if polling && may_send && c.request_in_flight.is_none() => {
+                // Eager members give up every partition before rejoining, and so does any member
+                // whose generation was reset: its partitions are lost (`onJoinPrepare`).
+                if c.generation == 0 || !config.assignor.cooperative() {
+                    c.drop_partitions();
                 }
                 let owned: Vec<TopicPartition> = c
                     .assigned
@@ -671,36 +817,37 @@ pub(super) fn send_requests(
                 }
             }
             MemberState::Stable
-                if c.busy_since_ms
-                    .is_some_and(|t| now > t + config.max_poll_interval_ms)
+                if !polling
+                    && now > c.last_poll_ms + config.max_poll_interval_ms
                     && c.request_in_flight.is_none() =>
             {
-                // `max.poll.interval.ms` passed without a poll: the consumer's heartbeat thread
-                // leaves the group (static members only stop heartbeating), its partitions go to
-                // others and what it had fetched is dropped; it joins again afterwards.
-                c.assigned.clear();
-                c.busy_since_ms = None;
-                if c.instance_id.is_some() {
-                    c.state = MemberState::Unjoined;
-                } else {
+                // `max.poll.interval.ms` passed without a poll: the heartbeat thread leaves the
+                // group (static members only stop heartbeating) and resets the generation; the
+                // partitions go to others, what the member held of them is dropped, and it joins
+                // again at its next poll.
+                c.drop_partitions();
+                c.reset_generation();
+                if c.instance_id.is_none() {
                     c.request_in_flight = send_group(&mut c, GroupRequestBody::LeaveGroup);
                     c.sent_ms[0] = now;
-                    c.state = MemberState::Unjoined;
                 }
             }
             MemberState::Stable => {
-                if let Some(t) = c.busy_since_ms {
-                    wake.at(t + config.max_poll_interval_ms + 1);
+                if !polling {
+                    wake.at(c.last_poll_ms + config.max_poll_interval_ms + 1);
                 }
-                if now >= c.next_heartbeat_ms && c.heartbeat_in_flight.is_none() {
+                if may_send && now >= c.next_heartbeat_ms && c.heartbeat_in_flight.is_none() {
                     let generation = c.generation;
                     c.heartbeat_in_flight =
                         send_group(&mut c, GroupRequestBody::Heartbeat { generation });
                     c.sent_ms[1] = now;
+                    c.sent_generation[0] = generation;
                     c.next_heartbeat_ms = now + config.heartbeat_interval_ms;
                 }
                 wake.at(c.next_heartbeat_ms);
-                if auto_commit_due {
+                // Auto-commit runs inside a poll (`ConsumerCoordinator.poll`,
+                // `maybeAutoCommitOffsetsAsync`), of what earlier polls returned.
+                if polling && may_send && now >= c.next_commit_ms {
                     commit_now(&mut c, &mut send_group);
                     c.next_commit_ms = now + config.auto_commit_interval_ms;
                 }
@@ -708,13 +855,19 @@ pub(super) fn send_requests(
             }
             _ => {}
         }
-        // Fetch each owned partition whose fetched records are all processed, in every state of
-        // membership: `ClassicKafkaConsumer.poll` updates the assignment without waiting for a
+        if polling && c.collect(config.max_poll_records) > 0 && c.records_per_sec > 0 {
+            wake.at(now + 1000u64.div_ceil(u64::from(c.records_per_sec)));
+        }
+        if !may_send {
+            continue;
+        }
+        // Fetch each owned partition whose fetched records are all handed out, in every state of
+        // membership (`AbstractFetch.fetchablePartitions` skips buffered ones): `ClassicKafkaConsumer.poll` updates the assignment without waiting for a
         // rebalance to complete (`updateAssignmentMetadataIfNeeded`), so a cooperative member
         // goes on fetching and processing what it owns while it rejoins (KIP-429). An eager
         // member owns nothing then: it gave up every partition before it rejoined.
         for (&o, progress) in c.assigned.iter_mut() {
-            if progress.fetch_in_flight.is_some() || progress.processed < progress.position {
+            if progress.fetch_in_flight.is_some() || progress.handed < progress.position {
                 continue;
             }
             let partition = partitions
@@ -770,6 +923,45 @@ mod tests {
 
     /// `AbstractCoordinator.sendJoinGroupRequest`: the rebalance timeout plus 5 s, or the request
     /// timeout where that is longer.
+    fn consumer() -> Consumer {
+        let scenario = crate::scenario::Scenario::parse(
+            r#"(name: "c", topics: [(name: "t", partitions: 2)],
+                consumer_groups: [(name: "g", topics: ["t"])])"#,
+            "test.ron",
+        )
+        .expect("a scenario");
+        Consumer::new(0, 0, 1, &scenario.consumer_groups[0], 0)
+    }
+
+    /// `FetchCollector.collectFetch`: a poll drains the completed fetches in the order they
+    /// arrived, each before the next, up to `max.poll.records`; the one it leaves part-drained is
+    /// first at the next poll.
+    #[test]
+    fn a_poll_drains_completed_fetches_in_arrival_order_up_to_max_poll_records() {
+        let mut c = consumer();
+        for (ordinal, fetched) in [(0, 300), (1, 700)] {
+            c.assigned.insert(
+                ordinal,
+                Progress {
+                    position: fetched,
+                    ..Progress::default()
+                },
+            );
+        }
+        // Partition 1's fetch completed first.
+        c.buffered.extend([1, 0]);
+        assert_eq!(c.collect(500), 500);
+        assert_eq!(c.in_hand.drain(..).collect::<Vec<_>>(), [(1, 500)]);
+        assert_eq!(c.collect(500), 500);
+        assert_eq!(
+            c.in_hand.drain(..).collect::<Vec<_>>(),
+            [(1, 700), (0, 300)]
+        );
+        assert_eq!(c.collect(500), 0, "nothing left to hand out");
+        assert!(c.buffered.is_empty());
+        assert_eq!((c.assigned[&0].handed, c.assigned[&1].handed), (300, 700));
+    }
+
     #[test]
     fn a_join_group_waits_the_rebalance_timeout_and_five_seconds() {
         assert_eq!(join_group_timeout_ms(300_000), 305_000);

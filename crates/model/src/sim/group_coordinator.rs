@@ -24,6 +24,10 @@ use crate::scenario::ConsumerGroupConfig;
 
 /// How long the coordinator waits for an offset commit to replicate (`offsets.commit.timeout.ms`).
 const OFFSETS_COMMIT_TIMEOUT_MS: u64 = 5_000;
+/// A new member's JoinGroup may wait this long before the member is removed, in place of its
+/// session timeout (`GroupCoordinatorConfig.CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS`, applied in
+/// `GroupMetadataManager.addMemberThenRebalanceOrCompleteJoin`).
+pub const NEW_MEMBER_JOIN_TIMEOUT_MS: u64 = 5 * 60 * 1000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GroupState {
@@ -41,8 +45,32 @@ pub struct GroupMember {
     pub topics: Vec<String>,
     pub owned: Vec<TopicPartition>,
     pub last_heartbeat_ms: u64,
-    /// Rejoined in the rebalance under way.
+    /// Rejoined in the rebalance under way: its JoinGroup waits at the coordinator.
     pub joined: bool,
+    /// Joined for the first time and not through a join phase yet (`ClassicGroupMember.isNew`).
+    pub is_new: bool,
+    /// Its SyncGroup waits at the coordinator for the leader's assignment.
+    pub awaiting_sync: bool,
+}
+
+impl GroupMember {
+    /// `ClassicGroupMember.hasSatisfiedHeartbeat`: a member waiting in a join or a sync needs
+    /// no heartbeat, since its client sends none then; a new one still times out.
+    fn has_satisfied_heartbeat(&self, state: GroupState) -> bool {
+        !self.is_new
+            && ((self.joined && state == GroupState::PreparingRebalance) || self.awaiting_sync)
+    }
+
+    /// When the member is removed if it sends nothing: a new member's JoinGroup may wait
+    /// longer than a session.
+    fn heartbeat_deadline_ms(&self, session_timeout_ms: u64) -> u64 {
+        self.last_heartbeat_ms
+            + if self.is_new {
+                NEW_MEMBER_JOIN_TIMEOUT_MS
+            } else {
+                session_timeout_ms
+            }
+    }
 }
 
 /// A consumer group, at its coordinator.
@@ -150,6 +178,7 @@ impl ConsumerGroup {
         self.rebalances += 1;
         for m in &mut self.members {
             m.joined = false;
+            m.awaiting_sync = false;
         }
         events.push(
             now,
@@ -324,6 +353,8 @@ pub(super) fn handle_group_requests(
                             owned: owned.clone(),
                             last_heartbeat_ms: now,
                             joined: true,
+                            is_new: true,
+                            awaiting_sync: false,
                         });
                         // A new member during the initial delay extends it (`InitialDelayedJoin`).
                         if group.state == GroupState::PreparingRebalance
@@ -377,7 +408,18 @@ pub(super) fn handle_group_requests(
                                 wires.finish(id);
                                 // The others' SyncGroups, held until now, get theirs.
                                 release_syncs(network, now, &group, wires, id);
+                                // Each member answered starts its session again
+                                // (`propagateAssignment`), the leader among them.
+                                for (i, m) in group.members.iter_mut().enumerate() {
+                                    if m.awaiting_sync || Some(i) == known {
+                                        m.last_heartbeat_ms = now;
+                                    }
+                                    m.awaiting_sync = false;
+                                }
                             } else {
+                                if let Some(i) = known {
+                                    group.members[i].awaiting_sync = true;
+                                }
                                 wires.hold(id, now + group.config.session_timeout_ms);
                             }
                         }
@@ -546,6 +588,12 @@ pub(super) fn complete_joins(
             continue;
         }
         group.members.retain(|m| m.joined);
+        // Every member's heartbeat deadline starts again, and no member is new any more
+        // (`GroupMetadataManager.completeClassicGroupJoin`).
+        for m in &mut group.members {
+            m.last_heartbeat_ms = now;
+            m.is_new = false;
+        }
         if group.members.is_empty() {
             group.state = GroupState::Empty;
             group.leader = None;
@@ -592,7 +640,10 @@ pub(super) fn complete_joins(
     }
 }
 
-/// Members silent for `session.timeout.ms` are removed, and the group rebalances.
+/// Members silent for `session.timeout.ms` are removed, and the group rebalances
+/// (`GroupMetadataManager.expireClassicGroupMemberHeartbeat`). Members waiting in a join or a
+/// sync are exempt; a new member is removed once its JoinGroup has waited
+/// [`NEW_MEMBER_JOIN_TIMEOUT_MS`].
 pub(super) fn expire_sessions(
     clock: &SimClock,
     cluster: &Cluster,
@@ -605,20 +656,27 @@ pub(super) fn expire_sessions(
         let mut group = groups.get_mut(entity).expect("group entity");
         let session = group.config.session_timeout_ms;
         let before = group.members.len();
-        let expired: Vec<String> = group
+        let state = group.state;
+        let expired = |m: &GroupMember| {
+            now > m.heartbeat_deadline_ms(session) && !m.has_satisfied_heartbeat(state)
+        };
+        let gone: Vec<String> = group
             .members
             .iter()
-            .filter(|m| now > m.last_heartbeat_ms + session)
+            .filter(|m| expired(m))
             .map(|m| m.id.clone())
             .collect();
-        for id in &expired {
+        for id in &gone {
             group.assignment.remove(id);
         }
-        group
-            .members
-            .retain(|m| now <= m.last_heartbeat_ms + session);
+        group.members.retain(|m| !expired(m));
         for m in &group.members {
-            wake.at(m.last_heartbeat_ms + session + 1);
+            // An exempt member's deadline has passed: it is looked at again when the join or
+            // sync it waits in ends, which wakes the model itself.
+            let deadline = m.heartbeat_deadline_ms(session) + 1;
+            if deadline > now {
+                wake.at(deadline);
+            }
         }
         if group.members.len() < before {
             if group.members.is_empty() {
@@ -688,5 +746,50 @@ pub(super) fn complete_commits(
         };
         respond(network, now, wire, request.group, &request.member, body);
         wires.finish(id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn member(is_new: bool, joined: bool, awaiting_sync: bool) -> GroupMember {
+        GroupMember {
+            id: "m".into(),
+            instance_id: None,
+            topics: Vec::new(),
+            owned: Vec::new(),
+            last_heartbeat_ms: 1_000,
+            joined,
+            is_new,
+            awaiting_sync,
+        }
+    }
+
+    /// `ClassicGroupMemberTest.testHasHeartbeatSatisfied`'s cases: a member waiting in a join or
+    /// a sync needs no heartbeat, unless it is new.
+    #[test]
+    fn waiting_members_satisfy_their_heartbeat_unless_new() {
+        use GroupState::*;
+        assert!(!member(false, false, false).has_satisfied_heartbeat(Stable));
+        assert!(member(false, true, false).has_satisfied_heartbeat(PreparingRebalance));
+        assert!(member(false, false, true).has_satisfied_heartbeat(CompletingRebalance));
+        assert!(!member(true, true, false).has_satisfied_heartbeat(PreparingRebalance));
+        // Joined in an earlier rebalance, not waiting in this one.
+        assert!(!member(false, true, false).has_satisfied_heartbeat(Stable));
+    }
+
+    /// A new member's JoinGroup may wait 5 minutes before the member is removed; any other
+    /// member is removed a session after its last heartbeat.
+    #[test]
+    fn a_new_member_is_given_the_new_member_join_timeout() {
+        assert_eq!(
+            member(true, true, false).heartbeat_deadline_ms(45_000),
+            301_000
+        );
+        assert_eq!(
+            member(false, true, false).heartbeat_deadline_ms(45_000),
+            46_000
+        );
     }
 }

@@ -21,28 +21,62 @@ pub struct LagSample {
     pub log_end_offset: u64,
     pub high_watermark: u64,
     pub committed: Option<u64>,
-    /// High watermark - committed (the whole high watermark when nothing is committed).
-    pub lag: u64,
+    /// High watermark - committed: unknown (`None`, "-" in `kafka-consumer-groups`) while
+    /// nothing is committed.
+    pub lag: Option<u64>,
+    /// The owner's own lag, high watermark - its position (the consumer's `records-lag`
+    /// metric, `FetchCollector.fetchRecords`): unknown while no live member owns the partition.
+    pub consumer_lag: Option<u64>,
+}
+
+/// One partition of a group: its lag history and its pauses.
+#[derive(Debug, Clone, Default)]
+pub struct PartitionLag {
+    pub ordinal: u32,
+    /// Chunked, so that a checkpoint shares the history instead of copying it.
+    pub samples: super::chunked::Chunked<LagSample>,
+    /// The greatest known committed lag sampled.
+    pub max_lag: Option<u64>,
+    /// Intervals with no live member consuming it, counted once the group first had every
+    /// partition consumed.
+    pub pauses: u64,
+    /// Paused time of the intervals that ended.
+    paused_ms: u64,
+    /// Since when it is paused, if it is.
+    paused_since: Option<u64>,
+}
+
+impl PartitionLag {
+    /// Paused time up to `now`.
+    pub fn paused_until(&self, now: u64) -> u64 {
+        self.paused_ms + self.paused_since.map_or(0, |t| now - t)
+    }
+
+    /// Whether no live member consumes it now (after start-up).
+    pub fn is_paused(&self) -> bool {
+        self.paused_since.is_some()
+    }
 }
 
 /// A group's lag history and pause accounting.
 #[derive(Debug, Clone, Default)]
 pub struct GroupLag {
-    /// By the group's partition order: (ordinal, samples). Chunked, so that a checkpoint
-    /// shares the history instead of copying it.
-    pub series: Vec<(u32, super::chunked::Chunked<LagSample>)>,
-    pub max_lag: u64,
-    /// Summed over partitions: time with no member consuming.
-    pub paused_ms: u64,
-    /// Partitions nobody consumed at the last evaluation, and when that was.
-    paused_now: u64,
-    last_eval_ms: u64,
+    /// In the group's partition order.
+    pub partitions: Vec<PartitionLag>,
+    /// The first instant at which every partition had a consuming owner: pauses count from
+    /// there, so start-up is left out for every protocol.
+    pub counting_since: Option<u64>,
 }
 
 impl GroupLag {
-    /// Paused time up to `now`, counting the partitions paused since the last evaluation.
+    /// Paused time up to `now`, summed over the partitions.
     pub fn paused_until(&self, now: u64) -> u64 {
-        self.paused_ms + self.paused_now * (now - self.last_eval_ms)
+        self.partitions.iter().map(|p| p.paused_until(now)).sum()
+    }
+
+    /// The greatest known committed lag sampled on any partition.
+    pub fn max_lag(&self) -> Option<u64> {
+        self.partitions.iter().filter_map(|p| p.max_lag).max()
     }
 }
 
@@ -56,7 +90,7 @@ pub(super) fn plugin(app: &mut App) {
     app.init_resource::<LagMonitor>();
 }
 
-/// The numbers of one partition for one group now.
+/// The numbers of one partition for one group now; `position` is its owner's, if it has one.
 pub fn lag_now(
     group: &ConsumerGroup,
     ordinal: u32,
@@ -64,6 +98,7 @@ pub fn lag_now(
     partitions: &Query<&Partition>,
     replicas: &Query<&Replica>,
     at_ms: u64,
+    position: Option<u64>,
 ) -> LagSample {
     let partition = partitions
         .get(cluster.partitions[ordinal as usize])
@@ -79,20 +114,60 @@ pub fn lag_now(
         log_end_offset,
         high_watermark,
         committed,
-        lag: high_watermark.saturating_sub(committed.unwrap_or(0)),
+        lag: committed.map(|c| high_watermark.saturating_sub(c)),
+        consumer_lag: position.map(|p| high_watermark.saturating_sub(p)),
     }
 }
 
-/// Counts each group's partitions that no live member consumes, from one pass over the
-/// consumers: a count per partition ordinal (kept between steps, so a step allocates nothing),
-/// not a search of every consumer for every partition.
+/// Each group partition's owner now, from one pass over the consumers: how many live members
+/// own it and the position of the last of them, by (group, partition ordinal), kept between steps
+/// so a step allocates nothing.
+#[derive(Debug, Default)]
+pub struct Owners {
+    width: usize,
+    rows: Vec<(u32, u64)>,
+}
+
+impl Owners {
+    fn count(&mut self, cluster: &Cluster, consumers: &Query<&Consumer>) {
+        self.width = cluster.partitions.len();
+        self.rows.clear();
+        self.rows.resize(self.width * cluster.groups.len(), (0, 0));
+        for c in consumers.iter_many(&cluster.consumers) {
+            if !c.alive {
+                continue;
+            }
+            let row = c.group as usize * self.width;
+            for (ordinal, progress) in &c.assigned {
+                let slot = &mut self.rows[row + *ordinal as usize];
+                slot.0 += 1;
+                slot.1 = progress.handed;
+            }
+        }
+    }
+
+    /// How many live members of the group own the partition.
+    pub fn owners(&self, group: u32, ordinal: u32) -> u32 {
+        self.rows[group as usize * self.width + ordinal as usize].0
+    }
+
+    /// The position of the partition's owner in the group, if it has one.
+    pub fn position(&self, group: u32, ordinal: u32) -> Option<u64> {
+        let (n, position) = self.rows[group as usize * self.width + ordinal as usize];
+        (n > 0).then_some(position)
+    }
+}
+
+/// A partition is paused while no live member of the group owns it: unassigned, revoked (an
+/// eager member gives up everything before it rejoins), not yet taken up by its new owner, or
+/// its owner dead. Counted per partition once every partition of the group was consumed.
 pub(super) fn count_paused(
     clock: &SimClock,
     cluster: &Cluster,
     monitor: &mut LagMonitor,
     groups: &Query<&ConsumerGroup>,
     consumers: &Query<&Consumer>,
-    owners: &mut Vec<u32>,
+    owners: &mut Owners,
 ) {
     let now = clock.now_ms;
     if monitor.groups.len() < cluster.groups.len() {
@@ -100,34 +175,44 @@ pub(super) fn count_paused(
             .groups
             .resize(cluster.groups.len(), GroupLag::default());
     }
-    // Owners by (group, partition ordinal).
-    let width = cluster.partitions.len();
-    owners.clear();
-    owners.resize(width * cluster.groups.len(), 0);
-    for c in consumers.iter_many(&cluster.consumers) {
-        if !c.alive {
-            continue;
-        }
-        let row = c.group as usize * width;
-        for ordinal in c.assigned.keys() {
-            owners[row + *ordinal as usize] += 1;
-        }
-    }
+    owners.count(cluster, consumers);
     for (i, &entity) in cluster.groups.iter().enumerate() {
         let group = groups.get(entity).expect("group");
-        let row = &owners[group.index as usize * width..][..width];
-        let paused = group
-            .partitions
-            .iter()
-            .filter(|o| row[**o as usize] == 0)
-            .count() as u64;
         let lag = &mut monitor.groups[i];
-        lag.paused_ms = lag.paused_until(now);
-        lag.paused_now = paused;
-        lag.last_eval_ms = now;
+        if lag.partitions.len() != group.partitions.len() {
+            lag.partitions = group
+                .partitions
+                .iter()
+                .map(|o| PartitionLag {
+                    ordinal: *o,
+                    ..Default::default()
+                })
+                .collect();
+        }
+        let consumed = |o: u32| owners.owners(group.index, o) > 0;
+        if lag.counting_since.is_none() {
+            if group.partitions.iter().all(|o| consumed(*o)) {
+                lag.counting_since = Some(now);
+            }
+            continue;
+        }
+        for p in &mut lag.partitions {
+            match (p.paused_since, consumed(p.ordinal)) {
+                (None, false) => {
+                    p.paused_since = Some(now);
+                    p.pauses += 1;
+                }
+                (Some(since), true) => {
+                    p.paused_ms += now - since;
+                    p.paused_since = None;
+                }
+                _ => {}
+            }
+        }
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 pub(super) fn sample_lag(
     clock: &SimClock,
     cluster: &Cluster,
@@ -136,6 +221,7 @@ pub(super) fn sample_lag(
     groups: &Query<&ConsumerGroup>,
     partitions: &Query<&Partition>,
     replicas: &Query<&Replica>,
+    owners: &Owners,
 ) {
     let now = clock.now_ms;
     wake.at((now / SAMPLE_EVERY_MS + 1) * SAMPLE_EVERY_MS);
@@ -144,18 +230,13 @@ pub(super) fn sample_lag(
     }
     for (i, &entity) in cluster.groups.iter().enumerate() {
         let group = groups.get(entity).expect("group");
-        let lag = &mut monitor.groups[i];
-        if lag.series.is_empty() {
-            lag.series = group
-                .partitions
-                .iter()
-                .map(|o| (*o, Default::default()))
-                .collect();
-        }
-        for (ordinal, samples) in &mut lag.series {
-            let sample = lag_now(group, *ordinal, cluster, partitions, replicas, now);
-            lag.max_lag = lag.max_lag.max(sample.lag);
-            samples.push(sample);
+        for p in &mut monitor.groups[i].partitions {
+            let position = owners.position(group.index, p.ordinal);
+            let sample = lag_now(
+                group, p.ordinal, cluster, partitions, replicas, now, position,
+            );
+            p.max_lag = p.max_lag.max(sample.lag);
+            p.samples.push(sample);
         }
     }
 }

@@ -524,7 +524,7 @@ fn consumers_phase(
     replicas: Query<&Replica>,
     groups: Query<&ConsumerGroup>,
     mut consumers: Query<&mut Consumer>,
-    mut scratch: Local<(Vec<u64>, Vec<u32>)>,
+    mut scratch: Local<(Vec<u64>, lag::Owners)>,
 ) {
     use consumer::*;
     let (due, owners) = &mut *scratch;
@@ -533,8 +533,6 @@ fn consumers_phase(
         &cluster,
         &mut network,
         &mut wires,
-        &partitions,
-        &replicas,
         &groups,
         &mut consumers,
         due,
@@ -578,6 +576,7 @@ fn consumers_phase(
         &groups,
         &partitions,
         &replicas,
+        owners,
     );
 }
 

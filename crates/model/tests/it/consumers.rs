@@ -105,6 +105,19 @@ fn group(report: &Report) -> &kafkascope_model::report::GroupReport {
     &report.consumer_groups[0]
 }
 
+fn no_violations(report: &Report) {
+    assert!(
+        report.invariant_violations.is_empty(),
+        "{:?}",
+        report.invariant_violations
+    );
+}
+
+/// How many members the group's current assignment names.
+fn assigned_members(report: &Report) -> usize {
+    group(report).assignment.as_object().map_or(0, |m| m.len())
+}
+
 #[test]
 fn a_group_faster_than_its_producer_ends_with_no_lag() {
     let report = crate::run(&crate::built_in("consumers"));
@@ -117,9 +130,10 @@ fn a_group_faster_than_its_producer_ends_with_no_lag() {
     for o in &g.offsets {
         assert!(o.high_watermark > 1000);
         assert_eq!(o.committed, Some(o.high_watermark), "{o:?}");
-        assert_eq!(o.lag, 0);
+        assert_eq!(o.lag, Some(0));
     }
-    assert!(g.max_lag > 0 && g.max_lag < 1000, "max lag {}", g.max_lag);
+    let max_lag = g.max_lag.expect("lag is known once the group commits");
+    assert!(max_lag > 0 && max_lag < 1000, "max lag {max_lag}");
     // The coordinator is the leader of __consumer_offsets partition abs(hash("billing")) % 50.
     let p = kafkascope_model::partitioner::offsets_partition_for_group("billing", 50);
     assert!(
@@ -128,11 +142,7 @@ fn a_group_faster_than_its_producer_ends_with_no_lag() {
             .iter()
             .any(|x| x.topic == "__consumer_offsets" && x.partition == p)
     );
-    assert!(
-        report.invariant_violations.is_empty(),
-        "{:?}",
-        report.invariant_violations
-    );
+    no_violations(&report);
 }
 
 #[test]
@@ -151,13 +161,9 @@ fn cooperative_rebalancing_pauses_less_than_eager_under_the_same_storm() {
         c.paused_ms,
         e.paused_ms
     );
-    assert!(e.max_lag > 1000, "the storm builds lag");
+    assert!(e.max_lag > Some(1000), "the storm builds lag");
     for r in [&eager, &cooperative] {
-        assert!(
-            r.invariant_violations.is_empty(),
-            "{:?}",
-            r.invariant_violations
-        );
+        no_violations(r);
         let started = r
             .events
             .iter()
@@ -193,11 +199,7 @@ fn a_static_member_that_returns_within_its_session_causes_no_rebalance() {
         group(&dynamic).rebalances >= 2,
         "a new dynamic member rebalances"
     );
-    assert!(
-        fixed.invariant_violations.is_empty(),
-        "{:?}",
-        fixed.invariant_violations
-    );
+    no_violations(&fixed);
 }
 
 #[test]
@@ -237,11 +239,7 @@ fn a_consumer_in_a_rack_reads_from_the_in_sync_replica_there() {
     );
     let report = Report::of(&sim);
     assert!(group(&report).offsets[0].committed.unwrap_or(0) > 1000);
-    assert!(
-        report.invariant_violations.is_empty(),
-        "{:?}",
-        report.invariant_violations
-    );
+    no_violations(&report);
 }
 
 #[test]
@@ -258,7 +256,7 @@ fn committing_after_each_batch_keeps_committed_offsets_closer() {
             total += group(&Report::of(&sim))
                 .offsets
                 .iter()
-                .map(|o| o.lag)
+                .map(|o| o.lag.expect("committed"))
                 .sum::<u64>();
         }
         total
@@ -301,11 +299,7 @@ fn the_group_survives_its_coordinator_broker_crashing() {
             "the group caught up again: {o:?}"
         );
     }
-    assert!(
-        report.invariant_violations.is_empty(),
-        "{:?}",
-        report.invariant_violations
-    );
+    no_violations(&report);
 }
 
 #[test]
@@ -327,11 +321,7 @@ fn a_member_that_does_not_poll_within_max_poll_interval_leaves_and_rejoins() {
         "rebalances: {}",
         group(&slow_report).rebalances
     );
-    assert!(
-        slow_report.invariant_violations.is_empty(),
-        "{:?}",
-        slow_report.invariant_violations
-    );
+    no_violations(&slow_report);
 }
 
 /// Records each member processed while it was itself rejoining (JoinGroup or SyncGroup in
@@ -386,4 +376,248 @@ fn cooperative_members_keep_consuming_while_they_rejoin() {
         cooperative > 100,
         "cooperative members processed {cooperative} records while rejoining, over {cooperative_ms} member-ms"
     );
+}
+
+/// `max.poll.interval.ms` counts from the last `poll()`, and each poll hands out at most
+/// `max.poll.records` (`ClassicKafkaConsumer.poll`, `FetchCollector.collectFetch`): a member that
+/// falls behind on two partitions but finishes each poll's batch in time stays in the group,
+/// however long its backlog.
+#[test]
+fn a_member_behind_on_two_partitions_that_polls_in_time_stays_in_the_group() {
+    // 500 records at 100 per s: a poll every 5 s, within the 10 s allowed, while the producer's
+    // 200 per s makes the backlog grow without end.
+    let report = crate::run(&crate::scenario(
+        r#"(
+        name: "behind", seed: 4, duration_ms: 60000,
+        cluster: (brokers: 3),
+        topics: [(name: "t", partitions: 2, replication_factor: 3)],
+        producers: [(name: "p", topic: "t", records_per_sec: 200, keys: Sequence("k"))],
+        consumer_groups: [(name: "g", topics: ["t"], records_per_sec: 100,
+                           max_poll_interval_ms: 10000, auto_offset_reset: Earliest)],
+    )"#,
+    ));
+    let g = group(&report);
+    assert_eq!(g.rebalances, 1, "only the first join");
+    let lag: u64 = g.offsets.iter().filter_map(|o| o.lag).sum();
+    assert!(lag > 3000, "the member fell behind: lag {lag}");
+    // Both partitions advance: the polls take from each in turn, not one partition first.
+    for o in &g.offsets {
+        assert!(o.committed.unwrap_or(0) > 1000, "{o:?}");
+    }
+    no_violations(&report);
+}
+
+/// A member asked to rejoin (its heartbeat answered REBALANCE_IN_PROGRESS) finishes the batch in
+/// hand and sends its JoinGroup at its next poll (`HeartbeatResponseHandler` only calls
+/// `requestRejoin`); it never sends one while it holds records.
+#[test]
+fn a_member_rejoins_at_its_next_poll_after_the_batch_in_hand() {
+    use kafkascope_model::sim::cluster::Cluster;
+    use kafkascope_model::sim::consumer::{Consumer, MemberState};
+    // 500 records at 50 per s: 10 s a batch.
+    let scenario = crate::scenario(
+        r#"(
+        name: "rejoin", seed: 5, duration_ms: 60000,
+        cluster: (brokers: 3),
+        topics: [(name: "t", partitions: 2, replication_factor: 3)],
+        producers: [(name: "p", topic: "t", records_per_sec: 200, keys: Sequence("k"))],
+        consumer_groups: [(name: "g", topics: ["t"], members: 2, records_per_sec: 50,
+                           auto_offset_reset: Earliest)],
+        timeline: [(at_ms: 20000, action: AddConsumer("g"))],
+    )"#,
+    );
+    let mut sim = kafkascope_model::sim::Sim::new(&scenario);
+    sim.run_until(20_000);
+    let states = |sim: &kafkascope_model::sim::Sim| -> Vec<(MemberState, bool)> {
+        let world = sim.world();
+        world
+            .resource::<Cluster>()
+            .consumers
+            .iter()
+            .filter_map(|e| world.get::<Consumer>(*e))
+            .map(|c| (c.state, c.in_hand.is_empty()))
+            .collect()
+    };
+    let mut before = states(&sim);
+    let mut rejoined_at = Vec::new();
+    while sim.now_ms() < 45_000 {
+        sim.step();
+        let now = states(&sim);
+        for (i, ((was, _), (is, empty))) in before.iter().zip(&now).enumerate() {
+            if *was == MemberState::Stable && *is == MemberState::Joining {
+                assert!(empty, "member {i} sent its JoinGroup with records in hand");
+                rejoined_at.push(sim.now_ms());
+            }
+        }
+        before = now;
+    }
+    assert_eq!(rejoined_at.len(), 2, "both old members rejoined once");
+    // The heartbeat that learns of the rebalance comes within 3 s; the JoinGroup waits for
+    // the batch in hand, up to 10 s.
+    assert!(
+        rejoined_at.iter().any(|t| *t > 20_000 + 3_000),
+        "a member rejoined only after its batch: {rejoined_at:?}"
+    );
+    let report = Report::of(&sim);
+    no_violations(&report);
+}
+
+/// A member that closes while its JoinGroup waits at the coordinator sends LeaveGroup at once
+/// (`AbstractCoordinator.maybeLeaveGroup`), so the rebalance under way goes on without it: one
+/// rebalance, not a second after the first completes.
+#[test]
+fn a_member_that_closes_during_a_rebalance_leaves_at_once() {
+    let report = crate::run(&crate::scenario(
+        r#"(
+        name: "leave", seed: 7, duration_ms: 40000,
+        cluster: (brokers: 3),
+        topics: [(name: "t", partitions: 4, replication_factor: 3)],
+        producers: [(name: "p", topic: "t", records_per_sec: 100, keys: Sequence("k"))],
+        consumer_groups: [(name: "g", topics: ["t"], members: 2, records_per_sec: 50,
+                           auto_offset_reset: Earliest)],
+        timeline: [
+            (at_ms: 20000, action: AddConsumer("g")),
+            (at_ms: 20500, action: RemoveConsumer("g")),
+        ],
+    )"#,
+    ));
+    let g = group(&report);
+    assert_eq!(
+        g.rebalances, 2,
+        "the first join and the one the new member started"
+    );
+    assert_eq!(assigned_members(&report), 2, "{}", g.assignment);
+    no_violations(&report);
+}
+
+/// A rebalance that waits for a slow member longer than `session.timeout.ms` removes no member
+/// that waits in it (`ClassicGroupMember.hasSatisfiedHeartbeat`): their clients send no heartbeat
+/// while their JoinGroup is parked, and the new member's JoinGroup may wait 5 minutes
+/// (`group.classic.new.member.join.timeout.ms`).
+#[test]
+fn members_waiting_in_a_join_are_not_expired() {
+    // 500 records at 25 per s: 20 s a batch, twice the session timeout.
+    let report = crate::run(&crate::scenario(
+        r#"(
+        name: "waiting", seed: 9, duration_ms: 80000,
+        cluster: (brokers: 3),
+        topics: [(name: "t", partitions: 4, replication_factor: 3)],
+        producers: [(name: "p", topic: "t", records_per_sec: 200, keys: Sequence("k"))],
+        consumer_groups: [(name: "g", topics: ["t"], members: 2, records_per_sec: 25,
+                           session_timeout_ms: 10000, heartbeat_interval_ms: 3000,
+                           auto_offset_reset: Earliest)],
+        timeline: [(at_ms: 20000, action: AddConsumer("g"))],
+    )"#,
+    ));
+    let g = group(&report);
+    assert_eq!(
+        g.rebalances, 2,
+        "the first join and the new member's, nobody expired"
+    );
+    assert_eq!(assigned_members(&report), 3, "{}", g.assignment);
+    no_violations(&report);
+}
+
+/// How many times each partition of the group paused, in the group's partition order.
+fn pauses(report: &Report) -> Vec<u64> {
+    group(report).offsets.iter().map(|o| o.pauses).collect()
+}
+
+/// A storm of joins and leaves: an eager member gives up every partition before it rejoins
+/// (`ConsumerCoordinator.onJoinPrepare`), so every partition pauses at every rebalance; a
+/// cooperative member keeps what it keeps (KIP-429), so only the partitions that move pause.
+#[test]
+fn in_a_storm_only_the_partitions_that_move_pause_in_a_cooperative_group() {
+    let eager = crate::run(&crate::built_in("rebalance-storm"));
+    let cooperative = crate::run(&crate::built_in("rebalance-storm-cooperative"));
+    let (e, c) = (pauses(&eager), pauses(&cooperative));
+    // The first join is not a pause; each rebalance after it is one for every partition.
+    let rebalances = group(&eager).rebalances - 1;
+    assert!(
+        e.iter().all(|p| *p == rebalances),
+        "every eager partition pauses at every rebalance: {e:?} over {rebalances} rebalances"
+    );
+    let (e_total, c_total): (u64, u64) = (e.iter().sum(), c.iter().sum());
+    assert!(
+        c_total * 10 <= e_total * 4,
+        "pauses: cooperative {c_total}, eager {e_total}"
+    );
+    assert_eq!(
+        group(&eager).paused_ms,
+        group(&eager)
+            .offsets
+            .iter()
+            .map(|o| o.paused_ms)
+            .sum::<u64>()
+    );
+}
+
+/// A member crashes, then another joins: the join phase waits for the dead member until its
+/// session times out (45 s). The eager members gave up everything to rejoin, so the whole group
+/// stalls; cooperative members go on with what they own, and only the dead member's partitions
+/// wait.
+#[test]
+fn after_a_crash_only_the_dead_members_partitions_stall_in_a_cooperative_group() {
+    let base = r#"(
+        name: "crash-then-join", seed: 12, duration_ms: 70000,
+        cluster: (brokers: 3),
+        topics: [(name: "t", partitions: 6, replication_factor: 3)],
+        producers: [(name: "p", topic: "t", records_per_sec: 300, keys: Random(1000))],
+        consumer_groups: [(name: "g", topics: ["t"], members: 3, assignor: ASSIGNOR,
+                           records_per_sec: 400, auto_offset_reset: Earliest)],
+        timeline: [
+            (at_ms: 10000, action: CrashConsumer("g")),
+            (at_ms: 15000, action: AddConsumer("g")),
+        ],
+    )"#;
+    let eager = crate::run(&crate::scenario(&base.replace("ASSIGNOR", "Range")));
+    let cooperative = crate::run(&crate::scenario(
+        &base.replace("ASSIGNOR", "CooperativeSticky"),
+    ));
+    let paused =
+        |r: &Report| -> Vec<u64> { group(r).offsets.iter().map(|o| o.paused_ms).collect() };
+    let (e, c) = (paused(&eager), paused(&cooperative));
+    // From the members' rejoining (within a heartbeat of 15 s) to the dead member's session
+    // expiring (10 s + 45 s).
+    assert!(
+        e.iter().all(|p| *p > 35_000),
+        "every eager partition stalls: {e:?}"
+    );
+    let stalled = c.iter().filter(|p| **p > 35_000).count();
+    assert_eq!(stalled, 2, "the dead member's two partitions: {c:?}");
+    // A partition that moves to the new member waits for the follow-up rebalance.
+    assert!(
+        c.iter().filter(|p| **p <= 35_000).all(|p| *p < 10_000),
+        "the others pause for a moment at most: {c:?}"
+    );
+    for r in [&eager, &cooperative] {
+        no_violations(r);
+    }
+}
+
+/// Before a group's first commit its committed offset and lag are unknown, as
+/// `kafka-consumer-groups` prints them ("-"), and `max_lag` is not taken from them.
+#[test]
+fn lag_is_unknown_before_the_first_commit() {
+    let scenario = crate::built_in("consumers");
+    let mut sim = kafkascope_model::sim::Sim::new(&scenario);
+    sim.run_until(2_000);
+    let report = Report::of(&sim);
+    let g = group(&report);
+    assert!(
+        !g.offsets.is_empty(),
+        "every partition is listed from the start"
+    );
+    for o in &g.offsets {
+        assert_eq!((o.committed, o.lag, o.max_lag), (None, None, None), "{o:?}");
+    }
+    assert_eq!(g.max_lag, None);
+    sim.run_until(20_000);
+    let report = Report::of(&sim);
+    for o in &group(&report).offsets {
+        let (Some(committed), Some(lag)) = (o.committed, o.lag) else {
+            panic!("committed by 20 s: {o:?}");
+        };
+        assert_eq!(lag, o.high_watermark - committed);
+    }
 }
