@@ -714,7 +714,7 @@ pub fn summary(scenario: &Scenario, report: &Report) -> String {
         );
     }
     // Unknown values print as `kafka-consumer-groups` prints them: "-".
-    let dash = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
+    let dash = crate::view::snapshot::or_dash;
     for g in &report.consumer_groups {
         let _ = writeln!(
             s,

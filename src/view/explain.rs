@@ -204,7 +204,9 @@ pub fn explain(s: &Snapshot, config: &ClusterConfig, target: Target) -> Option<(
                     "Lag now: {}. How far each group is behind, as kafka-consumer-groups \
                      --describe prints it: LAG = LOG-END-OFFSET - CURRENT-OFFSET, where the log \
                      end is the partition's high watermark (the end a consumer can read) and the \
-                     current offset is the group's committed offset, read from its coordinator                      (\"-\" until the group commits one). Beside it, the members' own lag: the                      high watermark less each owner's position (the consumer's records-lag \
+                     current offset is the group's committed offset, read from its coordinator \
+                     (\"-\" until the group commits one). Beside it, the members' own lag: the \
+                     high watermark less each owner's position (the consumer's records-lag \
                      metric). Only a stable member commits, so committed lag climbs in every \
                      rebalance; the members' own lag shows whether they kept consuming.",
                     if totals.is_empty() {

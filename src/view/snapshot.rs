@@ -6,7 +6,7 @@ use bevy::prelude::*;
 use crate::sim::cluster::{Broker, Cluster, Partition, Replica};
 use crate::sim::consumer::Consumer;
 use crate::sim::group_coordinator::{ConsumerGroup, GroupState};
-use crate::sim::lag::LagMonitor;
+use crate::sim::lag::{LagMonitor, owned};
 use crate::sim::network::{Network, Node, Wire, WireState};
 use crate::sim::producer::Producer;
 use crate::sim::wires::{Payload, Wires};
@@ -514,11 +514,9 @@ impl Snapshot {
                     .iter()
                     .enumerate()
                     .map(|(k, o)| {
-                        let position = consumers
-                            .iter()
-                            .filter(|c| c.alive && c.group == g.index)
-                            .find_map(|c| c.assigned.get(o))
-                            .map(|p| p.handed);
+                        let position = owned(consumers.iter().copied())
+                            .find(|(group, ordinal, _)| (*group, ordinal) == (g.index, o))
+                            .map(|(.., position)| position);
                         let p = &partitions[*o as usize];
                         let (log_end_offset, high_watermark) = p
                             .leader_replica()

@@ -11,7 +11,7 @@ use crate::sim::cluster::{Broker, Cluster, Partition, Replica};
 use crate::sim::consumer::Consumer;
 use crate::sim::group_coordinator::ConsumerGroup;
 use crate::sim::invariants::Invariants;
-use crate::sim::lag::{LagMonitor, lag_now};
+use crate::sim::lag::{LagMonitor, lag_now, owned};
 use crate::sim::ledger::{LostRecord, lost_in, read};
 use crate::sim::producer::{Producer, ProducerStats};
 use crate::sim::{Event, EventLog, Metrics, Sim, SimClock};
@@ -220,12 +220,10 @@ impl Report {
             let replicas = replicas.query(world);
             let mut consumers = read::<&Consumer>(world);
             // Each owned partition's position, by (group, ordinal), for the consumer's own lag.
-            let positions: BTreeMap<(u32, u32), u64> = consumers
-                .query(world)
-                .iter_many(&cluster.consumers)
-                .filter(|c| c.alive)
-                .flat_map(|c| c.assigned.iter().map(|(o, p)| ((c.group, *o), p.handed)))
-                .collect();
+            let positions: BTreeMap<(u32, u32), u64> =
+                owned(consumers.query(world).iter_many(&cluster.consumers))
+                    .map(|(group, ordinal, position)| ((group, ordinal), position))
+                    .collect();
             cluster
                 .groups
                 .iter()

@@ -65,19 +65,7 @@ pub struct GroupLag {
     pub partitions: Vec<PartitionLag>,
     /// The first instant at which every partition had a consuming owner: pauses count from
     /// there, so start-up is left out for every protocol.
-    pub counting_since: Option<u64>,
-}
-
-impl GroupLag {
-    /// Paused time up to `now`, summed over the partitions.
-    pub fn paused_until(&self, now: u64) -> u64 {
-        self.partitions.iter().map(|p| p.paused_until(now)).sum()
-    }
-
-    /// The greatest known committed lag sampled on any partition.
-    pub fn max_lag(&self) -> Option<u64> {
-        self.partitions.iter().filter_map(|p| p.max_lag).max()
-    }
+    counting_since: Option<u64>,
 }
 
 #[derive(Clone, Resource, Debug, Default)]
@@ -128,21 +116,27 @@ pub struct Owners {
     rows: Vec<(u32, u64)>,
 }
 
+/// What the live members own: (group, partition ordinal, the owner's position), the position
+/// being the next offset a poll hands out. The lag monitor, the report and the view all read
+/// ownership from here.
+pub fn owned<'a>(
+    consumers: impl IntoIterator<Item = &'a Consumer>,
+) -> impl Iterator<Item = (u32, u32, u64)> {
+    consumers
+        .into_iter()
+        .filter(|c| c.alive)
+        .flat_map(|c| c.assigned.iter().map(|(o, p)| (c.group, *o, p.handed)))
+}
+
 impl Owners {
     fn count(&mut self, cluster: &Cluster, consumers: &Query<&Consumer>) {
         self.width = cluster.partitions.len();
         self.rows.clear();
         self.rows.resize(self.width * cluster.groups.len(), (0, 0));
-        for c in consumers.iter_many(&cluster.consumers) {
-            if !c.alive {
-                continue;
-            }
-            let row = c.group as usize * self.width;
-            for (ordinal, progress) in &c.assigned {
-                let slot = &mut self.rows[row + *ordinal as usize];
-                slot.0 += 1;
-                slot.1 = progress.handed;
-            }
+        for (group, ordinal, position) in owned(consumers.iter_many(&cluster.consumers)) {
+            let slot = &mut self.rows[group as usize * self.width + ordinal as usize];
+            slot.0 += 1;
+            slot.1 = position;
         }
     }
 
