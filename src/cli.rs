@@ -716,12 +716,18 @@ pub fn summary(scenario: &Scenario, report: &Report) -> String {
     // Unknown values print as `kafka-consumer-groups` prints them: "-".
     let dash = crate::view::snapshot::or_dash;
     for g in &report.consumer_groups {
+        let epochs = match &g.epochs {
+            Some(e) => format!(
+                "consumer protocol, group epoch {}, target assignment epoch {}",
+                e.group_epoch, e.target_assignment_epoch
+            ),
+            None => format!("generation {}", g.generation),
+        };
         let _ = writeln!(
             s,
-            "group {} ({}): generation {}, {} rebalances, paused {:.3} s in all, max lag {}",
+            "group {} ({}): {epochs}, {} rebalances, paused {:.3} s in all, max lag {}",
             g.name,
             g.assignor,
-            g.generation,
             g.rebalances,
             g.paused_ms as f64 / 1000.0,
             dash(g.max_lag)

@@ -706,8 +706,11 @@ fn details(
             }
             for (g, history) in s.groups.iter().zip(&lag.groups) {
                 ui.label(format!(
-                    "{}: {}, generation {}, {} rebalances",
-                    g.name, g.state, g.generation, g.rebalances
+                    "{}: {}, {}, {} rebalances",
+                    g.name,
+                    g.state,
+                    g.epochs(),
+                    g.rebalances
                 ));
                 lag_table(ui, g, palette);
                 // The committed lag climbs in any rebalance, since only a stable member commits;

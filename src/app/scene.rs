@@ -17,7 +17,7 @@ use crate::sim::network::{Node, WireState};
 use crate::view::layout::{BROKER_HEADER, Layout, MEMBER_ROW, MEMBERS_TOP, text};
 use crate::view::log_strip::{Cell, StripPlace, beyond, epoch_starts, strip};
 use crate::view::palette::{Palette, ReplicaRole};
-use crate::view::snapshot::{MessageKind, MessageView, PartitionView};
+use crate::view::snapshot::{MessageKind, MessageView, PartitionView, Reconciling};
 
 /// How long a state change takes on screen (wall time).
 const CHANGE: Duration = Duration::from_millis(450);
@@ -861,11 +861,21 @@ pub(super) fn paint_scene(
             5.0,
         );
         let lag = crate::view::snapshot::or_dash(g.lag());
+        // A consumer-protocol group shows its epoch and its target assignment's, which trails
+        // it while Assigning.
+        let epochs = match g.target_epoch {
+            Some(target) if target != g.generation => {
+                format!("epoch {}, target {target}", g.generation)
+            }
+            Some(_) => format!("epoch {}", g.generation),
+            None => format!("gen {}", g.generation),
+        };
         paint.text(
             Vec2::new(r.min.x + 10.0, r.min.y + 50.0 * t),
             first_fitting(
                 &[
-                    format!("{}, gen {}, lag {}", g.state, g.generation, lag),
+                    format!("{}, {epochs}, lag {}", g.state, lag),
+                    format!("{}, {epochs}", g.state),
                     format!("{}, lag {}", g.state, lag),
                 ],
                 r.width() - 20.0,
@@ -897,18 +907,44 @@ pub(super) fn paint_scene(
                     .collect();
                 format!("p{}", ordinals.join(","))
             };
+            // A consumer-protocol member reconciles on its own: its epoch says how far it is, and
+            // its coordinator may hold it until it gives partitions up or others release theirs.
+            let short = |names: &[String]| -> String {
+                let ordinals: Vec<&str> = names
+                    .iter()
+                    .map(|a| a.rsplit('-').next().unwrap_or(a))
+                    .collect();
+                format!("p{}", ordinals.join(","))
+            };
+            let epoch = if g.target_epoch.is_some() && m.alive {
+                format!(" e{}", m.epoch)
+            } else {
+                String::new()
+            };
+            let pending = match &m.reconciling {
+                Some(Reconciling::Revoke(p)) => format!(", revoking {}", short(p)),
+                Some(Reconciling::WaitFor(p)) => format!(", awaits {}", short(p)),
+                None => String::new(),
+            };
             paint.text(
                 Vec2::new(mr.min.x + 6.0, mr.center().y),
-                fit(
-                    &format!(
-                        "{}{}: {}",
-                        short_member(&m.name),
-                        if m.alive { "" } else { " (dead)" },
-                        owned
-                    ),
-                    mr.width() - 10.0,
-                    text::SMALL * t,
-                ),
+                {
+                    // In a narrow box, members go by their number in the group ("#5").
+                    let dead = if m.alive { "" } else { " (dead)" };
+                    let number = m
+                        .name
+                        .strip_prefix(&format!("{}-", g.name))
+                        .map_or_else(|| short_member(&m.name), |n| format!("#{n}"));
+                    first_fitting(
+                        &[
+                            format!("{}{dead}{epoch}: {owned}{pending}", short_member(&m.name)),
+                            format!("{number}{dead}{epoch}: {owned}{pending}"),
+                            format!("{number}{dead}{epoch}: {owned}"),
+                        ],
+                        mr.width() - 10.0,
+                        text::SMALL * t,
+                    )
+                },
                 text::SMALL * t,
                 if m.alive {
                     text
@@ -980,6 +1016,27 @@ pub(super) fn paint_scene(
                 with_alpha(color, alpha),
                 z,
                 m.kind.is_response(),
+            );
+        }
+        // A consumer-protocol heartbeat answer that hands a member its assignment says so.
+        if let Some((epoch, assignment)) = &m.assignment {
+            let parts: Vec<String> = assignment
+                .iter()
+                .filter_map(|o| s.partitions.get(*o as usize))
+                .map(|p| p.index.to_string())
+                .collect();
+            let owned = if parts.is_empty() {
+                "none".to_string()
+            } else {
+                format!("p{}", parts.join(","))
+            };
+            paint.text(
+                at + Vec2::new(0.0, -16.0 * t),
+                format!("e{epoch}: {owned}"),
+                text::SMALL * t,
+                with_alpha(palette.text, alpha),
+                Anchor::CENTER,
+                8.4,
             );
         }
         // The message carrying the followed record says what it is.

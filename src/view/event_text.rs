@@ -161,6 +161,22 @@ pub fn describe(kind: &EventKind) -> (Severity, String) {
             Good,
             format!("group {group}: generation {generation} assigned"),
         ),
+        E::GroupEpochBumped {
+            group,
+            epoch,
+            reason,
+        } => (
+            if reason.contains("fenced") { Bad } else { Info },
+            format!("group {group}: epoch {epoch}, as {reason}"),
+        ),
+        E::MemberReconciled {
+            group,
+            member,
+            epoch,
+        } => (
+            Good,
+            format!("group {group}: {member} reaches epoch {epoch} with its whole assignment"),
+        ),
         E::Truncated {
             broker,
             topic,

@@ -114,11 +114,20 @@ pub fn explain(s: &Snapshot, config: &ClusterConfig, target: Target) -> Option<(
                 format!("Consumer group {}", g.name),
                 // The whole status line, which the scene abbreviates when its box is narrow.
                 format!(
-                    "{}, generation {}, {} rebalances, lag {lag}. The members share the topic's \
+                    "{}, {}, {} rebalances, lag {lag}. The members share the topic's \
                      partitions: each partition is read by one member. The group coordinator, the \
-                     leader of the group's __consumer_offsets partition, runs rebalances and \
-                     stores the offsets the members commit.",
-                    g.state, g.generation, g.rebalances
+                     leader of the group's __consumer_offsets partition, {} and stores the offsets \
+                     the members commit.",
+                    g.state,
+                    g.epochs(),
+                    g.rebalances,
+                    if g.target_epoch.is_some() {
+                        "assigns the partitions itself (the consumer protocol, KIP-848): each \
+                         member reconciles on its own at its heartbeats, giving partitions up \
+                         before it is given new ones,"
+                    } else {
+                        "runs rebalances"
+                    }
                 ),
             )
         }
@@ -149,6 +158,14 @@ pub fn explain(s: &Snapshot, config: &ClusterConfig, target: Target) -> Option<(
                      broker.session.timeout.ms is fenced. A restarted broker first registers; \
                      while its old session is still valid the controller refuses it \
                      (DUPLICATE_BROKER_REGISTRATION) and it tries again with back-off."
+                }
+                MessageKind::Group | MessageKind::GroupResponse
+                    if m.assignment.is_some() || m.detail == Some("ConsumerGroupHeartbeat") =>
+                {
+                    "The consumer protocol's heartbeat (KIP-848): the member reports its epoch \
+                     and the partitions it owns; the answer brings its epoch and, when it \
+                     changed, its assignment, which the member reconciles on its own: it gives \
+                     up what it loses before it is given what others release."
                 }
                 MessageKind::Group | MessageKind::GroupResponse => {
                     "Between a consumer and its group coordinator: joining, syncing the \

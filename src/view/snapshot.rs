@@ -3,12 +3,15 @@
 
 use bevy::prelude::*;
 
+use crate::scenario::GroupProtocol;
 use crate::sim::cluster::{Broker, Cluster, Partition, Replica};
 use crate::sim::consumer::Consumer;
-use crate::sim::group_coordinator::{ConsumerGroup, GroupState};
+use crate::sim::consumer_protocol::ReconcileState;
+use crate::sim::group_coordinator::ConsumerGroup;
 use crate::sim::lag::{LagMonitor, owned};
 use crate::sim::network::{Network, Node, Wire, WireState};
 use crate::sim::producer::Producer;
+use crate::sim::protocol::{GroupResponse, GroupResponseBody};
 use crate::sim::wires::{Payload, Wires};
 use crate::sim::{Metrics, SimClock};
 
@@ -61,6 +64,32 @@ impl MessageKind {
     }
 }
 
+/// Where a consumer-protocol member's coordinator holds it in reconciling, if anywhere.
+fn reconciling(
+    group: &ConsumerGroup,
+    member: &str,
+    name: &dyn Fn(u32) -> String,
+) -> Option<Reconciling> {
+    let m = group.members.iter().find(|m| m.id == member)?;
+    let r = &m.reconciliation;
+    match r.state {
+        ReconcileState::Stable => None,
+        ReconcileState::UnrevokedPartitions => Some(Reconciling::Revoke(
+            r.pending_revocation.iter().map(|o| name(*o)).collect(),
+        )),
+        ReconcileState::UnreleasedPartitions => Some(Reconciling::WaitFor(
+            group
+                .target
+                .get(member)
+                .into_iter()
+                .flatten()
+                .filter(|o| !r.assigned.contains(o))
+                .map(|o| name(*o))
+                .collect(),
+        )),
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct MessageView {
     pub wire: Wire,
@@ -72,6 +101,9 @@ pub struct MessageView {
     pub records: u32,
     /// A produce request's `acks`.
     pub acks: Option<&'static str>,
+    /// A ConsumerGroupHeartbeat response that carries an assignment: the member epoch and the
+    /// partitions, by ordinal.
+    pub assignment: Option<(i32, Vec<u32>)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -221,10 +253,23 @@ pub struct MemberView {
     /// Index in the cluster's consumers: the node of its messages.
     pub node: u32,
     pub alive: bool,
+    /// Its generation, or in a consumer-protocol group its member epoch, as it knows it.
+    pub epoch: u32,
     /// Partitions it consumes now, by name.
     pub assigned: Vec<String>,
+    /// Consumer protocol: where its coordinator holds it in reconciling, by partition name.
+    pub reconciling: Option<Reconciling>,
     /// Per partition it consumes: (ordinal, next offset to fetch, next offset to process).
     pub progress: Vec<(u32, u64, u64)>,
+}
+
+/// A consumer-protocol member between two epochs, as its coordinator sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reconciling {
+    /// It must give these up before it moves to the next epoch.
+    Revoke(Vec<String>),
+    /// It waits for these, which another member has yet to release.
+    WaitFor(Vec<String>),
 }
 
 /// One line of `kafka-consumer-groups --describe`.
@@ -249,7 +294,10 @@ pub struct OffsetRow {
 pub struct GroupView {
     pub name: String,
     pub state: &'static str,
+    /// The generation; in a consumer-protocol group, the group epoch.
     pub generation: u32,
+    /// Consumer protocol: the target assignment's epoch.
+    pub target_epoch: Option<u32>,
     pub rebalances: u64,
     /// The `__consumer_offsets` partition its coordinator writes commits to.
     pub offsets_partition: u32,
@@ -258,6 +306,18 @@ pub struct GroupView {
 }
 
 impl GroupView {
+    /// "generation 5", or a consumer-protocol group's "group epoch 13, target assignment epoch
+    /// 12".
+    pub fn epochs(&self) -> String {
+        match self.target_epoch {
+            Some(target) => format!(
+                "group epoch {}, target assignment epoch {target}",
+                self.generation
+            ),
+            None => format!("generation {}", self.generation),
+        }
+    }
+
     /// The committed lag summed over the partitions that have one; `None` ("-") while no
     /// partition has a committed offset.
     pub fn lag(&self) -> Option<u64> {
@@ -354,12 +414,28 @@ impl Snapshot {
             .iter()
             .map(|message| {
                 let (kind, detail, records, acks) = message_kind(&message.payload);
+                let assignment = match &message.payload {
+                    Payload::GroupResponse(r) => match &**r {
+                        GroupResponse {
+                            body:
+                                GroupResponseBody::ConsumerGroupHeartbeat {
+                                    member_epoch,
+                                    assignment: Some(assignment),
+                                    ..
+                                },
+                            ..
+                        } => Some((*member_epoch, assignment.clone())),
+                        _ => None,
+                    },
+                    _ => None,
+                };
                 MessageView {
                     wire: message.wire,
                     kind,
                     detail,
                     records,
                     acks,
+                    assignment,
                 }
             })
             .collect();
@@ -498,7 +574,9 @@ impl Snapshot {
                         name: c.member_id.clone(),
                         node: c.index,
                         alive: c.alive,
+                        epoch: c.generation,
                         assigned: c.assigned.keys().map(|o| part_name(*o)).collect(),
+                        reconciling: reconciling(g, &c.member_id, &part_name),
                         progress: c
                             .assigned
                             .iter()
@@ -540,13 +618,10 @@ impl Snapshot {
                     .collect();
                 GroupView {
                     name: g.name.clone(),
-                    state: match g.state {
-                        GroupState::Empty => "Empty",
-                        GroupState::PreparingRebalance => "PreparingRebalance",
-                        GroupState::CompletingRebalance => "CompletingRebalance",
-                        GroupState::Stable => "Stable",
-                    },
+                    state: g.state.name(),
                     generation: g.generation,
+                    target_epoch: (g.config.protocol == GroupProtocol::Consumer)
+                        .then_some(g.assignment_epoch),
                     rebalances: g.rebalances,
                     offsets_partition: world
                         .get::<Partition>(g.offsets_partition)

@@ -1,6 +1,8 @@
-//! Kafka's partition assignors, as the group leader runs them: range and round robin exactly as
-//! `RangeAssignor` and `RoundRobinAssignor`; sticky and cooperative-sticky balanced first, then
-//! keeping previous owners (`AbstractStickyAssignor`, `CooperativeStickyAssignor`).
+//! Kafka's partition assignors. A classic group's leader runs range and round robin exactly as
+//! `RangeAssignor` and `RoundRobinAssignor`, sticky and cooperative-sticky balanced first, then
+//! keeping previous owners (`AbstractStickyAssignor`, `CooperativeStickyAssignor`). A
+//! consumer-protocol group's coordinator runs uniform (`UniformHomogeneousAssignmentBuilder`) or
+//! range (the group coordinator's `RangeAssignor`, which assigns as the client's does).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -12,6 +14,8 @@ pub enum Assignor {
     RoundRobin,
     Sticky,
     CooperativeSticky,
+    /// The consumer protocol's default server-side assignor.
+    Uniform,
 }
 
 impl Assignor {
@@ -22,6 +26,7 @@ impl Assignor {
             Assignor::RoundRobin => "roundrobin",
             Assignor::Sticky => "sticky",
             Assignor::CooperativeSticky => "cooperative-sticky",
+            Assignor::Uniform => "uniform",
         }
     }
 
@@ -31,6 +36,7 @@ impl Assignor {
             Assignor::RoundRobin,
             Assignor::Sticky,
             Assignor::CooperativeSticky,
+            Assignor::Uniform,
         ]
         .into_iter()
         .find(|a| a.name() == name)
@@ -45,12 +51,14 @@ impl Assignor {
 /// A topic and a partition number.
 pub type TopicPartition = (String, u32);
 
-/// One member as the leader sees it in the JoinGroup responses.
+/// One member as the assignor sees it: in the JoinGroup responses the leader gets, or in the
+/// coordinator's group.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Member {
     pub id: String,
     pub topics: Vec<String>,
-    /// What it owned before this rebalance (sent by sticky and cooperative members).
+    /// What it owned before this rebalance (sent by sticky and cooperative members); for the
+    /// uniform assignor, its part of the previous target assignment.
     pub owned: Vec<TopicPartition>,
 }
 
@@ -68,6 +76,7 @@ pub fn assign(
         Assignor::Range => range(topics, members, &mut out),
         Assignor::RoundRobin => round_robin(topics, members, &mut out),
         Assignor::Sticky => sticky(topics, members, &mut out),
+        Assignor::Uniform => uniform(topics, members, &mut out),
         Assignor::CooperativeSticky => {
             sticky(topics, members, &mut out);
             // `CooperativeStickyAssignor.adjustAssignment`: a partition moving to a new owner is
@@ -206,6 +215,71 @@ fn sticky(topics: &BTreeMap<String, u32>, members: &[Member], out: &mut Assignme
         {
             out.get_mut(&m.id).unwrap().push(tp.clone());
         }
+    }
+}
+
+/// `UniformHomogeneousAssignmentBuilder`: with P partitions and M members, each member's quota
+/// is P / M, one more for the first P % M members (in member order). Each member keeps its part
+/// of the previous target assignment up to its quota, topic by topic in order; what it had beyond
+/// its quota, then the partitions nobody had, go in order to the members still below their quota.
+/// Kafka iterates topics in its topic-id set's order and members in its map's; here both are in
+/// name order.
+fn uniform(topics: &BTreeMap<String, u32>, members: &[Member], out: &mut Assignment) {
+    let sorted = sorted_members(members);
+    if sorted.is_empty() {
+        return;
+    }
+    let partitions = all_partitions(topics, members);
+    let valid: BTreeSet<&TopicPartition> = partitions.iter().collect();
+    let had: BTreeSet<&TopicPartition> = sorted
+        .iter()
+        .flat_map(|m| &m.owned)
+        .filter(|tp| valid.contains(tp))
+        .collect();
+    // Partitions nobody had come first (`build` lists them), then what members give back
+    // (`maybeRevokePartitions` appends it).
+    let mut unassigned: Vec<TopicPartition> = partitions
+        .iter()
+        .filter(|tp| !had.contains(tp))
+        .cloned()
+        .collect();
+    let (min_quota, mut extra) = (
+        partitions.len() / sorted.len(),
+        partitions.len() % sorted.len(),
+    );
+    let mut unfilled: Vec<(&str, usize)> = Vec::new();
+    for m in &sorted {
+        let mut quota = min_quota;
+        if extra > 0 {
+            quota += 1;
+            extra -= 1;
+        }
+        let mut owned: Vec<&TopicPartition> =
+            m.owned.iter().filter(|tp| valid.contains(tp)).collect();
+        owned.sort();
+        let mine = out.get_mut(&m.id).expect("every member has an entry");
+        for topic in owned.iter().map(|tp| &tp.0).collect::<BTreeSet<_>>() {
+            let of_topic: Vec<&TopicPartition> =
+                owned.iter().copied().filter(|tp| &tp.0 == topic).collect();
+            if of_topic.len() <= quota {
+                quota -= of_topic.len();
+                mine.extend(of_topic.into_iter().cloned());
+            } else {
+                let (kept, given_back) = of_topic.split_at(quota);
+                quota = 0;
+                mine.extend(kept.iter().copied().cloned());
+                unassigned.extend(given_back.iter().copied().cloned());
+            }
+        }
+        if quota > 0 {
+            unfilled.push((&m.id, quota));
+        }
+    }
+    let mut next = unassigned.into_iter();
+    for (id, quota) in unfilled {
+        out.get_mut(id)
+            .expect("every member has an entry")
+            .extend(next.by_ref().take(quota));
     }
 }
 

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use bevy_ecs::prelude::*;
 use serde::Serialize;
 
-use crate::scenario::{Scenario, limits};
+use crate::scenario::{GroupProtocol, Scenario, limits};
 use crate::sim::cluster::{Broker, Cluster, Partition, Replica};
 use crate::sim::consumer::Consumer;
 use crate::sim::group_coordinator::ConsumerGroup;
@@ -55,8 +55,14 @@ pub struct Report {
 #[derive(Debug, Clone, Serialize)]
 pub struct GroupReport {
     pub name: String,
+    /// `group.protocol`: "classic" or "consumer".
+    pub protocol: &'static str,
     pub assignor: String,
+    /// The generation; in a consumer-protocol group, the group epoch.
     pub generation: u32,
+    /// Consumer protocol: the target assignment's epoch and each member's epoch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub epochs: Option<Epochs>,
     pub rebalances: u64,
     /// Summed over the group's partitions: the time each had no member consuming it.
     pub paused_ms: u64,
@@ -65,6 +71,16 @@ pub struct GroupReport {
     /// The current generation's assignment: {member: ["topic-partition", ...]}.
     pub assignment: serde_json::Value,
     pub offsets: Vec<OffsetReport>,
+}
+
+/// A consumer-protocol group's epochs, as `kafka-consumer-groups --describe --members --verbose`
+/// shows them.
+#[derive(Debug, Clone, Serialize)]
+pub struct Epochs {
+    pub group_epoch: u32,
+    pub target_assignment_epoch: u32,
+    /// Each member's epoch, by member id.
+    pub members: BTreeMap<String, u32>,
 }
 
 /// One line of `kafka-consumer-groups --describe`.
@@ -257,14 +273,48 @@ impl Report {
                             }
                         })
                         .collect();
+                    let consumer_protocol = group.config.protocol == GroupProtocol::Consumer;
+                    let assignment = if consumer_protocol {
+                        // The members' current assignments, as the coordinator holds them.
+                        group
+                            .members
+                            .iter()
+                            .map(|m| {
+                                let tps = m
+                                    .reconciliation
+                                    .assigned
+                                    .iter()
+                                    .map(|o| {
+                                        let p = partitions
+                                            .get(cluster.partitions[*o as usize])
+                                            .expect("partition");
+                                        (cluster.topics[p.topic].name.clone(), p.index)
+                                    })
+                                    .collect();
+                                (m.id.clone(), tps)
+                            })
+                            .collect()
+                    } else {
+                        group.assignment.clone()
+                    };
                     GroupReport {
                         name: group.name.clone(),
-                        assignor: group.config.assignor.name().to_string(),
+                        protocol: group.config.protocol.name(),
+                        assignor: group.config.assignor().name().to_string(),
                         generation: group.generation,
+                        epochs: consumer_protocol.then(|| Epochs {
+                            group_epoch: group.generation,
+                            target_assignment_epoch: group.assignment_epoch,
+                            members: group
+                                .members
+                                .iter()
+                                .map(|m| (m.id.clone(), m.reconciliation.member_epoch))
+                                .collect(),
+                        }),
                         rebalances: group.rebalances,
                         paused_ms: offsets.iter().map(|o| o.paused_ms).sum(),
                         max_lag: offsets.iter().filter_map(|o| o.max_lag).max(),
-                        assignment: crate::assignor::to_json(&group.assignment),
+                        assignment: crate::assignor::to_json(&assignment),
                         offsets,
                     }
                 })

@@ -95,6 +95,10 @@ pub const BUILT_IN: &[BuiltIn] = &[
         source: include_str!("../../../scenarios/rebalance-storm-cooperative.ron"),
     },
     BuiltIn {
+        name: "rebalance-storm-consumer-protocol",
+        source: include_str!("../../../scenarios/rebalance-storm-consumer-protocol.ron"),
+    },
+    BuiltIn {
         name: "leader-reads",
         source: include_str!("../../../scenarios/leader-reads.ron"),
     },
@@ -187,6 +191,13 @@ pub struct ClusterConfig {
     /// `group.initial.rebalance.delay.ms`: an empty group waits this long for more members.
     #[serde(default = "defaults::group_initial_rebalance_delay_ms")]
     pub group_initial_rebalance_delay_ms: u64,
+    /// `group.consumer.heartbeat.interval.ms`: how often members of consumer-protocol groups
+    /// heartbeat; the coordinator tells them in each ConsumerGroupHeartbeat response.
+    #[serde(default = "defaults::group_consumer_heartbeat_interval_ms")]
+    pub group_consumer_heartbeat_interval_ms: u64,
+    /// `group.consumer.session.timeout.ms`: a consumer-protocol member silent this long is fenced.
+    #[serde(default = "defaults::group_consumer_session_timeout_ms")]
+    pub group_consumer_session_timeout_ms: u64,
     /// `broker.rack` of each broker, in id order.
     #[serde(default)]
     pub broker_racks: Option<Vec<String>>,
@@ -196,9 +207,19 @@ pub struct ClusterConfig {
     pub rack_aware_replica_selector: bool,
 }
 
-/// A number given in the file (which makes the field `Some`).
-fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    u64::deserialize(d).map(Some)
+/// A value given in the file (which makes the field `Some`), written bare as any other field.
+fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
+/// Writes a field read by [`present`] back bare; a field not given is skipped.
+fn given<S: serde::Serializer, T: Serialize>(v: &Option<T>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(v) => v.serialize(s),
+        None => s.serialize_none(),
+    }
 }
 
 impl Default for ClusterConfig {
@@ -220,6 +241,8 @@ impl Default for ClusterConfig {
             offsets_topic_partitions: defaults::offsets_topic_partitions(),
             offsets_topic_replication_factor: defaults::offsets_topic_replication_factor(),
             group_initial_rebalance_delay_ms: defaults::group_initial_rebalance_delay_ms(),
+            group_consumer_heartbeat_interval_ms: defaults::group_consumer_heartbeat_interval_ms(),
+            group_consumer_session_timeout_ms: defaults::group_consumer_session_timeout_ms(),
             broker_racks: None,
             rack_aware_replica_selector: false,
         }
@@ -336,9 +359,21 @@ pub struct ConsumerGroupConfig {
     /// Members at the start.
     #[serde(default = "defaults::one")]
     pub members: u32,
-    /// `partition.assignment.strategy` (Kafka's default list starts with range).
-    #[serde(default = "defaults::assignor")]
-    pub assignor: Assignor,
+    /// `group.protocol`: the classic protocol (Kafka 4.0's default) or KIP-848's consumer
+    /// protocol.
+    #[serde(default)]
+    pub protocol: GroupProtocol,
+    /// The assignor, read through [`ConsumerGroupConfig::assignor`]: with the classic protocol
+    /// `partition.assignment.strategy`, run by the group's leader (Kafka's default list starts with
+    /// range); with the consumer protocol `group.remote.assignor`, run by the coordinator (the
+    /// first of `group.consumer.assignors`, uniform, by default).
+    #[serde(
+        default,
+        deserialize_with = "present",
+        serialize_with = "given",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub assignor: Option<Assignor>,
     /// How many records each member processes per second.
     #[serde(default = "defaults::consumer_records_per_sec")]
     pub records_per_sec: u32,
@@ -348,12 +383,24 @@ pub struct ConsumerGroupConfig {
     /// Commit after each processed batch instead of every `auto_commit_interval_ms`.
     #[serde(default)]
     pub commit_after_each_batch: bool,
-    /// `session.timeout.ms`.
-    #[serde(default = "defaults::consumer_session_timeout_ms")]
-    pub session_timeout_ms: u64,
-    /// `heartbeat.interval.ms`.
-    #[serde(default = "defaults::consumer_heartbeat_interval_ms")]
-    pub heartbeat_interval_ms: u64,
+    /// `session.timeout.ms`, read through [`ConsumerGroupConfig::session_timeout_ms`]; only
+    /// the classic protocol takes it.
+    #[serde(
+        default,
+        deserialize_with = "present",
+        serialize_with = "given",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub session_timeout_ms: Option<u64>,
+    /// `heartbeat.interval.ms`, read through [`ConsumerGroupConfig::heartbeat_interval_ms`];
+    /// only the classic protocol takes it.
+    #[serde(
+        default,
+        deserialize_with = "present",
+        serialize_with = "given",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub heartbeat_interval_ms: Option<u64>,
     /// `max.poll.interval.ms` (also the rebalance timeout).
     #[serde(default = "defaults::max_poll_interval_ms")]
     pub max_poll_interval_ms: u64,
@@ -369,6 +416,49 @@ pub struct ConsumerGroupConfig {
     /// Members get a `group.instance.id` (static membership, KIP-345).
     #[serde(default)]
     pub static_members: bool,
+}
+
+/// `group.protocol`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum GroupProtocol {
+    /// JoinGroup, SyncGroup and Heartbeat; the group's leader assigns.
+    #[default]
+    Classic,
+    /// KIP-848: ConsumerGroupHeartbeat alone; the coordinator assigns and each member reconciles
+    /// on its own.
+    Consumer,
+}
+
+impl GroupProtocol {
+    /// The name in `group.protocol` (and in reports).
+    pub fn name(self) -> &'static str {
+        match self {
+            GroupProtocol::Classic => "classic",
+            GroupProtocol::Consumer => "consumer",
+        }
+    }
+}
+
+impl ConsumerGroupConfig {
+    /// The assignor in use: the one given, else the protocol's default.
+    pub fn assignor(&self) -> Assignor {
+        self.assignor.unwrap_or(match self.protocol {
+            GroupProtocol::Classic => Assignor::Range,
+            GroupProtocol::Consumer => Assignor::Uniform,
+        })
+    }
+
+    /// `session.timeout.ms` of a classic member (45 s by default).
+    pub fn session_timeout_ms(&self) -> u64 {
+        self.session_timeout_ms
+            .unwrap_or_else(defaults::consumer_session_timeout_ms)
+    }
+
+    /// `heartbeat.interval.ms` of a classic member (3 s by default).
+    pub fn heartbeat_interval_ms(&self) -> u64 {
+        self.heartbeat_interval_ms
+            .unwrap_or_else(defaults::consumer_heartbeat_interval_ms)
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -462,8 +552,11 @@ mod defaults {
     pub fn group_initial_rebalance_delay_ms() -> u64 {
         3_000
     }
-    pub fn assignor() -> super::Assignor {
-        super::Assignor::Range
+    pub fn group_consumer_heartbeat_interval_ms() -> u64 {
+        5_000
+    }
+    pub fn group_consumer_session_timeout_ms() -> u64 {
+        45_000
     }
     pub fn consumer_records_per_sec() -> u32 {
         1_000
@@ -898,8 +991,30 @@ impl Scenario {
                 "group_initial_rebalance_delay_ms",
                 c.group_initial_rebalance_delay_ms,
             ),
+            (
+                "group_consumer_heartbeat_interval_ms",
+                c.group_consumer_heartbeat_interval_ms,
+            ),
+            (
+                "group_consumer_session_timeout_ms",
+                c.group_consumer_session_timeout_ms,
+            ),
         ] {
             too_long(format!("cluster.{field}"), value)?;
+        }
+        // `GroupCoordinatorConfig`: group.consumer.heartbeat.interval.ms must be less than
+        // group.consumer.session.timeout.ms.
+        let (heartbeat, session) = (
+            c.group_consumer_heartbeat_interval_ms,
+            c.group_consumer_session_timeout_ms,
+        );
+        if heartbeat == 0 || heartbeat >= session {
+            return Err(bad(
+                "cluster.group_consumer_heartbeat_interval_ms".into(),
+                format!(
+                    "{heartbeat} ms must be above 0 and below group_consumer_session_timeout_ms ({session} ms), as Kafka requires"
+                ),
+            ));
         }
         // KafkaConfig.validateValues: replica.fetch.wait.max.ms is at most replica.socket.timeout.ms
         // (replica_socket_timeout_ms), so a held fetch does not time out at the follower, which
@@ -1237,20 +1352,77 @@ impl Scenario {
                     format!("{t:?} is listed twice: a group subscribes to a topic once"),
                 ));
             }
+            match g.protocol {
+                GroupProtocol::Classic => {
+                    if g.assignor() == Assignor::Uniform {
+                        return Err(bad(
+                            at("assignor"),
+                            "Uniform is a server-side assignor of the consumer protocol \
+                             (group.consumer.assignors): a classic group's leader runs Range, \
+                             RoundRobin, Sticky or CooperativeSticky"
+                                .into(),
+                        ));
+                    }
+                }
+                GroupProtocol::Consumer => {
+                    // `ConsumerConfig.CONSUMER_PROTOCOL_UNSUPPORTED_CONFIGS`: with
+                    // group.protocol=consumer the coordinator assigns and sets the timings.
+                    if !matches!(g.assignor(), Assignor::Uniform | Assignor::Range) {
+                        return Err(bad(
+                            at("assignor"),
+                            format!(
+                                "{:?} is a client-side assignor (partition.assignment.strategy), \
+                                 which Kafka's consumer refuses with group.protocol=consumer: the \
+                                 coordinator assigns, with Uniform or Range (group.remote.assignor)",
+                                g.assignor()
+                            ),
+                        ));
+                    }
+                    for (field, value, broker) in [
+                        (
+                            "session_timeout_ms",
+                            g.session_timeout_ms,
+                            "cluster.group_consumer_session_timeout_ms",
+                        ),
+                        (
+                            "heartbeat_interval_ms",
+                            g.heartbeat_interval_ms,
+                            "cluster.group_consumer_heartbeat_interval_ms",
+                        ),
+                    ] {
+                        if value.is_some() {
+                            return Err(bad(
+                                at(field),
+                                format!(
+                                    "cannot be set with protocol Consumer, as Kafka's consumer \
+                                     refuses it with group.protocol=consumer: the broker's {broker} \
+                                     applies"
+                                ),
+                            ));
+                        }
+                    }
+                    if g.static_members {
+                        return Err(bad(
+                            at("static_members"),
+                            "static membership is modelled for the classic protocol only".into(),
+                        ));
+                    }
+                }
+            }
             for (field, value) in [
                 ("auto_commit_interval_ms", g.auto_commit_interval_ms),
-                ("session_timeout_ms", g.session_timeout_ms),
-                ("heartbeat_interval_ms", g.heartbeat_interval_ms),
+                ("session_timeout_ms", g.session_timeout_ms()),
+                ("heartbeat_interval_ms", g.heartbeat_interval_ms()),
                 ("max_poll_interval_ms", g.max_poll_interval_ms),
             ] {
                 too_long(at(field), value)?;
             }
-            if g.heartbeat_interval_ms == 0 || g.heartbeat_interval_ms >= g.session_timeout_ms {
+            let (heartbeat, session) = (g.heartbeat_interval_ms(), g.session_timeout_ms());
+            if heartbeat == 0 || heartbeat >= session {
                 return Err(bad(
                     at("heartbeat_interval_ms"),
                     format!(
-                        "{} ms must be above 0 and below session_timeout_ms ({} ms), as Kafka requires",
-                        g.heartbeat_interval_ms, g.session_timeout_ms
+                        "{heartbeat} ms must be above 0 and below session_timeout_ms ({session} ms), as Kafka requires"
                     ),
                 ));
             }

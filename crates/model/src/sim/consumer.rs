@@ -4,14 +4,17 @@
 //! then polls again. Everything that changes the assignment or commits happens inside a poll, as
 //! in `ClassicKafkaConsumer.poll`. Eager members give up every partition when a rebalance starts;
 //! cooperative members (KIP-429) give up only the partitions that move, then rejoin for the
-//! second rebalance.
+//! second rebalance. Members of consumer-protocol groups (KIP-848) heartbeat with
+//! ConsumerGroupHeartbeat alone and reconcile each assignment they are sent on their own
+//! (`ConsumerMembershipManager`): commit, revoke what they lose, take what they gain, and
+//! acknowledge with a heartbeat at once.
 
 use std::collections::{BTreeMap, VecDeque};
 
 use bevy_ecs::prelude::*;
 
 use super::cluster::{Broker, Cluster, Partition, Replica, broker_views};
-use super::group_coordinator::ConsumerGroup;
+use super::group_coordinator::{ConsumerGroup, GroupState};
 use super::invariants::Invariants;
 use super::network::{Network, Node, Wire};
 use super::protocol::{
@@ -21,7 +24,7 @@ use super::protocol::{
 use super::wires::Wires;
 use super::{SimClock, Wake};
 use crate::assignor::{self, TopicPartition};
-use crate::scenario::OffsetReset;
+use crate::scenario::{GroupProtocol, OffsetReset};
 
 /// `retry.backoff.ms` of the consumer: the pause before asking again when there is no
 /// coordinator or leader to ask.
@@ -110,6 +113,20 @@ pub struct Consumer {
     sent_generation: [u32; 2],
     /// Wait before asking again (no coordinator, an error).
     retry_at_ms: u64,
+    /// Consumer protocol: the heartbeat interval the coordinator sets.
+    pub heartbeat_interval_ms: u64,
+    /// Consumer protocol: the assignment the coordinator last sent, until it is reconciled
+    /// (`AbstractMembershipManager.currentTargetAssignment`).
+    pub target_assignment: Option<Vec<u32>>,
+    /// Consumer protocol: partitions being revoked; they are neither fetched nor handed out
+    /// (`markPendingRevocationToPauseFetching`).
+    pub revoking: Vec<u32>,
+    /// Consumer protocol: the commit before this reconciliation was sent
+    /// (`maybeAutoCommitSyncBeforeRevocation`).
+    reconcile_commit_sent: bool,
+    /// Consumer protocol: a heartbeat goes out at once, to join or to acknowledge a reconciled
+    /// assignment (`shouldHeartbeatNow`: JOINING, ACKNOWLEDGING).
+    pub heartbeat_now: bool,
     /// Records processed in all.
     pub processed_total: u64,
     /// When the application last called `poll()`: it is in a poll whenever it has nothing in
@@ -152,6 +169,11 @@ impl Consumer {
             sent_ms: [0; 3],
             sent_generation: [0; 2],
             retry_at_ms: 0,
+            heartbeat_interval_ms: config.heartbeat_interval_ms(),
+            target_assignment: None,
+            revoking: Vec::new(),
+            reconcile_commit_sent: false,
+            heartbeat_now: false,
             processed_total: 0,
             last_poll_ms: now,
         }
@@ -171,6 +193,10 @@ impl Consumer {
         }
         if self.heartbeat_in_flight == Some(wire_id) {
             self.heartbeat_in_flight = None;
+            // A consumer-protocol join goes out again.
+            if self.state == MemberState::Joining {
+                self.state = MemberState::Unjoined;
+            }
         }
         if self.commit_in_flight == Some(wire_id) {
             self.commit_in_flight = None;
@@ -244,6 +270,8 @@ impl Consumer {
         self.state = MemberState::Unjoined;
         self.rejoin_requested = false;
         self.pending_assignment = None;
+        self.target_assignment = None;
+        self.heartbeat_now = false;
     }
 
     /// Gives up every partition and what was fetched or handed out from them.
@@ -251,6 +279,8 @@ impl Consumer {
         self.assigned.clear();
         self.buffered.clear();
         self.in_hand.clear();
+        self.revoking.clear();
+        self.reconcile_commit_sent = false;
     }
 
     /// `FetchCollector.collectFetch`: up to `max.poll.records` records, taken from the
@@ -263,7 +293,11 @@ impl Consumer {
             let Some(&ordinal) = self.buffered.front() else {
                 break;
             };
-            let Some(p) = self.assigned.get_mut(&ordinal) else {
+            let Some(p) = self
+                .assigned
+                .get_mut(&ordinal)
+                .filter(|_| !self.revoking.contains(&ordinal))
+            else {
                 self.buffered.pop_front();
                 continue;
             };
@@ -390,7 +424,7 @@ pub(super) fn handle_group_responses(
                                     .map(|x| (t.clone(), x.partitions.len() as u32))
                             })
                             .collect();
-                        assignor::assign(group.config.assignor, &topics, members)
+                        assignor::assign(group.config.assignor(), &topics, members)
                     });
                 let Some(coordinator) = wire_from_broker(wire) else {
                     continue;
@@ -419,7 +453,7 @@ pub(super) fn handle_group_responses(
                 consumer.request_in_flight = None;
                 consumer.generation = *generation;
                 consumer.state = MemberState::Stable;
-                consumer.next_heartbeat_ms = now + group.config.heartbeat_interval_ms;
+                consumer.next_heartbeat_ms = now + group.config.heartbeat_interval_ms();
                 consumer.pending_assignment = Some(
                     assignment
                         .iter()
@@ -428,6 +462,33 @@ pub(super) fn handle_group_responses(
                 );
             }
             GroupResponseBody::Heartbeat => consumer.heartbeat_in_flight = None,
+            GroupResponseBody::ConsumerGroupHeartbeat { .. }
+                if consumer.request_in_flight == awaited =>
+            {
+                // The answer to a leave (epoch -1).
+                consumer.request_in_flight = None;
+                if consumer.leaving {
+                    consumer.alive = false;
+                }
+            }
+            GroupResponseBody::ConsumerGroupHeartbeat {
+                member_epoch,
+                heartbeat_interval_ms,
+                assignment,
+            } => {
+                // `ConsumerMembershipManager.onHeartbeatSuccess`: the epoch and interval are
+                // taken as sent; a new assignment is reconciled at the next poll.
+                consumer.heartbeat_in_flight = None;
+                if !matches!(consumer.state, MemberState::Joining | MemberState::Stable) {
+                    continue;
+                }
+                consumer.state = MemberState::Stable;
+                consumer.generation = *member_epoch as u32;
+                consumer.heartbeat_interval_ms = *heartbeat_interval_ms;
+                if let Some(assignment) = assignment {
+                    consumer.target_assignment = Some(assignment.clone());
+                }
+            }
             GroupResponseBody::LeaveGroup => {
                 consumer.request_in_flight = None;
                 if consumer.leaving {
@@ -448,7 +509,9 @@ pub(super) fn handle_group_responses(
             }
             GroupResponseBody::Error { request, error } => {
                 let sent_generation = match *request {
-                    "Heartbeat" => {
+                    "Heartbeat" | "ConsumerGroupHeartbeat"
+                        if consumer.heartbeat_in_flight == awaited =>
+                    {
                         consumer.heartbeat_in_flight = None;
                         Some(consumer.sent_generation[0])
                     }
@@ -465,10 +528,27 @@ pub(super) fn handle_group_responses(
                 match error {
                     GroupError::NotCoordinator => {
                         consumer.retry_at_ms = now + RETRY_BACKOFF_MS;
-                        if joining {
+                        if joining || consumer.state == MemberState::Joining {
                             consumer.state = MemberState::Unjoined;
                         }
                     }
+                    // `AbstractMembershipManager.transitionToFenced`: the partitions are lost,
+                    // without a commit, and the member joins again with epoch 0 after the
+                    // heartbeat's back-off.
+                    GroupError::FencedMemberEpoch | GroupError::UnknownMemberId
+                        if group.config.protocol == GroupProtocol::Consumer =>
+                    {
+                        if *request == "ConsumerGroupHeartbeat"
+                            && sent_generation.is_none_or(|g| g == consumer.generation)
+                        {
+                            consumer.drop_partitions();
+                            consumer.reset_generation();
+                            consumer.retry_at_ms = now + RETRY_BACKOFF_MS;
+                        }
+                    }
+                    // A commit with an old member epoch is dropped; the next one carries the
+                    // current epoch.
+                    GroupError::StaleMemberEpoch | GroupError::FencedMemberEpoch => {}
                     // A stable member is only asked to rejoin: it finishes what it has in hand
                     // and sends the JoinGroup at its next poll (`HeartbeatResponseHandler`,
                     // `OffsetCommitResponseHandler`: `requestRejoin`).
@@ -495,7 +575,7 @@ pub(super) fn handle_group_responses(
 /// `ConsumerCoordinator.onJoinComplete`, inside a poll: partitions no longer assigned are given
 /// up with what was fetched from them (a cooperative member then rejoins, so the follow-up
 /// rebalance can hand them to their new owner), and new ones start at the group's committed
-/// offset (`refreshCommittedOffsetsIfNeeded`).
+/// offset (`refreshCommittedOffsetsIfNeeded`). Returns whether it took partitions.
 fn on_join_complete(
     c: &mut Consumer,
     assignment: Vec<u32>,
@@ -503,15 +583,16 @@ fn on_join_complete(
     cluster: &Cluster,
     partitions: &Query<&Partition>,
     replicas: &Query<&Replica>,
-) {
+) -> bool {
     let before = c.assigned.len();
     c.assigned.retain(|o, _| assignment.contains(o));
     let revoked = c.assigned.len() < before;
     let assigned = &c.assigned;
     c.buffered.retain(|o| assigned.contains_key(o));
-    if revoked && group.config.assignor.cooperative() {
+    if revoked && group.config.assignor().cooperative() {
         c.rejoin_requested = true;
     }
+    let took = assignment.iter().any(|o| !c.assigned.contains_key(o));
     for o in assignment {
         c.assigned.entry(o).or_insert_with(|| {
             let start = start_offset(group, o, leader_hw(cluster, partitions, replicas, o));
@@ -524,6 +605,90 @@ fn on_join_complete(
                 committed_sent: group.committed().get(&o).copied(),
             }
         });
+    }
+    took
+}
+
+/// `AbstractMembershipManager.maybeReconcile`, inside a poll, as when the application's
+/// rebalance listener runs there: the member commits what it consumed
+/// (`maybeAutoCommitSyncBeforeRevocation`) and waits for the answer, pausing the partitions it
+/// loses; then it revokes them, takes the new ones from the group's committed offsets, and
+/// acknowledges with a heartbeat at once (ACKNOWLEDGING). A failed commit does not stop it.
+/// Returns whether it took partitions.
+fn reconcile(
+    c: &mut Consumer,
+    group: &ConsumerGroup,
+    cluster: &Cluster,
+    partitions: &Query<&Partition>,
+    replicas: &Query<&Replica>,
+    mut commit: impl FnMut(&mut Consumer),
+) -> bool {
+    let Some(target) = c.target_assignment.clone() else {
+        return false;
+    };
+    if c.assigned.len() == target.len() && target.iter().all(|o| c.assigned.contains_key(o)) {
+        c.target_assignment = None;
+        return false;
+    }
+    if c.commit_in_flight.is_some() {
+        return false;
+    }
+    if !c.reconcile_commit_sent {
+        c.reconcile_commit_sent = true;
+        c.revoking = c
+            .assigned
+            .keys()
+            .filter(|o| !target.contains(o))
+            .copied()
+            .collect();
+        commit(c);
+        if c.commit_in_flight.is_some() {
+            return false;
+        }
+    }
+    c.reconcile_commit_sent = false;
+    c.revoking.clear();
+    let took = on_join_complete(c, target, group, cluster, partitions, replicas);
+    c.rejoin_requested = false;
+    c.target_assignment = None;
+    c.heartbeat_now = true;
+    took
+}
+
+/// What the ownership check needs of a member.
+struct Membership<'a> {
+    member_id: &'a str,
+    generation: u32,
+    taken_up: bool,
+}
+
+/// Whether the coordinator lets the member consume a partition, where it can tell: a
+/// consumer-protocol member's assigned and pending-revocation partitions; a classic member's part
+/// of the assignment once it is stable at the group's generation and has taken it up. A member
+/// the coordinator no longer counts is not judged: it learns so at its next request.
+fn coordinator_allows(
+    member: &Membership,
+    group: &ConsumerGroup,
+    ordinal: u32,
+    name: impl FnOnce() -> TopicPartition,
+) -> bool {
+    let Some(m) = group.members.iter().find(|m| m.id == member.member_id) else {
+        return true;
+    };
+    match group.config.protocol {
+        GroupProtocol::Consumer => {
+            let r = &m.reconciliation;
+            r.assigned.contains(&ordinal) || r.pending_revocation.contains(&ordinal)
+        }
+        GroupProtocol::Classic => {
+            member.generation != group.generation
+                || group.state != GroupState::Stable
+                || !member.taken_up
+                || group
+                    .assignment
+                    .get(member.member_id)
+                    .is_some_and(|a| a.contains(&name()))
+        }
     }
 }
 
@@ -682,6 +847,7 @@ pub(super) fn send_requests(
     cluster: &Cluster,
     network: &mut Network,
     wake: &mut Wake,
+    invariants: &mut Invariants,
     brokers: &Query<&Broker>,
     partitions: &Query<&Partition>,
     replicas: &Query<&Replica>,
@@ -745,6 +911,21 @@ pub(super) fn send_requests(
                 c.sent_ms[2] = now;
                 c.sent_generation[1] = generation;
             };
+        let consumer_protocol = config.protocol == GroupProtocol::Consumer;
+        // A consumer-protocol member leaves with a heartbeat of epoch -1 (`leaveGroupEpoch`).
+        let leave = |c: &Consumer| {
+            if consumer_protocol {
+                GroupRequestBody::ConsumerGroupHeartbeat {
+                    member_epoch: -1,
+                    topics: config.topics.clone(),
+                    owned: Vec::new(),
+                    rebalance_timeout_ms: config.max_poll_interval_ms,
+                }
+            } else {
+                debug_assert!(c.instance_id.is_none(), "static members send no LeaveGroup");
+                GroupRequestBody::LeaveGroup
+            }
+        };
         if c.leaving {
             // `KafkaConsumer.close`: commit, then leave at once, even in the middle of a
             // rebalance, whose JoinGroup or SyncGroup is abandoned (`maybeLeaveGroup`). Static
@@ -756,7 +937,8 @@ pub(super) fn send_requests(
                 if c.instance_id.is_some() {
                     c.alive = false;
                 } else {
-                    c.request_in_flight = send_group(&mut c, GroupRequestBody::LeaveGroup);
+                    let body = leave(&c);
+                    c.request_in_flight = send_group(&mut c, body);
                     c.sent_ms[0] = now;
                     c.state = MemberState::Unjoined;
                     if c.request_in_flight.is_none() {
@@ -770,10 +952,18 @@ pub(super) fn send_requests(
         // The application is inside `poll()` whenever it has nothing in hand; everything that
         // changes the assignment happens there (`ClassicKafkaConsumer.poll`).
         let polling = c.in_hand.is_empty();
-        if polling {
+        let mut took = false;
+        if polling && consumer_protocol {
+            c.last_poll_ms = now;
+            if c.target_assignment.is_some() {
+                took = reconcile(&mut c, group, cluster, partitions, replicas, |c| {
+                    commit_now(c, &mut send_group);
+                });
+            }
+        } else if polling {
             c.last_poll_ms = now;
             if let Some(assignment) = c.pending_assignment.take() {
-                on_join_complete(&mut c, assignment, group, cluster, partitions, replicas);
+                took = on_join_complete(&mut c, assignment, group, cluster, partitions, replicas);
             }
             if c.rejoin_requested
                 && c.state == MemberState::Stable
@@ -788,10 +978,40 @@ pub(super) fn send_requests(
             }
         }
         match c.state {
-            MemberState::Unjoined if polling && may_send && c.request_in_flight.is_none() => {
+            MemberState::Unjoined
+                if consumer_protocol
+                    && polling
+                    && may_send
+                    && c.request_in_flight.is_none()
+                    && c.heartbeat_in_flight.is_none() =>
+            {
+                // Joins with epoch 0, owning nothing (`transitionToJoining`).
+                c.drop_partitions();
+                let body = GroupRequestBody::ConsumerGroupHeartbeat {
+                    member_epoch: 0,
+                    topics: config.topics.clone(),
+                    owned: Vec::new(),
+                    rebalance_timeout_ms: config.max_poll_interval_ms,
+                };
+                match send_group(&mut c, body) {
+                    Some(id) => {
+                        c.heartbeat_in_flight = Some(id);
+                        c.sent_ms[1] = now;
+                        c.sent_generation[0] = 0;
+                        c.state = MemberState::Joining;
+                    }
+                    None => {
+                        c.retry_at_ms = now + RETRY_BACKOFF_MS;
+                        wake.at(c.retry_at_ms);
+                    }
+                }
+            }
+            MemberState::Unjoined
+                if !consumer_protocol && polling && may_send && c.request_in_flight.is_none() =>
+            {
                 // Eager members give up every partition before rejoining, and so does any member
                 // whose generation was reset: its partitions are lost (`onJoinPrepare`).
-                if c.generation == 0 || !config.assignor.cooperative() {
+                if c.generation == 0 || !config.assignor().cooperative() {
                     c.drop_partitions();
                 }
                 let owned: Vec<TopicPartition> = c
@@ -828,9 +1048,40 @@ pub(super) fn send_requests(
                 c.drop_partitions();
                 c.reset_generation();
                 if c.instance_id.is_none() {
-                    c.request_in_flight = send_group(&mut c, GroupRequestBody::LeaveGroup);
+                    let body = leave(&c);
+                    c.request_in_flight = send_group(&mut c, body);
                     c.sent_ms[0] = now;
                 }
+            }
+            MemberState::Stable if consumer_protocol => {
+                if !polling {
+                    wake.at(c.last_poll_ms + config.max_poll_interval_ms + 1);
+                }
+                // The heartbeat carries what the member owns now: the coordinator reads a
+                // revocation from it (`ConsumerHeartbeatRequestManager`).
+                if may_send
+                    && (now >= c.next_heartbeat_ms || c.heartbeat_now)
+                    && c.heartbeat_in_flight.is_none()
+                {
+                    let generation = c.generation;
+                    let body = GroupRequestBody::ConsumerGroupHeartbeat {
+                        member_epoch: generation as i32,
+                        topics: config.topics.clone(),
+                        owned: c.assigned.keys().copied().collect(),
+                        rebalance_timeout_ms: config.max_poll_interval_ms,
+                    };
+                    c.heartbeat_in_flight = send_group(&mut c, body);
+                    c.sent_ms[1] = now;
+                    c.sent_generation[0] = generation;
+                    c.next_heartbeat_ms = now + c.heartbeat_interval_ms;
+                    c.heartbeat_now = false;
+                }
+                wake.at(c.next_heartbeat_ms);
+                if polling && may_send && now >= c.next_commit_ms {
+                    commit_now(&mut c, &mut send_group);
+                    c.next_commit_ms = now + config.auto_commit_interval_ms;
+                }
+                wake.at(c.next_commit_ms);
             }
             MemberState::Stable => {
                 if !polling {
@@ -842,7 +1093,7 @@ pub(super) fn send_requests(
                         send_group(&mut c, GroupRequestBody::Heartbeat { generation });
                     c.sent_ms[1] = now;
                     c.sent_generation[0] = generation;
-                    c.next_heartbeat_ms = now + config.heartbeat_interval_ms;
+                    c.next_heartbeat_ms = now + config.heartbeat_interval_ms();
                 }
                 wake.at(c.next_heartbeat_ms);
                 // Auto-commit runs inside a poll (`ConsumerCoordinator.poll`,
@@ -855,6 +1106,10 @@ pub(super) fn send_requests(
             }
             _ => {}
         }
+        // Partitions are taken only here, inside a poll: the owners are checked when some were.
+        if took {
+            invariants.owners_changed(c.group);
+        }
         if polling && c.collect(config.max_poll_records) > 0 && c.records_per_sec > 0 {
             wake.at(now + 1000u64.div_ceil(u64::from(c.records_per_sec)));
         }
@@ -866,8 +1121,20 @@ pub(super) fn send_requests(
         // rebalance to complete (`updateAssignmentMetadataIfNeeded`), so a cooperative member
         // goes on fetching and processing what it owns while it rejoins (KIP-429). An eager
         // member owns nothing then: it gave up every partition before it rejoined.
+        let c = &mut *c;
+        // Field by field: the loop below borrows the partitions mutably.
+        let member = Membership {
+            member_id: &c.member_id,
+            generation: c.generation,
+            taken_up: c.pending_assignment.is_none() && c.state == MemberState::Stable,
+        };
+        let c_group = c.group;
+        let revoking = &c.revoking;
         for (&o, progress) in c.assigned.iter_mut() {
-            if progress.fetch_in_flight.is_some() || progress.handed < progress.position {
+            if progress.fetch_in_flight.is_some()
+                || progress.handed < progress.position
+                || revoking.contains(&o)
+            {
                 continue;
             }
             let partition = partitions
@@ -901,6 +1168,20 @@ pub(super) fn send_requests(
                     })
             {
                 serving = *b;
+            }
+            if !coordinator_allows(&member, group, o, || {
+                topic_partition(cluster, partitions, o)
+            }) {
+                invariants.report(
+                    "fetch-unowned",
+                    o as usize,
+                    c_group,
+                    format!(
+                        "{now} ms: {} fetches {}, which its coordinator has not assigned to it",
+                        member.member_id,
+                        cluster.partition_name(partition)
+                    ),
+                );
             }
             let replica = partition.replica_on(serving).expect("a replica");
             let fetch = ConsumerFetch {

@@ -138,6 +138,20 @@ pub enum EventKind {
         group: String,
         generation: u32,
     },
+    /// Consumer protocol: the membership changed, so the coordinator bumped the group epoch; the
+    /// next heartbeat computes the target assignment for it.
+    GroupEpochBumped {
+        group: String,
+        epoch: u32,
+        /// Who joined, left or was fenced, and why.
+        reason: String,
+    },
+    /// Consumer protocol: a member reached the target assignment's epoch with all its partitions.
+    MemberReconciled {
+        group: String,
+        member: String,
+        epoch: u32,
+    },
     /// A follower cut its log back to where it agrees with its leader.
     Truncated {
         broker: u32,

@@ -5,13 +5,15 @@
 //! `group.initial.rebalance.delay.ms` for more members), the first member to join leads and
 //! computes the assignment, SyncGroup hands it out. Members that stop heartbeating for
 //! `session.timeout.ms` are removed. Offset commits are records appended to the offsets
-//! partition and answered once replicated; a new coordinator loads them from its log.
+//! partition and answered once replicated; a new coordinator loads them from its log. Groups on
+//! KIP-848's consumer protocol are run by [`super::consumer_protocol`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use bevy_ecs::prelude::*;
 
 use super::cluster::{Cluster, Partition, Record, Replica};
+use super::consumer_protocol::{self, Reconciliation};
 use super::events::{EventKind, EventLog};
 use super::network::{Network, Node, Wire, WireState};
 use super::protocol::{
@@ -20,7 +22,7 @@ use super::protocol::{
 use super::wires::Wires;
 use super::{SimClock, Wake};
 use crate::assignor::{Assignment, Member, TopicPartition};
-use crate::scenario::ConsumerGroupConfig;
+use crate::scenario::{ConsumerGroupConfig, GroupProtocol};
 
 /// How long the coordinator waits for an offset commit to replicate (`offsets.commit.timeout.ms`).
 const OFFSETS_COMMIT_TIMEOUT_MS: u64 = 5_000;
@@ -29,12 +31,31 @@ const OFFSETS_COMMIT_TIMEOUT_MS: u64 = 5_000;
 /// `GroupMetadataManager.addMemberThenRebalanceOrCompleteJoin`).
 pub const NEW_MEMBER_JOIN_TIMEOUT_MS: u64 = 5 * 60 * 1000;
 
+/// A group's state: the classic protocol's (`ClassicGroupState`), and the consumer protocol's
+/// (`ConsumerGroup.ConsumerGroupState`: Assigning while the target assignment trails the group
+/// epoch, Reconciling while some member is not at the target yet).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GroupState {
     Empty,
     PreparingRebalance,
     CompletingRebalance,
+    Assigning,
+    Reconciling,
     Stable,
+}
+
+impl GroupState {
+    /// The name Kafka's tools print.
+    pub fn name(self) -> &'static str {
+        match self {
+            GroupState::Empty => "Empty",
+            GroupState::PreparingRebalance => "PreparingRebalance",
+            GroupState::CompletingRebalance => "CompletingRebalance",
+            GroupState::Assigning => "Assigning",
+            GroupState::Reconciling => "Reconciling",
+            GroupState::Stable => "Stable",
+        }
+    }
 }
 
 /// A member as the coordinator knows it.
@@ -51,9 +72,25 @@ pub struct GroupMember {
     pub is_new: bool,
     /// Its SyncGroup waits at the coordinator for the leader's assignment.
     pub awaiting_sync: bool,
+    /// In a consumer-protocol group: its epochs and assignment.
+    pub reconciliation: Reconciliation,
 }
 
 impl GroupMember {
+    pub fn new(id: String, instance_id: Option<String>, topics: Vec<String>, now: u64) -> Self {
+        GroupMember {
+            id,
+            instance_id,
+            topics,
+            owned: Vec::new(),
+            last_heartbeat_ms: now,
+            joined: true,
+            is_new: true,
+            awaiting_sync: false,
+            reconciliation: Reconciliation::default(),
+        }
+    }
+
     /// `ClassicGroupMember.hasSatisfiedHeartbeat`: a member waiting in a join or a sync needs
     /// no heartbeat, since its client sends none then; a new one still times out.
     fn has_satisfied_heartbeat(&self, state: GroupState) -> bool {
@@ -86,7 +123,13 @@ pub struct ConsumerGroup {
     /// The leader epoch of the offsets partition the committed offsets were loaded at.
     pub loaded_epoch: u32,
     pub state: GroupState,
+    /// The generation; in a consumer-protocol group, the group epoch.
     pub generation: u32,
+    /// Consumer protocol: the epoch of the target assignment, which trails the group epoch until
+    /// a heartbeat computes it.
+    pub assignment_epoch: u32,
+    /// Consumer protocol: the target assignment by member, as partition ordinals.
+    pub target: BTreeMap<String, BTreeSet<u32>>,
     pub leader: Option<String>,
     /// Members in the order they joined.
     pub members: Vec<GroupMember>,
@@ -142,6 +185,8 @@ impl ConsumerGroup {
             loaded_epoch: 0,
             state: GroupState::Empty,
             generation: 0,
+            assignment_epoch: 0,
+            target: BTreeMap::new(),
             leader: None,
             members: Vec::new(),
             join_deadline_ms: 0,
@@ -346,16 +391,14 @@ pub(super) fn handle_group_requests(
                         m.last_heartbeat_ms = now;
                     }
                     None => {
-                        group.members.push(GroupMember {
-                            id: member.clone(),
-                            instance_id: instance_id.clone(),
-                            topics: topics.clone(),
-                            owned: owned.clone(),
-                            last_heartbeat_ms: now,
-                            joined: true,
-                            is_new: true,
-                            awaiting_sync: false,
-                        });
+                        let mut joining = GroupMember::new(
+                            member.clone(),
+                            instance_id.clone(),
+                            topics.clone(),
+                            now,
+                        );
+                        joining.owned = owned.clone();
+                        group.members.push(joining);
                         // A new member during the initial delay extends it (`InitialDelayedJoin`).
                         if group.state == GroupState::PreparingRebalance
                             && group.initial_delay_until_ms > now
@@ -383,7 +426,11 @@ pub(super) fn handle_group_requests(
                     wires.finish(id);
                 } else {
                     match group.state {
-                        GroupState::PreparingRebalance | GroupState::Empty => {
+                        // A consumer-protocol group's states never meet a SyncGroup.
+                        GroupState::PreparingRebalance
+                        | GroupState::Empty
+                        | GroupState::Assigning
+                        | GroupState::Reconciling => {
                             error(network, &wire, GroupError::RebalanceInProgress);
                             wires.finish(id);
                         }
@@ -420,7 +467,7 @@ pub(super) fn handle_group_requests(
                                 if let Some(i) = known {
                                     group.members[i].awaiting_sync = true;
                                 }
-                                wires.hold(id, now + group.config.session_timeout_ms);
+                                wires.hold(id, now + group.config.session_timeout_ms());
                             }
                         }
                     }
@@ -453,6 +500,27 @@ pub(super) fn handle_group_requests(
                 }
                 wires.finish(id);
             }
+            GroupRequestBody::ConsumerGroupHeartbeat {
+                member_epoch,
+                topics,
+                owned,
+                rebalance_timeout_ms,
+            } => {
+                let heartbeat = consumer_protocol::Heartbeat {
+                    member: &member,
+                    member_epoch: *member_epoch,
+                    topics,
+                    owned,
+                    rebalance_timeout_ms: *rebalance_timeout_ms,
+                };
+                match consumer_protocol::consumer_group_heartbeat(
+                    &mut group, &heartbeat, now, cluster, partitions, events,
+                ) {
+                    Ok(body) => respond(network, now, &wire, g, &member, body),
+                    Err(e) => error(network, &wire, e),
+                }
+                wires.finish(id);
+            }
             GroupRequestBody::LeaveGroup => {
                 if let Some(i) = known {
                     group.members.remove(i);
@@ -478,21 +546,29 @@ pub(super) fn handle_group_requests(
                 generation,
                 offsets,
             } => {
-                let reject = if known.is_none() {
-                    Some(GroupError::UnknownMemberId)
-                } else if *generation != group.generation {
-                    Some(GroupError::IllegalGeneration)
-                } else if group.state == GroupState::CompletingRebalance {
-                    Some(GroupError::RebalanceInProgress)
-                } else {
-                    None
+                let reject = match (known, group.config.protocol) {
+                    (None, _) => Some(GroupError::UnknownMemberId),
+                    // `ConsumerGroup.validateOffsetCommit`: the member's own epoch, whatever
+                    // the group's state.
+                    (Some(i), GroupProtocol::Consumer) => (*generation
+                        != group.members[i].reconciliation.member_epoch)
+                        .then_some(GroupError::StaleMemberEpoch),
+                    (Some(_), GroupProtocol::Classic) => {
+                        if *generation != group.generation {
+                            Some(GroupError::IllegalGeneration)
+                        } else if group.state == GroupState::CompletingRebalance {
+                            Some(GroupError::RebalanceInProgress)
+                        } else {
+                            None
+                        }
+                    }
                 };
                 if let Some(e) = reject {
                     error(network, &wire, e);
                     wires.finish(id);
                     continue;
                 }
-                if let Some(i) = known {
+                if let (Some(i), GroupProtocol::Classic) = (known, group.config.protocol) {
                     group.members[i].last_heartbeat_ms = now;
                 }
                 // The commit is a record in the offsets partition, acknowledged once replicated.
@@ -654,7 +730,11 @@ pub(super) fn expire_sessions(
     let now = clock.now_ms;
     for &entity in &cluster.groups {
         let mut group = groups.get_mut(entity).expect("group entity");
-        let session = group.config.session_timeout_ms;
+        if group.config.protocol == GroupProtocol::Consumer {
+            consumer_protocol::expire_members(clock, cluster, events, wake, &mut group);
+            continue;
+        }
+        let session = group.config.session_timeout_ms();
         let before = group.members.len();
         let state = group.state;
         let expired = |m: &GroupMember| {
@@ -763,6 +843,7 @@ mod tests {
             joined,
             is_new,
             awaiting_sync,
+            reconciliation: Reconciliation::default(),
         }
     }
 

@@ -8,11 +8,12 @@ use bevy_ecs::prelude::*;
 
 use super::SimClock;
 use super::cluster::{Broker, Cluster, Partition, Record, Replica, broker_views};
+use super::consumer::Consumer;
 use super::events::Metrics;
 use super::group_coordinator::ConsumerGroup;
 use super::ledger::{AckLedger, lost_records};
 use super::producer::{Producer, producer_name, send_number};
-use crate::scenario::Acks;
+use crate::scenario::{Acks, GroupProtocol};
 
 /// At most this many violations are kept.
 const KEEP: usize = 100;
@@ -80,6 +81,8 @@ pub struct Invariants {
     last_changes: (u64, u64),
     /// Each group's committed offsets at the last check, and how many writes they had seen.
     committed: Vec<(u64, std::collections::BTreeMap<u32, u64>)>,
+    /// Groups in which a member took partitions this step: their owners are checked.
+    owners_changed: Vec<u32>,
 }
 
 impl Invariants {
@@ -103,6 +106,13 @@ impl Invariants {
     }
 
     /// Records a violation (kept once per kind, partition and broker).
+    /// A member of the group took partitions: the group's owners are checked at the step's end.
+    pub fn owners_changed(&mut self, group: u32) {
+        if !self.owners_changed.contains(&group) {
+            self.owners_changed.push(group);
+        }
+    }
+
     pub fn report(&mut self, kind: &'static str, partition: usize, broker: u32, message: String) {
         self.count += 1;
         if self.reported.insert((kind, partition, broker)) && self.violations.len() < KEEP {
@@ -506,6 +516,49 @@ pub(super) fn check_committed_offsets(
             }
         } else {
             *saved = group.committed().clone();
+        }
+    }
+}
+
+/// Within a group, a partition has at most one owner among the members its coordinator counts;
+/// a classic member counts only at the group's generation. A member the coordinator removed may
+/// go on holding partitions until it learns so, as in Kafka: its commits are then refused
+/// (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID), so it is left out.
+pub(super) fn check_single_owner(
+    clock: &SimClock,
+    cluster: &Cluster,
+    invariants: &mut Invariants,
+    groups: &Query<&ConsumerGroup>,
+    consumers: &Query<&Consumer>,
+) {
+    let changed = std::mem::take(&mut invariants.owners_changed);
+    for g in changed {
+        let group = groups
+            .get(cluster.groups[g as usize])
+            .expect("group entity");
+        let classic = group.config.protocol == GroupProtocol::Classic;
+        let mut owner: std::collections::BTreeMap<u32, &str> = Default::default();
+        for c in consumers.iter_many(&cluster.consumers) {
+            let counted = c.alive
+                && c.group == g
+                && group.members.iter().any(|m| m.id == c.member_id)
+                && (!classic || c.generation == group.generation);
+            if !counted {
+                continue;
+            }
+            for o in c.assigned.keys() {
+                if let Some(other) = owner.insert(*o, &c.member_id) {
+                    invariants.report(
+                        "two-owners",
+                        *o as usize,
+                        g,
+                        format!(
+                            "{} ms: group {}: partition #{o} is owned by both {other} and {}",
+                            clock.now_ms, group.name, c.member_id
+                        ),
+                    );
+                }
+            }
         }
     }
 }

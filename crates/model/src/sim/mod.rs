@@ -26,6 +26,7 @@ pub mod chunked;
 pub mod clock;
 pub mod cluster;
 pub mod consumer;
+pub mod consumer_protocol;
 pub mod controller;
 pub mod events;
 mod faults;
@@ -554,6 +555,7 @@ fn consumers_phase(
         &cluster,
         &mut network,
         &mut wake,
+        &mut invariants,
         &brokers,
         &partitions,
         &replicas,
@@ -643,6 +645,7 @@ fn checks_phase(
     changed_partitions: Query<Entity, Changed<Partition>>,
     changed_replicas: Query<&Replica, Changed<Replica>>,
     groups: Query<&ConsumerGroup>,
+    consumers: Query<&Consumer>,
     mut touched: Local<Vec<Entity>>,
 ) {
     use invariants::*;
@@ -672,6 +675,7 @@ fn checks_phase(
     }
     if !cluster.groups.is_empty() {
         check_committed_offsets(&clock, &cluster, &mut invariants, &groups);
+        check_single_owner(&clock, &cluster, &mut invariants, &groups, &consumers);
     }
 }
 

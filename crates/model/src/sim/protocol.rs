@@ -192,6 +192,12 @@ pub enum GroupError {
     UnknownMemberId,
     IllegalGeneration,
     NotCoordinator,
+    /// A consumer-protocol member's epoch is not the coordinator's: it must give up its
+    /// partitions and rejoin (`FencedMemberEpochException`).
+    FencedMemberEpoch,
+    /// An OffsetCommit carries another member epoch than the member's
+    /// (`StaleMemberEpochException`).
+    StaleMemberEpoch,
 }
 
 impl GroupError {
@@ -201,6 +207,8 @@ impl GroupError {
             GroupError::UnknownMemberId => "UNKNOWN_MEMBER_ID",
             GroupError::IllegalGeneration => "ILLEGAL_GENERATION",
             GroupError::NotCoordinator => "NOT_COORDINATOR",
+            GroupError::FencedMemberEpoch => "FENCED_MEMBER_EPOCH",
+            GroupError::StaleMemberEpoch => "STALE_MEMBER_EPOCH",
         }
     }
 }
@@ -234,10 +242,22 @@ pub enum GroupRequestBody {
         generation: u32,
     },
     LeaveGroup,
-    /// Offsets to commit: (partition ordinal, next offset to read).
+    /// Offsets to commit: (partition ordinal, next offset to read). `generation` is the member
+    /// epoch in a consumer-protocol group.
     OffsetCommit {
         generation: u32,
         offsets: Vec<(u32, u64)>,
+    },
+    /// KIP-848's one membership request: joins (epoch 0), heartbeats, acknowledges what the
+    /// member owns, and leaves (epoch -1).
+    ConsumerGroupHeartbeat {
+        member_epoch: i32,
+        topics: Vec<String>,
+        /// The partitions it owns now, by ordinal. Kafka's client sends them when they changed
+        /// since its last heartbeat; the coordinator reads the same either way.
+        owned: Vec<u32>,
+        /// `max.poll.interval.ms`: how long the member may take to revoke partitions.
+        rebalance_timeout_ms: u64,
     },
 }
 
@@ -250,6 +270,7 @@ impl GroupRequestBody {
             GroupRequestBody::Heartbeat { .. } => "Heartbeat",
             GroupRequestBody::LeaveGroup => "LeaveGroup",
             GroupRequestBody::OffsetCommit { .. } => "OffsetCommit",
+            GroupRequestBody::ConsumerGroupHeartbeat { .. } => "ConsumerGroupHeartbeat",
         }
     }
 }
@@ -280,6 +301,13 @@ pub enum GroupResponseBody {
     LeaveGroup,
     OffsetCommit {
         offsets: Vec<(u32, u64)>,
+    },
+    ConsumerGroupHeartbeat {
+        member_epoch: i32,
+        heartbeat_interval_ms: u64,
+        /// The member's assignment by ordinal, sent when it changed or the request was a full
+        /// one (a join).
+        assignment: Option<Vec<u32>>,
     },
     Error {
         request: &'static str,

@@ -101,6 +101,63 @@ fn sticky_is_balanced_then_keeps_owners() {
     assert_eq!(cooperative.values().map(Vec::len).sum::<usize>(), 5);
 }
 
+fn owning(members: &[(&str, &[(&str, u32)])], t: &BTreeMap<String, u32>) -> Vec<Member> {
+    members
+        .iter()
+        .map(|(id, owned)| Member {
+            owned: owned.iter().map(|(t, p)| (t.to_string(), *p)).collect(),
+            ..member(id, &t.keys().map(String::as_str).collect::<Vec<_>>())
+        })
+        .collect()
+}
+
+/// The consumer protocol's uniform assignor, with `OptimizedUniformAssignmentBuilderTest`'s
+/// cases. Kafka lists topics in its topic-id set's order, here topic3 before topic1 and topic2
+/// before topic1; the model lists them by name, so those topics are named so as to sort first.
+#[test]
+fn uniform_assignor_matches_kafkas_examples() {
+    // testFirstAssignmentTwoMembersTwoTopicsNoMemberRacks (topic3 is "a-topic3").
+    let t = topics(&[("topic1", 3), ("a-topic3", 2)]);
+    let first = assign(
+        Assignor::Uniform,
+        &t,
+        &owning(&[("A", &[]), ("B", &[])], &t),
+    );
+    assert_eq!(
+        to_json(&first),
+        json!({"A": ["a-topic3-0", "a-topic3-1", "topic1-0"], "B": ["topic1-1", "topic1-2"]})
+    );
+    // testReassignmentWhenOneMemberAddedAfterInitialAssignmentWithTwoMembersTwoTopics: the
+    // members keep up to their quota (2 each), and what they give back goes to C.
+    let t = topics(&[("topic1", 3), ("topic2", 3)]);
+    let members = owning(
+        &[
+            ("A", &[("topic1", 0), ("topic1", 2), ("topic2", 0)]),
+            ("B", &[("topic1", 1), ("topic2", 1), ("topic2", 2)]),
+            ("C", &[]),
+        ],
+        &t,
+    );
+    assert_eq!(
+        to_json(&assign(Assignor::Uniform, &t, &members)),
+        json!({"A": ["topic1-0", "topic1-2"], "B": ["topic1-1", "topic2-1"], "C": ["topic2-0", "topic2-2"]})
+    );
+    // testReassignmentWhenOneMemberRemovedAfterInitialAssignmentWithThreeMembersTwoTopics (topic2
+    // is "a-topic2"): C's partitions go to A and B, nothing else moves.
+    let t = topics(&[("topic1", 3), ("a-topic2", 3)]);
+    let members = owning(
+        &[
+            ("A", &[("topic1", 0), ("a-topic2", 0)]),
+            ("B", &[("topic1", 1), ("a-topic2", 1)]),
+        ],
+        &t,
+    );
+    assert_eq!(
+        to_json(&assign(Assignor::Uniform, &t, &members)),
+        json!({"A": ["a-topic2-0", "a-topic2-2", "topic1-0"], "B": ["a-topic2-1", "topic1-1", "topic1-2"]})
+    );
+}
+
 fn group(report: &Report) -> &kafkascope_model::report::GroupReport {
     &report.consumer_groups[0]
 }
@@ -525,23 +582,40 @@ fn pauses(report: &Report) -> Vec<u64> {
 
 /// A storm of joins and leaves: an eager member gives up every partition before it rejoins
 /// (`ConsumerCoordinator.onJoinPrepare`), so every partition pauses at every rebalance; a
-/// cooperative member keeps what it keeps (KIP-429), so only the partitions that move pause.
+/// cooperative member keeps what it keeps (KIP-429), and so does a consumer-protocol member
+/// (KIP-848, `CurrentAssignmentBuilder`), so only the partitions that move pause.
 #[test]
-fn in_a_storm_only_the_partitions_that_move_pause_in_a_cooperative_group() {
+fn in_a_storm_only_the_partitions_that_move_pause_in_cooperative_and_consumer_protocol_groups() {
     let eager = crate::run(&crate::built_in("rebalance-storm"));
     let cooperative = crate::run(&crate::built_in("rebalance-storm-cooperative"));
-    let (e, c) = (pauses(&eager), pauses(&cooperative));
+    let consumer = crate::run(&crate::built_in("rebalance-storm-consumer-protocol"));
+    let (e, c, k) = (pauses(&eager), pauses(&cooperative), pauses(&consumer));
     // The first join is not a pause; each rebalance after it is one for every partition.
     let rebalances = group(&eager).rebalances - 1;
     assert!(
         e.iter().all(|p| *p == rebalances),
         "every eager partition pauses at every rebalance: {e:?} over {rebalances} rebalances"
     );
-    let (e_total, c_total): (u64, u64) = (e.iter().sum(), c.iter().sum());
+    let (e_total, c_total, k_total): (u64, u64, u64) =
+        (e.iter().sum(), c.iter().sum(), k.iter().sum());
     assert!(
-        c_total * 10 <= e_total * 4,
-        "pauses: cooperative {c_total}, eager {e_total}"
+        c_total * 10 <= e_total * 4 && k_total * 10 <= e_total * 4,
+        "pauses: cooperative {c_total}, consumer protocol {k_total}, eager {e_total}"
     );
+    // Every join and leave moves partitions in the consumer protocol, with no barrier that
+    // gathers them into one rebalance: some do pause, and the group epoch counts each change.
+    assert!(k_total > 0, "{k:?}");
+    assert_eq!(group(&consumer).protocol, "consumer");
+    let epochs = group(&consumer).epochs.as_ref().expect("epochs");
+    assert_eq!(epochs.group_epoch, group(&consumer).generation);
+    assert_eq!(epochs.target_assignment_epoch, epochs.group_epoch);
+    assert!(
+        epochs.members.values().all(|e| *e == epochs.group_epoch),
+        "{epochs:?}"
+    );
+    for r in [&eager, &cooperative, &consumer] {
+        no_violations(r);
+    }
     assert_eq!(
         group(&eager).paused_ms,
         group(&eager)
@@ -574,23 +648,35 @@ fn after_a_crash_only_the_dead_members_partitions_stall_in_a_cooperative_group()
     let cooperative = crate::run(&crate::scenario(
         &base.replace("ASSIGNOR", "CooperativeSticky"),
     ));
+    // The consumer protocol's session is the broker's group.consumer.session.timeout.ms, 45 s.
+    let consumer = crate::run(&crate::scenario(
+        &base.replace("assignor: ASSIGNOR", "protocol: Consumer"),
+    ));
     let paused =
         |r: &Report| -> Vec<u64> { group(r).offsets.iter().map(|o| o.paused_ms).collect() };
-    let (e, c) = (paused(&eager), paused(&cooperative));
+    let (e, c, k) = (paused(&eager), paused(&cooperative), paused(&consumer));
     // From the members' rejoining (within a heartbeat of 15 s) to the dead member's session
     // expiring (10 s + 45 s).
     assert!(
         e.iter().all(|p| *p > 35_000),
         "every eager partition stalls: {e:?}"
     );
-    let stalled = c.iter().filter(|p| **p > 35_000).count();
-    assert_eq!(stalled, 2, "the dead member's two partitions: {c:?}");
-    // A partition that moves to the new member waits for the follow-up rebalance.
-    assert!(
-        c.iter().filter(|p| **p <= 35_000).all(|p| *p < 10_000),
-        "the others pause for a moment at most: {c:?}"
-    );
-    for r in [&eager, &cooperative] {
+    // The dead member's two partitions wait for its session to expire. The cooperative group
+    // moves one partition to the new member through a follow-up rebalance; the consumer-protocol
+    // group asks the dead member to give one up, which it never does, so the new member gets it
+    // only when the dead one is fenced.
+    for (name, p) in [("cooperative", &c), ("consumer protocol", &k)] {
+        let stalled = p.iter().filter(|p| **p > 35_000).count();
+        assert_eq!(
+            stalled, 2,
+            "{name}: the dead member's two partitions: {p:?}"
+        );
+        assert!(
+            p.iter().filter(|p| **p <= 35_000).all(|p| *p < 10_000),
+            "{name}: the others pause for a moment at most: {p:?}"
+        );
+    }
+    for r in [&eager, &cooperative, &consumer] {
         no_violations(r);
     }
 }
@@ -620,4 +706,115 @@ fn lag_is_unknown_before_the_first_commit() {
         };
         assert_eq!(lag, o.high_watermark - committed);
     }
+}
+
+/// KIP-848's reconciliation, watched at every millisecond of the consumer-protocol storm: no
+/// partition is ever held by two live members at once, and each member gives partitions up and
+/// takes partitions in separate steps, taking only at a later member epoch than the one it
+/// gave up at (`CurrentAssignmentBuilder`: revoke first, then the next epoch; a partition is
+/// assigned once its previous owner has released it).
+#[test]
+fn consumer_protocol_members_revoke_before_they_are_assigned_and_never_share_a_partition() {
+    use kafkascope_model::sim::cluster::Cluster;
+    use kafkascope_model::sim::consumer::Consumer;
+    use std::collections::BTreeSet;
+    let scenario = crate::built_in("rebalance-storm-consumer-protocol");
+    let mut sim = kafkascope_model::sim::Sim::new(&scenario);
+    // Per member: its partitions and epoch at the last step, and the epoch it last revoked at.
+    let mut last: BTreeMap<String, (BTreeSet<u32>, u32, Option<u32>)> = BTreeMap::new();
+    let (mut revocations, mut assignments) = (0, 0);
+    for t in 1..=scenario.duration_ms {
+        sim.run_until(t);
+        let world = sim.world();
+        let mut owner: BTreeMap<u32, String> = BTreeMap::new();
+        for c in world
+            .resource::<Cluster>()
+            .consumers
+            .iter()
+            .filter_map(|e| world.get::<Consumer>(*e))
+            .filter(|c| c.alive)
+        {
+            let now: BTreeSet<u32> = c.assigned.keys().copied().collect();
+            for o in &now {
+                if let Some(other) = owner.insert(*o, c.member_id.clone()) {
+                    panic!("{t} ms: partition #{o} held by {other} and {}", c.member_id);
+                }
+            }
+            let entry = last
+                .entry(c.member_id.clone())
+                .or_insert((BTreeSet::new(), 0, None));
+            let (before, epoch, revoked_at) = entry;
+            let gave_up = before.difference(&now).count();
+            let took = now.difference(before).count();
+            assert!(
+                gave_up == 0 || took == 0,
+                "{t} ms: {} gave up and took partitions at once: {before:?} -> {now:?}",
+                c.member_id
+            );
+            if gave_up > 0 && c.generation > 0 {
+                revocations += 1;
+                *revoked_at = Some(c.generation);
+            }
+            if took > 0 {
+                assignments += 1;
+                assert!(
+                    revoked_at.is_none_or(|r| c.generation > r),
+                    "{t} ms: {} took {now:?} at epoch {}, not after the epoch {revoked_at:?} it revoked at",
+                    c.member_id,
+                    c.generation
+                );
+            }
+            *before = now;
+            *epoch = c.generation;
+        }
+    }
+    assert!(
+        revocations >= 5 && assignments >= 5,
+        "the storm moves partitions: {revocations} revocations, {assignments} assignments"
+    );
+    no_violations(&Report::of(&sim));
+}
+
+/// A response answers only its own request (`NetworkClient`'s correlation ids): when a JoinGroup
+/// is answered after the client gave up on it (`max(request.timeout.ms, rebalance timeout + 5
+/// s)`, here 30 s) and sent another, the late answer is dropped. Every message to and from the
+/// coordinator takes 20 s here, so the first JoinGroup's answer comes back 43 s after it left.
+#[test]
+fn a_group_response_to_a_request_given_up_is_dropped() {
+    use kafkascope_model::sim::cluster::Cluster;
+    use kafkascope_model::sim::consumer::{Consumer, MemberState};
+    let scenario = crate::scenario(
+        r#"(
+        name: "late-join-answer", seed: 3, duration_ms: 60000,
+        cluster: (brokers: 1),
+        topics: [(name: "t", partitions: 2)],
+        consumer_groups: [(name: "g", topics: ["t"], max_poll_interval_ms: 10000)],
+        timeline: [(at_ms: 0, action: SlowBroker(1, 20000))],
+    )"#,
+    );
+    let mut sim = kafkascope_model::sim::Sim::new(&scenario);
+    let member = |sim: &kafkascope_model::sim::Sim| {
+        let world = sim.world();
+        let c = world
+            .get::<Consumer>(world.resource::<Cluster>().consumers[0])
+            .expect("consumer");
+        (c.state, c.generation, c.request_in_flight)
+    };
+    sim.run_until(1_000);
+    let (state, _, first) = member(&sim);
+    assert_eq!(state, MemberState::Joining);
+    // Given up at 30 s, and sent again.
+    sim.run_until(31_000);
+    let (state, _, second) = member(&sim);
+    assert_eq!(state, MemberState::Joining);
+    assert_ne!(second, first, "a second JoinGroup is on its way");
+    // The first JoinGroup reached the coordinator at 20 s and was answered after the 3 s
+    // initial delay; the answer lands at about 43 s, and changes nothing.
+    sim.run_until(45_000);
+    assert_eq!(
+        member(&sim),
+        (MemberState::Joining, 0, second),
+        "the late answer to the first JoinGroup is dropped"
+    );
+    no_violations(&Report::of(&sim));
 }

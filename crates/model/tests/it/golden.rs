@@ -15,6 +15,7 @@ const OTHER_SEEDS: &[(&str, [u64; 2])] = &[
     ("throughput", [2, 3]),
     ("rebalance-storm", [2, 3]),
     ("rebalance-storm-cooperative", [2, 3]),
+    ("rebalance-storm-consumer-protocol", [2, 3]),
 ];
 
 /// Scenarios whose steps are traced, up to this sim time (`large` to just after it loses a
@@ -23,6 +24,7 @@ const TRACED: &[(&str, u64)] = &[
     ("quickstart", 60_000),
     ("unclean-election", 100_000),
     ("rebalance-storm-cooperative", 90_000),
+    ("rebalance-storm-consumer-protocol", 90_000),
     ("large", 65_000),
 ];
 

@@ -323,3 +323,71 @@ fn a_loaded_built_in_is_found_by_its_scenario_name() {
     assert!(BuiltIn::named("isr-shrink").is_none());
     assert!(BuiltIn::named("a file of mine").is_none());
 }
+
+/// `group.protocol`: the classic protocol by default, as Kafka 4.0's consumer; the consumer
+/// protocol takes its assignor from the coordinator (uniform by default) and its timings from
+/// the broker, and refuses what Kafka's consumer refuses with it
+/// (`ConsumerConfig.CONSUMER_PROTOCOL_UNSUPPORTED_CONFIGS`).
+#[test]
+fn a_group_protocol_takes_only_its_own_settings() {
+    use kafkascope_model::scenario::{Assignor, GroupProtocol};
+    let group = |fields: &str| {
+        format!(
+            r#"(name: "x", topics: [(name: "t")], consumer_groups: [(name: "g", topics: ["t"], {fields})])"#
+        )
+    };
+    let classic = crate::scenario(&group("members: 2"));
+    let g = &classic.consumer_groups[0];
+    assert_eq!(g.protocol, GroupProtocol::Classic);
+    assert_eq!(g.assignor(), Assignor::Range);
+    assert_eq!(
+        (g.session_timeout_ms(), g.heartbeat_interval_ms()),
+        (45_000, 3_000)
+    );
+    let consumer = crate::scenario(&group("protocol: Consumer"));
+    assert_eq!(consumer.consumer_groups[0].assignor(), Assignor::Uniform);
+    assert_eq!(
+        (
+            consumer.cluster.group_consumer_heartbeat_interval_ms,
+            consumer.cluster.group_consumer_session_timeout_ms
+        ),
+        (5_000, 45_000)
+    );
+    let ranged = crate::scenario(&group("protocol: Consumer, assignor: Range"));
+    assert_eq!(ranged.consumer_groups[0].assignor(), Assignor::Range);
+    for (fields, field, why) in [
+        (
+            "protocol: Consumer, session_timeout_ms: 10000",
+            "session_timeout_ms",
+            "group_consumer_session_timeout_ms",
+        ),
+        (
+            "protocol: Consumer, heartbeat_interval_ms: 1000",
+            "heartbeat_interval_ms",
+            "group_consumer_heartbeat_interval_ms",
+        ),
+        (
+            "protocol: Consumer, assignor: CooperativeSticky",
+            "assignor",
+            "client-side assignor",
+        ),
+        (
+            "protocol: Consumer, static_members: true",
+            "static_members",
+            "classic protocol only",
+        ),
+        ("assignor: Uniform", "assignor", "server-side assignor"),
+    ] {
+        let (f, message) = invalid_field(&group(fields));
+        assert_eq!(f, format!("consumer_groups[0].{field}"), "{fields}");
+        assert!(message.contains(why), "{fields}: {message}");
+    }
+    let (f, message) = invalid_field(
+        r#"(name: "x", cluster: (group_consumer_heartbeat_interval_ms: 45000), topics: [(name: "t")])"#,
+    );
+    assert_eq!(f, "cluster.group_consumer_heartbeat_interval_ms");
+    assert!(
+        message.contains("below group_consumer_session_timeout_ms"),
+        "{message}"
+    );
+}
