@@ -481,7 +481,11 @@ fn paint_partition_row(
         });
         let width = |s: &str, size: f32| text::width(s, size * scale);
         let room = rect.width() - 16.0 - 12.0;
-        let tag = role_tag(r.role, p.leader_epoch);
+        // A replaced leader that has not learnt so (a zombie) still leads, in its old epoch.
+        let tag = match r.stale_leader {
+            Some(epoch) => format!("zombie e{epoch}"),
+            None => role_tag(r.role, p.leader_epoch),
+        };
         let numbers = match r.truncates_to {
             Some(to) => vec![
                 format!("LEO {}: truncates to {to}", r.log_end_offset),

@@ -56,6 +56,14 @@ pub fn explain(s: &Snapshot, config: &ClusterConfig, target: Target) -> Option<(
             let p = s.partitions.get(ordinal as usize)?;
             let r = p.replicas.iter().find(|r| r.broker == broker);
             let role = r.map_or(String::new(), |r| match r.role {
+                _ if r.stale_leader.is_some() => format!(
+                    "a zombie leader, replaced but unaware: cut off from the controller, it \
+                     still takes itself for the leader of epoch {} and appends what producers \
+                     send it, but its followers now fetch from broker {}. acks=1 writes it \
+                     acknowledges are lost when it learns and truncates; acks=all writes time out",
+                    r.stale_leader.unwrap_or_default(),
+                    p.leader.map_or("-".to_string(), |l| l.to_string())
+                ),
                 ReplicaRole::Leader => {
                     "the leader: producers write here, followers fetch from here".into()
                 }

@@ -129,6 +129,9 @@ pub struct ReplicaView {
     /// Where its next fetch from the leader would cut its log (KIP-279), if its log diverges from
     /// the leader's: it holds records the leader does not.
     pub truncates_to: Option<u64>,
+    /// The epoch it still leads in by its own metadata, after the controller replaced it: a leader
+    /// cut off from the controller that has not learnt so.
+    pub stale_leader: Option<u32>,
 }
 
 /// What a partition's leader knows of one follower, from its fetches
@@ -472,6 +475,11 @@ impl Snapshot {
                     .map(|r| {
                         let r = world.get::<Replica>(*r).expect("replica");
                         let is_leader = p.leader == Some(r.broker);
+                        let seen = cluster
+                            .brokers
+                            .get(r.broker as usize - 1)
+                            .and_then(|b| world.get::<Broker>(*b))
+                            .map_or(0, |b| b.metadata_offset);
                         ReplicaView {
                             broker: r.broker,
                             log_end_offset: r.log_end_offset(),
@@ -482,6 +490,9 @@ impl Snapshot {
                             truncates_to: leader
                                 .filter(|_| !is_leader)
                                 .and_then(|l| crate::sim::replication::truncation_point(l, r)),
+                            stale_leader: p
+                                .leads_as_seen(r.broker, seen)
+                                .filter(|e| *e < p.leader_epoch && alive(r.broker)),
                         }
                     })
                     .collect();

@@ -154,6 +154,48 @@ fn a_crashed_leader_is_offline_before_the_controller_knows() {
 }
 
 #[test]
+fn a_replaced_leader_cut_off_from_the_controller_shows_as_a_zombie_until_it_learns() {
+    use kafkascope::view::explain::{Target, explain};
+    // cut-off-leader-acks-one: 1 loses the controller at 10 s, is replaced at 17 s, and hears the
+    // controller again at 60 s.
+    let scenario = built_in("cut-off-leader-acks-one");
+    let mut sim = Sim::new(&scenario);
+    sim.run_until(40_000);
+    let s = Snapshot::of(sim.world_mut());
+    let p = &s.partitions[0];
+    assert_eq!((p.leader, p.leader_epoch), (Some(2), 1));
+    let old = p.replicas.iter().find(|r| r.broker == 1).unwrap();
+    assert_eq!(
+        old.stale_leader,
+        Some(0),
+        "it still leads epoch 0 as far as it knows"
+    );
+    assert!(old.log_end_offset > p.replicas[1].log_end_offset + 1000);
+    assert!(old.truncates_to.is_some());
+    let (_, body) = explain(
+        &s,
+        &scenario.cluster,
+        Target::Replica {
+            ordinal: 0,
+            broker: 1,
+        },
+    )
+    .expect("an explanation");
+    assert!(
+        body.contains("zombie") && body.contains("broker 2"),
+        "{body}"
+    );
+    sim.run_until(61_000);
+    let s = Snapshot::of(sim.world_mut());
+    assert!(
+        s.partitions[0]
+            .replicas
+            .iter()
+            .all(|r| r.stale_leader.is_none())
+    );
+}
+
+#[test]
 fn explanations_use_the_scenarios_settings_and_the_models_numbers() {
     use kafkascope::view::explain::{Target, explain};
     let mut scenario = built_in("isr-shrink");

@@ -79,6 +79,14 @@ pub const BUILT_IN: &[BuiltIn] = &[
         source: include_str!("../../../scenarios/acks-one-crash.ron"),
     },
     BuiltIn {
+        name: "cut-off-leader-acks-one",
+        source: include_str!("../../../scenarios/cut-off-leader-acks-one.ron"),
+    },
+    BuiltIn {
+        name: "cut-off-leader-acks-all",
+        source: include_str!("../../../scenarios/cut-off-leader-acks-all.ron"),
+    },
+    BuiltIn {
         name: "clean-failover",
         source: include_str!("../../../scenarios/clean-failover.ron"),
     },
@@ -341,6 +349,10 @@ pub struct ProducerConfig {
     /// `max.in.flight.requests.per.connection`.
     #[serde(default = "defaults::max_in_flight")]
     pub max_in_flight_requests_per_connection: u32,
+    /// `metadata.max.age.ms`: the producer asks for metadata at least this often, even with no
+    /// error to prompt it.
+    #[serde(default = "defaults::metadata_max_age_ms")]
+    pub metadata_max_age_ms: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -608,6 +620,9 @@ mod defaults {
     }
     pub fn retry_backoff_max_ms() -> u64 {
         1_000
+    }
+    pub fn metadata_max_age_ms() -> u64 {
+        300_000
     }
     pub fn max_in_flight() -> u32 {
         5

@@ -30,6 +30,9 @@ pub struct Broker {
     pub unclean_shutdown: bool,
     /// Its replica fetchers, one per leader broker it follows partitions from.
     pub fetchers: Vec<(BrokerId, Fetcher)>,
+    /// How far it has applied the controller's metadata log: who leads each partition, as far as
+    /// this broker knows ([`Partition::leader_seen`]).
+    pub metadata_offset: u64,
 }
 
 impl Broker {
@@ -44,6 +47,7 @@ impl Broker {
             next_heartbeat_ms: 0,
             unclean_shutdown: false,
             fetchers: Vec::new(),
+            metadata_offset: 0,
         }
     }
 
@@ -90,6 +94,8 @@ pub struct BrokerView {
     /// Restarted, waiting for the controller to register it: it hears only the controller.
     pub starting: bool,
     pub eligible: bool,
+    /// How far it has applied the controller's metadata log.
+    pub metadata_offset: u64,
 }
 
 /// The brokers' views, indexed by id (index 0 unused). On the stack: several rules build it at
@@ -119,6 +125,7 @@ pub fn broker_views<'a>(brokers: impl Iterator<Item = &'a Broker>) -> BrokerView
             alive: b.alive,
             starting: b.starting,
             eligible: b.eligible(),
+            metadata_offset: b.metadata_offset,
         };
     }
     views
@@ -187,6 +194,18 @@ pub struct Partition {
     /// learnt from fetch requests (`Partition.updateFollowerFetchState`).
     pub followers: Vec<FollowerState>,
     pub min_insync_replicas: u32,
+    /// Its leadership changes in the controller's metadata log, oldest first: a broker or client
+    /// that has seen the log up to some offset sees the last of them at or below it.
+    pub history: Vec<LeaderRecord>,
+}
+
+/// A partition's leader and epoch from one offset of the controller's metadata log on
+/// (`PartitionChangeRecord`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaderRecord {
+    pub offset: u64,
+    pub leader: Option<BrokerId>,
+    pub leader_epoch: u32,
 }
 
 /// The leader's record of one follower (`ReplicaState` in Kafka's `Replica.scala`). Kafka keeps
@@ -247,6 +266,37 @@ impl Partition {
 
     pub fn leader_replica(&self) -> Option<Entity> {
         self.leader.and_then(|b| self.replica_on(b))
+    }
+
+    /// The leader and epoch as seen by one who has applied the metadata log up to `offset`.
+    pub fn leader_seen(&self, offset: u64) -> LeaderRecord {
+        *self
+            .history
+            .iter()
+            .rev()
+            .find(|r| r.offset <= offset)
+            .unwrap_or(&self.history[0])
+    }
+
+    /// Whether `broker`, which has applied the metadata log up to `offset`, takes itself for the
+    /// partition's leader, and in which epoch. A leader cut off from the controller goes on
+    /// leading in its old epoch until it learns otherwise.
+    pub fn leads_as_seen(&self, broker: BrokerId, offset: u64) -> Option<u32> {
+        let seen = self.leader_seen(offset);
+        (seen.leader == Some(broker)).then_some(seen.leader_epoch)
+    }
+
+    /// The controller's leader, once it has learnt that it leads (a broker acts on its own
+    /// metadata: until then it refuses what only the leader does).
+    pub fn acting_leader(&self, brokers: &[BrokerView]) -> Option<BrokerId> {
+        self.leader.filter(|&l| {
+            self.leads_as_seen(l, brokers[l as usize].metadata_offset) == Some(self.leader_epoch)
+        })
+    }
+
+    /// Whether `broker`'s view of the leadership is the controller's latest.
+    pub fn is_current(&self, offset: u64) -> bool {
+        self.history.last().is_none_or(|r| r.offset <= offset)
     }
 
     pub fn in_isr(&self, broker: BrokerId) -> bool {

@@ -16,6 +16,7 @@ use bevy_ecs::prelude::*;
 use super::cluster::{Broker, Cluster, Partition, Replica, broker_views};
 use super::group_coordinator::{ConsumerGroup, GroupState};
 use super::invariants::Invariants;
+use super::metadata::{ClientMetadata, Refresh};
 use super::network::{Network, Node, Wire};
 use super::protocol::{
     ConsumerFetch, ConsumerFetchResponse, GroupError, GroupRequest, GroupRequestBody,
@@ -29,6 +30,8 @@ use crate::scenario::{GroupProtocol, OffsetReset};
 /// `retry.backoff.ms` of the consumer: the pause before asking again when there is no
 /// coordinator or leader to ask.
 const RETRY_BACKOFF_MS: u64 = 100;
+/// The consumer's `metadata.max.age.ms`.
+const METADATA_MAX_AGE_MS: u64 = 300_000;
 /// The consumer's `request.timeout.ms`: a request unanswered this long is given up.
 const REQUEST_TIMEOUT_MS: u64 = 30_000;
 /// A JoinGroup may wait at the coordinator for the whole rebalance timeout, so the client gives
@@ -121,12 +124,15 @@ pub struct Consumer {
     /// Consumer protocol: partitions being revoked; they are neither fetched nor handed out
     /// (`markPendingRevocationToPauseFetching`).
     pub revoking: Vec<u32>,
-    /// Consumer protocol: the commit before this reconciliation was sent
-    /// (`maybeAutoCommitSyncBeforeRevocation`).
-    reconcile_commit_sent: bool,
+    /// The commit that must be answered before the assignment changes was sent: a classic
+    /// member's before it rejoins (`onJoinPrepare`), a consumer-protocol member's before it
+    /// reconciles (`maybeAutoCommitSyncBeforeRevocation`).
+    prepare_commit_sent: bool,
     /// Consumer protocol: a heartbeat goes out at once, to join or to acknowledge a reconciled
     /// assignment (`shouldHeartbeatNow`: JOINING, ACKNOWLEDGING).
     pub heartbeat_now: bool,
+    /// Who leads each partition (by ordinal), as far as it knows: it fetches there.
+    pub metadata: ClientMetadata,
     /// Records processed in all.
     pub processed_total: u64,
     /// When the application last called `poll()`: it is in a poll whenever it has nothing in
@@ -172,8 +178,13 @@ impl Consumer {
             heartbeat_interval_ms: config.heartbeat_interval_ms(),
             target_assignment: None,
             revoking: Vec::new(),
-            reconcile_commit_sent: false,
+            prepare_commit_sent: false,
             heartbeat_now: false,
+            // Its first Metadata request goes out at once.
+            metadata: ClientMetadata {
+                wanted: true,
+                ..ClientMetadata::default()
+            },
             processed_total: 0,
             last_poll_ms: now,
         }
@@ -204,6 +215,8 @@ impl Consumer {
         for p in self.assigned.values_mut() {
             if p.fetch_in_flight == Some(wire_id) {
                 p.fetch_in_flight = None;
+                // The connection broke or timed out: its metadata may be stale.
+                self.metadata.wanted = true;
             }
         }
         self.retry_at_ms = now + RETRY_BACKOFF_MS;
@@ -280,7 +293,7 @@ impl Consumer {
         self.buffered.clear();
         self.in_hand.clear();
         self.revoking.clear();
-        self.reconcile_commit_sent = false;
+        self.prepare_commit_sent = false;
     }
 
     /// `FetchCollector.collectFetch`: up to `max.poll.records` records, taken from the
@@ -633,8 +646,8 @@ fn reconcile(
     if c.commit_in_flight.is_some() {
         return false;
     }
-    if !c.reconcile_commit_sent {
-        c.reconcile_commit_sent = true;
+    if !c.prepare_commit_sent {
+        c.prepare_commit_sent = true;
         c.revoking = c
             .assigned
             .keys()
@@ -646,7 +659,7 @@ fn reconcile(
             return false;
         }
     }
-    c.reconcile_commit_sent = false;
+    c.prepare_commit_sent = false;
     c.revoking.clear();
     let took = on_join_complete(c, target, group, cluster, partitions, replicas);
     c.rejoin_requested = false;
@@ -751,6 +764,7 @@ pub(super) fn handle_fetch_responses(
                 // end; it is set aside with the reset.
                 consumer.in_hand.retain(|(o, _)| *o != ordinal);
             }
+            Some(KafkaError::NotLeaderOrFollower) => consumer.metadata.wanted = true,
             Some(_) => {}
             None => {
                 let end = response.from + response.count;
@@ -971,10 +985,19 @@ pub(super) fn send_requests(
                 && may_send
             {
                 // `ConsumerCoordinator.onJoinPrepare`: with auto-commit, both protocols commit
-                // what was consumed before rejoining, while still stable.
-                commit_now(&mut c, &mut send_group);
-                c.rejoin_requested = false;
-                c.state = MemberState::Unjoined;
+                // what was consumed before rejoining, and wait for the answer (so the next owner
+                // starts where this one stopped) while still stable and heartbeating; polls go
+                // on meanwhile. The commit's request timeout bounds the wait here, where Kafka's
+                // is the rebalance timeout.
+                if c.commit_in_flight.is_none() && !c.prepare_commit_sent {
+                    commit_now(&mut c, &mut send_group);
+                    c.prepare_commit_sent = true;
+                }
+                if c.commit_in_flight.is_none() {
+                    c.prepare_commit_sent = false;
+                    c.rejoin_requested = false;
+                    c.state = MemberState::Unjoined;
+                }
             }
         }
         match c.state {
@@ -1122,6 +1145,24 @@ pub(super) fn send_requests(
         // goes on fetching and processing what it owns while it rejoins (KIP-429). An eager
         // member owns nothing then: it gave up every partition before it rejoined.
         let c = &mut *c;
+        // Its Metadata requests (`ConsumerMetadata`): a consumer does not keep its requests in
+        // flight by broker, so the least loaded broker is the lowest id it reaches.
+        if c.metadata.leaders.len() != cluster.partitions.len() {
+            c.metadata.leaders = vec![(None, 0); cluster.partitions.len()];
+            c.metadata.wanted = true;
+        }
+        let refresh = Refresh {
+            now,
+            round_trip_ms: 2 * cluster.config.network_latency_ms,
+            backoff_ms: RETRY_BACKOFF_MS,
+            max_age_ms: METADATA_MAX_AGE_MS,
+            node,
+            network,
+            brokers: &views,
+        };
+        wake.at(c
+            .metadata
+            .refresh(&refresh, |_| 0, partitions.iter_many(&cluster.partitions)));
         // Field by field: the loop below borrows the partitions mutably.
         let member = Membership {
             member_id: &c.member_id,
@@ -1140,7 +1181,8 @@ pub(super) fn send_requests(
             let partition = partitions
                 .get(cluster.partitions[o as usize])
                 .expect("partition");
-            let Some(leader) = partition.leader else {
+            let Some(leader) = c.metadata.leaders[o as usize].0 else {
+                c.metadata.wanted = true;
                 wake.at(now + RETRY_BACKOFF_MS);
                 continue;
             };

@@ -12,11 +12,19 @@
 //!   leader. A restarted broker registers as a new incarnation: refused while the old one's
 //!   session is still valid (it retries with back-off), then fenced until its next heartbeat.
 //! - Preferred leader election on request, and periodically when `auto.leader.rebalance.enable`.
+//! - Every leadership change is a record in the controller's metadata log. It reaches each
+//!   broker the controller can reach one network latency later (KRaft brokers fetch the log from
+//!   the controller, `BrokerMetadataPublisher`); a broker cut off from the controller keeps its
+//!   last view and catches up from its next heartbeat answer once the link heals.
+
+use std::collections::VecDeque;
 
 use bevy_ecs::prelude::*;
 
 use super::clock::{SimRng, Standing};
-use super::cluster::{Broker, BrokerId, BrokerView, Cluster, FollowerState, Partition, Replica};
+use super::cluster::{
+    Broker, BrokerId, BrokerView, Cluster, FollowerState, LeaderRecord, Partition, Replica,
+};
 use super::events::{EventKind, EventLog, Metrics};
 use super::network::{Network, Node};
 use super::protocol::{Heartbeat, HeartbeatResponse};
@@ -41,6 +49,40 @@ pub struct Controller {
     /// `auto.leader.rebalance.enable` and some partition is led by a broker other than its first
     /// replica.
     pub next_balance_check_ms: Option<u64>,
+    pub metadata: MetadataLog,
+}
+
+/// The controller's metadata log, as far as leadership goes: its end, and the records on their
+/// way to the brokers.
+#[derive(Clone, Debug, Default)]
+pub struct MetadataLog {
+    /// The offset of the last record written.
+    pub end: u64,
+    /// (when it reaches the brokers, offset), in order.
+    pub deliveries: VecDeque<(u64, u64)>,
+    /// (when, broker, offset) for slowed brokers, whose records come `SlowBroker`'s extra delay
+    /// later.
+    pub slow_deliveries: Vec<(u64, BrokerId, u64)>,
+}
+
+impl MetadataLog {
+    /// When the next record reaches some broker.
+    pub fn next_delivery(&self) -> Option<u64> {
+        let slow = self.slow_deliveries.iter().map(|(at, ..)| *at).min();
+        match (self.deliveries.front().map(|(at, _)| *at), slow) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+impl MetadataLog {
+    /// Writes a record; it reaches the brokers after `latency_ms`. Returns its offset.
+    fn append(&mut self, now: u64, latency_ms: u64) -> u64 {
+        self.end += 1;
+        self.deliveries.push_back((now + latency_ms, self.end));
+        self.end
+    }
 }
 
 impl Controller {
@@ -53,6 +95,7 @@ impl Controller {
             preferred_election_requested: false,
             // Every partition starts led by its first replica: nothing to balance.
             next_balance_check_ms: None,
+            metadata: MetadataLog::default(),
         }
     }
 }
@@ -64,6 +107,7 @@ pub struct ElectionContext<'a> {
     pub brokers: &'a [BrokerView],
     pub events: &'a mut EventLog,
     pub metrics: &'a mut Metrics,
+    pub metadata: &'a mut MetadataLog,
 }
 
 /// Who leads next: `Some((broker, unclean))`, or `None` for offline.
@@ -110,6 +154,14 @@ pub fn set_leader(
     }
     partition.leader = leader.map(|(b, _)| b);
     partition.leader_epoch += 1;
+    let offset = ctx
+        .metadata
+        .append(now, ctx.cluster.config.network_latency_ms);
+    partition.history.push(LeaderRecord {
+        offset,
+        leader: partition.leader,
+        leader_epoch: partition.leader_epoch,
+    });
     partition.elected_uncleanly = leader.is_some_and(|(_, unclean)| unclean);
     let topic = ctx.cluster.topics[partition.topic].name.clone();
     match leader {
@@ -234,6 +286,7 @@ fn change_fencing(
     brokers: &mut Query<&mut Broker>,
     events: &mut EventLog,
     metrics: &mut Metrics,
+    metadata: &mut MetadataLog,
     partitions: &mut Query<&mut Partition>,
     replicas: &mut Query<&mut Replica>,
 ) {
@@ -249,6 +302,7 @@ fn change_fencing(
         brokers: &views,
         events,
         metrics,
+        metadata,
     };
     change(broker, partitions, replicas, &mut ctx);
 }
@@ -307,6 +361,60 @@ fn registration_backoff(failed: u32, session_timeout_ms: u64, rng: &mut SimRng) 
     (term.min(session_timeout_ms) * rng.permille(980, 1020) / 1000).min(session_timeout_ms)
 }
 
+/// Records of the metadata log reach the brokers the controller can reach, one network latency
+/// after they were written; a broker cut off or down misses them and catches up from a later
+/// heartbeat answer.
+pub(super) fn controller_publishes_metadata(
+    clock: &SimClock,
+    cluster: &Cluster,
+    network: &Network,
+    wake: &mut Wake,
+    controllers: &mut Query<&mut Controller>,
+    brokers: &mut Query<&mut Broker>,
+) {
+    let now = clock.now_ms;
+    let mut controller = controllers.get_mut(cluster.controller).expect("controller");
+    let metadata = &mut controller.metadata;
+    let mut reached = None;
+    while let Some(&(at, offset)) = metadata.deliveries.front() {
+        if at > now {
+            break;
+        }
+        metadata.deliveries.pop_front();
+        reached = Some(offset);
+    }
+    let reach = |broker: &mut Broker, offset: u64| {
+        if broker.alive && !network.is_cut(Node::Controller, Node::Broker(broker.id)) {
+            broker.metadata_offset = broker.metadata_offset.max(offset);
+        }
+    };
+    if let Some(offset) = reached {
+        for &entity in &cluster.brokers {
+            let mut broker = brokers.get_mut(entity).expect("broker entity");
+            match network.extra_ms[broker.id as usize] {
+                0 => reach(&mut broker, offset),
+                extra => metadata
+                    .slow_deliveries
+                    .push((now + extra, broker.id, offset)),
+            }
+        }
+    }
+    metadata.slow_deliveries.sort_unstable();
+    while let Some(&(at, b, offset)) = metadata.slow_deliveries.first() {
+        if at > now {
+            break;
+        }
+        metadata.slow_deliveries.remove(0);
+        let mut broker = brokers
+            .get_mut(cluster.brokers[b as usize - 1])
+            .expect("broker entity");
+        reach(&mut broker, offset);
+    }
+    if let Some(at) = metadata.next_delivery() {
+        wake.standing_at(Standing::Controller, at);
+    }
+}
+
 /// A registered broker starts serving (fenced until its next heartbeat, sent soon); a refused
 /// one tries again after a back-off.
 pub(super) fn brokers_take_heartbeat_responses(
@@ -329,7 +437,13 @@ pub(super) fn brokers_take_heartbeat_responses(
         let mut broker = brokers
             .get_mut(cluster.brokers[response.broker as usize - 1])
             .expect("broker entity");
-        if !broker.starting || response.incarnation != broker.incarnation {
+        if response.incarnation != broker.incarnation {
+            continue;
+        }
+        if !response.refused {
+            broker.metadata_offset = broker.metadata_offset.max(response.metadata_offset);
+        }
+        if !broker.starting {
             continue;
         }
         if response.refused {
@@ -413,7 +527,16 @@ pub(super) fn controller_handles_heartbeats(
             );
             if !fenced {
                 change_fencing(
-                    true, b, now, cluster, brokers, events, metrics, partitions, replicas,
+                    true,
+                    b,
+                    now,
+                    cluster,
+                    brokers,
+                    events,
+                    metrics,
+                    &mut controller.metadata,
+                    partitions,
+                    replicas,
                 );
             }
             // KIP-966: after an unclean shutdown the broker may have lost data it had, so it is
@@ -430,7 +553,16 @@ pub(super) fn controller_handles_heartbeats(
             controller.last_heartbeat_ms[b as usize] = now;
             if fenced {
                 change_fencing(
-                    false, b, now, cluster, brokers, events, metrics, partitions, replicas,
+                    false,
+                    b,
+                    now,
+                    cluster,
+                    brokers,
+                    events,
+                    metrics,
+                    &mut controller.metadata,
+                    partitions,
+                    replicas,
                 );
             }
         }
@@ -439,6 +571,7 @@ pub(super) fn controller_handles_heartbeats(
             incarnation: heartbeat.incarnation,
             fenced: brokers.get(broker_entity).expect("broker").fenced,
             refused,
+            metadata_offset: controller.metadata.end,
         };
         let response = network.send(now, Node::Controller, wire.from, response);
         wake.standing_at(Standing::Controller, response.arrive_ms);
@@ -454,14 +587,15 @@ pub(super) fn controller_checks_sessions(
     wake: &mut Wake,
     events: &mut EventLog,
     metrics: &mut Metrics,
-    controllers: &Query<&Controller>,
+    controllers: &mut Query<&mut Controller>,
     brokers: &mut Query<&mut Broker>,
     partitions: &mut Query<&mut Partition>,
     replicas: &mut Query<&mut Replica>,
 ) {
     let now = clock.now_ms;
     let session = cluster.config.session_timeout_ms;
-    let controller = controllers.get(cluster.controller).expect("controller");
+    let mut controller = controllers.get_mut(cluster.controller).expect("controller");
+    let controller = &mut *controller;
     for &entity in &cluster.brokers {
         let broker = brokers.get(entity).expect("broker");
         if broker.fenced {
@@ -474,7 +608,16 @@ pub(super) fn controller_checks_sessions(
             continue;
         }
         change_fencing(
-            true, b, now, cluster, brokers, events, metrics, partitions, replicas,
+            true,
+            b,
+            now,
+            cluster,
+            brokers,
+            events,
+            metrics,
+            &mut controller.metadata,
+            partitions,
+            replicas,
         );
     }
 }
@@ -506,7 +649,16 @@ pub(super) fn controller_balances_leaders(
     }
     if due_check || controller.preferred_election_requested {
         controller.preferred_election_requested = false;
-        elect_preferred_leaders(now, cluster, brokers, events, metrics, partitions, replicas);
+        elect_preferred_leaders(
+            now,
+            cluster,
+            brokers,
+            events,
+            metrics,
+            &mut controller.metadata,
+            partitions,
+            replicas,
+        );
     }
     let imbalanced = || partitions.iter().any(|p| p.leader != Some(p.assignment[0]));
     if periodic && controller.next_balance_check_ms.is_none() && imbalanced() {
@@ -520,12 +672,14 @@ pub(super) fn controller_balances_leaders(
 
 /// Gives each partition whose first replica is in the ISR and not fenced, but not leading, back
 /// to it (`ReplicationControlManager.maybeBalancePartitionLeaders`).
+#[allow(clippy::too_many_arguments)]
 fn elect_preferred_leaders(
     now: u64,
     cluster: &Cluster,
     brokers: &Query<&mut Broker>,
     events: &mut EventLog,
     metrics: &mut Metrics,
+    metadata: &mut MetadataLog,
     partitions: &mut Query<&mut Partition>,
     replicas: &mut Query<&mut Replica>,
 ) {
@@ -536,6 +690,7 @@ fn elect_preferred_leaders(
         brokers: &views,
         events,
         metrics,
+        metadata,
     };
     for &entity in &cluster.partitions {
         let mut partition = partitions.get_mut(entity).expect("partition entity");

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use bevy_ecs::prelude::*;
 
-use super::cluster::{Cluster, Partition, Record, Replica};
+use super::cluster::{BrokerView, Cluster, Partition, Record, Replica};
 use super::consumer_protocol::{self, Reconciliation};
 use super::events::{EventKind, EventLog};
 use super::network::{Network, Node, Wire, WireState};
@@ -256,19 +256,25 @@ fn respond(
     );
 }
 
-/// The coordinator broker of a group now: the offsets partition's leader.
-fn coordinator(group: &ConsumerGroup, partitions: &Query<&Partition>) -> Option<u32> {
+/// The coordinator broker of a group now: the offsets partition's leader, once it knows it leads
+/// (it becomes coordinator as it becomes leader, `GroupCoordinator.onElection`).
+fn coordinator(
+    group: &ConsumerGroup,
+    partitions: &Query<&Partition>,
+    brokers: &[BrokerView],
+) -> Option<u32> {
     partitions
         .get(group.offsets_partition)
         .ok()
-        .and_then(|p| p.leader)
+        .and_then(|p| p.acting_leader(brokers))
 }
 
 /// A new coordinator reads the group's committed offsets from its copy of the offsets partition
-/// (`GroupMetadataManager.loadGroupsAndOffsets`); requests held at the old one are told
-/// NOT_COORDINATOR.
+/// once it learns it leads it (`GroupMetadataManager.loadGroupsAndOffsets`); requests held at the
+/// old one are told NOT_COORDINATOR.
 pub(super) fn load_offsets_on_move(
     cluster: &Cluster,
+    brokers: &[BrokerView],
     partitions: &Query<&Partition>,
     replicas: &Query<&Replica>,
     groups: &mut Query<&mut ConsumerGroup>,
@@ -281,10 +287,17 @@ pub(super) fn load_offsets_on_move(
         if offsets.leader_epoch == group.loaded_epoch {
             continue;
         }
-        group.loaded_epoch = offsets.leader_epoch;
-        let Some(leader) = offsets.leader_replica() else {
+        if offsets.leader.is_none() {
+            group.loaded_epoch = offsets.leader_epoch;
+            continue;
+        }
+        let Some(leader) = offsets
+            .acting_leader(brokers)
+            .and_then(|b| offsets.replica_on(b))
+        else {
             continue;
         };
+        group.loaded_epoch = offsets.leader_epoch;
         let log = &replicas.get(leader).expect("replica").log;
         let index = group.index;
         let mut committed = BTreeMap::new();
@@ -304,6 +317,7 @@ pub(super) fn handle_group_requests(
     network: &mut Network,
     events: &mut EventLog,
     wires: &mut Wires,
+    brokers: &[BrokerView],
     partitions: &Query<&Partition>,
     replicas: &mut Query<&mut Replica>,
     groups: &mut Query<&mut ConsumerGroup>,
@@ -336,7 +350,7 @@ pub(super) fn handle_group_requests(
                 },
             );
         };
-        if coordinator(&group, partitions)
+        if coordinator(&group, partitions, brokers)
             != Some(match wire.to {
                 Node::Broker(b) => b,
                 _ => unreachable!("group requests go to brokers"),
@@ -765,6 +779,8 @@ pub(super) fn expire_sessions(
             } else {
                 group.start_rebalance(now, events, cluster.config.group_initial_rebalance_delay_ms);
             }
+            // A join phase that waited only for the removed members completes at the next step.
+            wake.at(now + 1);
         }
     }
 }
@@ -777,6 +793,7 @@ pub(super) fn complete_commits(
     cluster: &Cluster,
     network: &mut Network,
     wires: &mut Wires,
+    brokers: &[BrokerView],
     partitions: &Query<&Partition>,
     replicas: &Query<&Replica>,
     groups: &mut Query<&mut ConsumerGroup>,
@@ -798,7 +815,7 @@ pub(super) fn complete_commits(
         let offsets_partition = partitions
             .get(group.offsets_partition)
             .expect("offsets partition");
-        let here = matches!(wire.to, Node::Broker(b) if offsets_partition.leader == Some(b));
+        let here = matches!(wire.to, Node::Broker(b) if offsets_partition.acting_leader(brokers) == Some(b));
         let hw = offsets_partition
             .leader_replica()
             .filter(|_| here)

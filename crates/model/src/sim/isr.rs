@@ -19,11 +19,20 @@ use bevy_ecs::prelude::*;
 use super::clock::Standing;
 use super::cluster::{Broker, BrokerView, Cluster, Partition, Replica, broker_views};
 use super::events::{EventKind, EventLog, Metrics};
+use super::network::{Network, Node};
 use super::{SimClock, Wake};
 
 /// The leader's partitions whose leader's process runs (a dead broker does nothing).
 fn led_by_live(partition: &Partition, brokers: &[BrokerView]) -> bool {
     partition.leader.is_some_and(|l| brokers[l as usize].alive)
+}
+
+/// An ISR change is an AlterPartition request the controller must commit
+/// (`AlterPartitionManager`): a leader cut off from the controller cannot change its ISR.
+fn can_alter_partition(partition: &Partition, network: &Network) -> bool {
+    partition
+        .leader
+        .is_some_and(|l| !network.is_cut(Node::Broker(l), Node::Controller))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -32,6 +41,7 @@ pub(super) fn expand_isr(
     cluster: &Cluster,
     events: &mut EventLog,
     metrics: &mut Metrics,
+    network: &Network,
     brokers: &Query<&Broker>,
     partitions: &mut Query<&mut Partition>,
     replicas: &Query<&Replica>,
@@ -43,6 +53,7 @@ pub(super) fn expand_isr(
             .followers
             .iter()
             .all(|f| !f.fetched_at(clock.now_ms))
+            || !can_alter_partition(partition_ref, network)
         {
             continue;
         }
@@ -101,6 +112,7 @@ pub(super) fn shrink_isr(
     cluster: &Cluster,
     events: &mut EventLog,
     metrics: &mut Metrics,
+    network: &Network,
     brokers: &Query<&Broker>,
     partitions: &mut Query<&mut Partition>,
     replicas: &Query<&Replica>,
@@ -117,7 +129,7 @@ pub(super) fn shrink_isr(
     let views = broker_views(brokers.iter());
     for &entity in &cluster.partitions {
         let mut partition = partitions.get_mut(entity).expect("partition entity");
-        if !led_by_live(&partition, &views) {
+        if !led_by_live(&partition, &views) || !can_alter_partition(&partition, network) {
             continue;
         }
         let (Some(leader_id), Some(leader)) = (partition.leader, partition.leader_replica()) else {

@@ -5,7 +5,7 @@
 use bevy_ecs::prelude::*;
 
 use super::SimClock;
-use super::cluster::{Partition, Record, Replica};
+use super::cluster::{Broker, Partition, Record, Replica, broker_views};
 use super::events::Metrics;
 use super::network::{Network, Node, Wire, WireState};
 use super::protocol::{
@@ -24,23 +24,26 @@ fn broker_of(node: Node) -> u32 {
 }
 
 /// The leader appends one batch, or says why not.
+/// The broker leads by its own metadata: a leader cut off from the controller goes on appending
+/// in its old epoch after another was elected (`ReplicaManager` acts on the metadata it has).
 fn append_batch(
     broker: u32,
+    seen: u64,
     acks: Acks,
     batch: &WireBatch,
     partition: &Partition,
     replicas: &mut Query<&mut Replica>,
     metrics: &mut Metrics,
 ) -> BatchOutcome {
-    if partition.leader != Some(broker) {
+    let Some(epoch) = partition.leads_as_seen(broker, seen) else {
         return BatchOutcome::Done(Err(KafkaError::NotLeaderOrFollower));
-    }
+    };
     // `Partition.appendRecordsToLeader`: acks=all needs min.insync.replicas in the ISR before the
     // append.
     if acks == Acks::All && partition.isr.len() < partition.min_insync_replicas as usize {
         return BatchOutcome::Done(Err(KafkaError::NotEnoughReplicas));
     }
-    let Some(leader_entity) = partition.leader_replica() else {
+    let Some(leader_entity) = partition.replica_on(broker) else {
         return BatchOutcome::Done(Err(KafkaError::NotLeaderOrFollower));
     };
     let mut leader = replicas.get_mut(leader_entity).expect("replica entity");
@@ -78,7 +81,6 @@ fn append_batch(
     }
 
     let base = leader.log_end_offset();
-    let epoch = partition.leader_epoch;
     leader.append(batch.records.iter().enumerate().map(|(i, r)| Record {
         id: r.id,
         offset: 0,
@@ -106,18 +108,44 @@ fn wait_or_done(acks: Acks, base_offset: u64, count: u64) -> BatchOutcome {
     }
 }
 
-fn respond(network: &mut Network, now: u64, wire: &Wire, request: &ProduceRequest) {
+/// The answer to a produce request. A batch refused with NOT_LEADER_OR_FOLLOWER names the leader
+/// the broker knows of (KIP-951, `ReplicaManager.getCurrentLeader`).
+fn respond(
+    network: &mut Network,
+    now: u64,
+    wire: &Wire,
+    request: &ProduceRequest,
+    partitions: &Query<&Partition>,
+    seen: u64,
+) {
+    let broker = broker_of(wire.to);
     let results = request
         .batches
         .iter()
         .zip(&request.outcomes)
-        .map(|(batch, outcome)| BatchResult {
-            batch: batch.id,
-            partition: batch.partition,
-            result: match outcome {
+        .map(|(batch, outcome)| {
+            let result = match outcome {
                 BatchOutcome::Done(result) => *result,
                 BatchOutcome::Waiting { .. } => Err(KafkaError::RequestTimedOut),
-            },
+            };
+            let current_leader = (result == Err(KafkaError::NotLeaderOrFollower))
+                .then(|| {
+                    let known = partitions
+                        .get(batch.partition)
+                        .expect("partition entity")
+                        .leader_seen(seen);
+                    known
+                        .leader
+                        .filter(|l| *l != broker)
+                        .map(|l| (l, known.leader_epoch))
+                })
+                .flatten();
+            BatchResult {
+                batch: batch.id,
+                partition: batch.partition,
+                result,
+                current_leader,
+            }
         })
         .collect();
     network.send(
@@ -131,17 +159,23 @@ fn respond(network: &mut Network, now: u64, wire: &Wire, request: &ProduceReques
     );
 }
 
+#[allow(clippy::too_many_arguments)]
 pub(super) fn append_produce_requests(
     clock: &SimClock,
     network: &mut Network,
     metrics: &mut Metrics,
     wires: &mut Wires,
+    brokers: &Query<&Broker>,
     partitions: &Query<&Partition>,
     replicas: &mut Query<&mut Replica>,
     due: &mut Vec<u64>,
 ) {
     let now = clock.now_ms;
     wires.arriving::<ProduceRequest>(due);
+    if due.is_empty() {
+        return;
+    }
+    let views = broker_views(brokers.iter());
     for &id in due.iter() {
         let (&wire, request) = wires
             .get_mut_of::<ProduceRequest>(id)
@@ -154,7 +188,8 @@ pub(super) fn append_produce_requests(
             .iter()
             .map(|batch| {
                 let partition = partitions.get(batch.partition).expect("partition entity");
-                append_batch(broker, acks, batch, partition, replicas, metrics)
+                let seen = views[broker as usize].metadata_offset;
+                append_batch(broker, seen, acks, batch, partition, replicas, metrics)
             })
             .collect();
         request.outcomes = outcomes;
@@ -165,7 +200,8 @@ pub(super) fn append_produce_requests(
         if acks == Acks::Zero {
             wires.finish(id);
         } else if all_done {
-            respond(network, now, &wire, request);
+            let seen = views[broker as usize].metadata_offset;
+            respond(network, now, &wire, request, partitions, seen);
             wires.finish(id);
         } else {
             let until_ms = now + request.timeout_ms;
@@ -181,12 +217,17 @@ pub(super) fn complete_delayed_produce(
     clock: &SimClock,
     network: &mut Network,
     wires: &mut Wires,
+    brokers: &Query<&Broker>,
     partitions: &Query<&Partition>,
     replicas: &Query<&Replica>,
     due: &mut Vec<u64>,
 ) {
     let now = clock.now_ms;
     wires.held::<ProduceRequest>(due);
+    if due.is_empty() {
+        return;
+    }
+    let views = broker_views(brokers.iter());
     for &id in due.iter() {
         let (&wire, request) = wires
             .get_mut_of::<ProduceRequest>(id)
@@ -201,9 +242,14 @@ pub(super) fn complete_delayed_produce(
                 continue;
             };
             let partition = partitions.get(batch.partition).expect("partition entity");
+            // A leader that learns it was replaced answers NOT_LEADER_OR_FOLLOWER at once
+            // (`ReplicaManager.becomeLeaderOrFollower` completes its delayed produces); one
+            // that has not learnt waits: its followers fetch from the new leader, so its high
+            // watermark stays, and the request times out.
+            let seen = views[broker as usize].metadata_offset;
             let leader = partition
-                .leader_replica()
-                .filter(|_| partition.leader == Some(broker));
+                .replica_on(broker)
+                .filter(|_| partition.leads_as_seen(broker, seen).is_some());
             let Some(leader) = leader else {
                 *outcome = BatchOutcome::Done(Err(KafkaError::NotLeaderOrFollower));
                 continue;
@@ -223,7 +269,8 @@ pub(super) fn complete_delayed_produce(
             .all(|o| matches!(o, BatchOutcome::Done(_)));
         let expired = matches!(wire.state, WireState::Held { until_ms } if now >= until_ms);
         if all_done || expired {
-            respond(network, now, &wire, request);
+            let seen = views[broker as usize].metadata_offset;
+            respond(network, now, &wire, request, partitions, seen);
             wires.finish(id);
         }
     }

@@ -144,12 +144,19 @@ pub fn load(world: &mut World, scenario: &Scenario) {
         );
         for n in 1..=g.members {
             let index = consumers.len() as u32;
+            let mut consumer = super::consumer::Consumer::new(index, i as u32, n, g, 0);
+            // Its first Metadata answer: every partition led by its first replica.
+            consumer.metadata.leaders = all_partitions
+                .iter()
+                .map(|p| {
+                    let p = world.get::<Partition>(*p).expect("partition");
+                    (p.leader, p.leader_epoch)
+                })
+                .collect();
+            consumer.metadata.wanted = false;
             consumers.push(
                 world
-                    .spawn((
-                        Name::new(format!("consumer {}-{n}", g.name)),
-                        super::consumer::Consumer::new(index, i as u32, n, g, 0),
-                    ))
+                    .spawn((Name::new(format!("consumer {}-{n}", g.name)), consumer))
                     .id(),
             );
         }
@@ -166,11 +173,18 @@ pub fn load(world: &mut World, scenario: &Scenario) {
                 .iter()
                 .position(|p| *p == partitions[0])
                 .expect("the topic's partitions are listed") as u32;
+            // Its first Metadata answer: every partition led by its first replica.
+            let leaders = partitions
+                .iter()
+                .map(|p| {
+                    let p = world.get::<Partition>(*p).expect("partition");
+                    (p.leader, p.leader_epoch)
+                })
+                .collect();
+            let mut producer = Producer::new(i as u32, config, topic, partitions, first);
+            producer.metadata.leaders = leaders;
             world
-                .spawn((
-                    Name::new(format!("producer {}", config.name)),
-                    Producer::new(i as u32, config, topic, partitions, first),
-                ))
+                .spawn((Name::new(format!("producer {}", config.name)), producer))
                 .id()
         })
         .collect();
@@ -230,6 +244,11 @@ fn spawn_partition(
             offline_since_ms: None,
             // Every replica starts in the ISR of a leader elected at 0.
             followers: vec![FollowerState::reset(true, 0); assignment.len()],
+            history: vec![crate::sim::cluster::LeaderRecord {
+                offset: 0,
+                leader: assignment.first().copied(),
+                leader_epoch: 0,
+            }],
             assignment,
             replicas,
             min_insync_replicas: config.min_insync_replicas,

@@ -38,6 +38,7 @@ pub mod lag;
 pub mod leader;
 pub mod ledger;
 mod load;
+pub mod metadata;
 pub mod network;
 pub mod producer;
 pub mod protocol;
@@ -237,6 +238,14 @@ fn controller_phase(
     mut due: Local<Vec<u64>>,
 ) {
     use controller::*;
+    controller_publishes_metadata(
+        &clock,
+        &cluster,
+        &network,
+        &mut wake,
+        &mut controllers,
+        &mut brokers,
+    );
     brokers_send_heartbeats(&clock, &cluster, &mut network, &mut wake, &mut brokers);
     brokers_take_heartbeat_responses(
         &clock,
@@ -267,7 +276,7 @@ fn controller_phase(
         &mut wake,
         &mut events,
         &mut metrics,
-        &controllers.as_readonly(),
+        &mut controllers,
         &mut brokers,
         &mut partitions,
         &mut replicas,
@@ -283,6 +292,11 @@ fn controller_phase(
         &mut partitions,
         &mut replicas,
     );
+    // What this step's elections wrote reaches the brokers a network latency later.
+    let controller = controllers.get(cluster.controller).expect("controller");
+    if let Some(at) = controller.metadata.next_delivery() {
+        wake.standing_at(clock::Standing::Controller, at);
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -312,6 +326,7 @@ fn replication_phase(
         &mut network,
         &mut metrics,
         &mut wires,
+        &brokers.as_readonly(),
         &mut partitions,
         &replicas.as_readonly(),
         due,
@@ -341,11 +356,13 @@ fn replication_phase(
     );
 }
 
+#[allow(clippy::too_many_arguments)]
 fn append_phase(
     clock: Res<SimClock>,
     mut network: ResMut<Network>,
     mut metrics: ResMut<Metrics>,
     mut wires: ResMut<Wires>,
+    brokers: Query<&Broker>,
     partitions: Query<&Partition>,
     mut replicas: Query<&mut Replica>,
     mut due: Local<Vec<u64>>,
@@ -355,6 +372,7 @@ fn append_phase(
         &mut network,
         &mut metrics,
         &mut wires,
+        &brokers,
         &partitions,
         &mut replicas,
         &mut due,
@@ -365,6 +383,7 @@ fn append_phase(
 fn isr_phase(
     clock: Res<SimClock>,
     cluster: Res<Cluster>,
+    network: Res<Network>,
     mut events: ResMut<EventLog>,
     mut metrics: ResMut<Metrics>,
     mut wake: ResMut<Wake>,
@@ -379,6 +398,7 @@ fn isr_phase(
         &cluster,
         &mut events,
         &mut metrics,
+        &network,
         &brokers,
         &mut partitions,
         &replicas.as_readonly(),
@@ -390,6 +410,7 @@ fn isr_phase(
             &cluster,
             &mut events,
             &mut metrics,
+            &network,
             &brokers,
             &mut partitions,
             &replicas.as_readonly(),
@@ -417,6 +438,7 @@ fn delayed_phase(
     cluster: Res<Cluster>,
     mut network: ResMut<Network>,
     mut wires: ResMut<Wires>,
+    brokers: Query<&Broker>,
     partitions: Query<&Partition>,
     replicas: Query<&Replica>,
     changed_partitions: Query<Entity, Changed<Partition>>,
@@ -429,6 +451,7 @@ fn delayed_phase(
         &clock,
         &mut network,
         &mut wires,
+        &brokers,
         &partitions,
         &replicas,
         due,
@@ -438,6 +461,7 @@ fn delayed_phase(
         &cluster,
         &mut network,
         &mut wires,
+        &brokers,
         &partitions,
         &replicas,
         &changed_replicas,
@@ -470,19 +494,29 @@ fn groups_phase(
     mut events: ResMut<EventLog>,
     mut wake: ResMut<Wake>,
     mut wires: ResMut<Wires>,
+    brokers: Query<&Broker>,
     partitions: Query<&Partition>,
     mut replicas: Query<&mut Replica>,
     mut groups: Query<&mut ConsumerGroup>,
     mut due: Local<Vec<u64>>,
 ) {
     use group_coordinator::*;
-    load_offsets_on_move(&cluster, &partitions, &replicas.as_readonly(), &mut groups);
+    // Each broker acts as coordinator by its own metadata.
+    let views = cluster::broker_views(brokers.iter());
+    load_offsets_on_move(
+        &cluster,
+        &views,
+        &partitions,
+        &replicas.as_readonly(),
+        &mut groups,
+    );
     handle_group_requests(
         &clock,
         &cluster,
         &mut network,
         &mut events,
         &mut wires,
+        &views,
         &partitions,
         &mut replicas,
         &mut groups,
@@ -504,6 +538,7 @@ fn groups_phase(
         &cluster,
         &mut network,
         &mut wires,
+        &views,
         &partitions,
         &replicas.as_readonly(),
         &mut groups,
@@ -591,6 +626,7 @@ fn producers_phase(
     mut rng: ResMut<SimRng>,
     mut ledger: ResMut<AckLedger>,
     mut wires: ResMut<Wires>,
+    brokers: Query<&Broker>,
     partitions: Query<&Partition>,
     mut producers: Query<&mut Producer>,
     mut scratch: Local<producer::Scratch>,
@@ -611,13 +647,16 @@ fn producers_phase(
         due,
     );
     expire(&clock, &cluster, &mut rng, &mut ledger, &mut producers);
-    accumulate(
+    accumulate(&clock, &cluster, &mut rng, &mut producers, keys);
+    // After the new records: one for a partition with no known leader asks for metadata now.
+    refresh_metadata(
         &clock,
         &cluster,
-        &mut rng,
+        &network,
+        &mut wake,
+        &brokers,
         &partitions,
         &mut producers,
-        keys,
     );
     send(
         &clock,
@@ -625,7 +664,6 @@ fn producers_phase(
         &mut network,
         &mut ledger,
         &mut wake,
-        &partitions,
         &mut producers,
         by_leader,
     );

@@ -9,9 +9,10 @@ use bevy_ecs::prelude::*;
 use serde::Serialize;
 
 use super::clock::SimRng;
-use super::cluster::{BrokerId, Cluster, Partition};
+use super::cluster::{Broker, BrokerId, Cluster, Partition, broker_views};
 use super::keys::{self, Key};
 use super::ledger::{AckLedger, AckedRecord};
+use super::metadata::{ClientMetadata, Refresh};
 use super::network::{Network, Node};
 use super::protocol::{
     BatchResult, KafkaError, PendingRecord, ProduceRequest, ProduceResponse, WireBatch,
@@ -212,6 +213,8 @@ pub struct Producer {
     pub first_partition_index: u32,
     /// Where draining starts for each broker, so partitions take turns (`drainIndex`).
     drain_start: BTreeMap<BrokerId, usize>,
+    /// Who leads its partitions, as far as it knows: it sends each batch there.
+    pub metadata: ClientMetadata,
     pub stats: ProducerStats,
 }
 
@@ -248,6 +251,10 @@ impl Producer {
             records_made: 0,
             first_partition_index,
             drain_start: BTreeMap::new(),
+            metadata: ClientMetadata {
+                leaders: vec![(None, 0); n],
+                ..ClientMetadata::default()
+            },
             stats: ProducerStats::default(),
         };
         // The configured prefix or fixed key is name 0 (`CONFIG_KEY_NAME`), where a key's bits
@@ -456,6 +463,17 @@ impl Producer {
                     .errors
                     .entry(error.name().to_string())
                     .or_default() += 1;
+                // Its metadata may be stale (`Sender.completeBatch`: an
+                // `InvalidMetadataException`, which NETWORK_EXCEPTION is; a timed-out request
+                // drops the connection, `NetworkClient.handleTimedOutRequests`).
+                if matches!(
+                    error,
+                    KafkaError::NotLeaderOrFollower
+                        | KafkaError::NetworkException
+                        | KafkaError::RequestTimedOut
+                ) {
+                    self.metadata.wanted = true;
+                }
                 if !self.delivery_expired(&batch, now) && self.can_retry(&batch, error) {
                     batch.attempts += 1;
                     batch.retry_at_ms = now + self.retry_backoff(batch.attempts, rng);
@@ -656,9 +674,20 @@ pub(super) fn handle_responses(
             continue; // The request timed out on the client already.
         };
         let mut in_flight = producer.in_flight.remove(i);
-        for BatchResult { batch, result, .. } in &response.results {
+        for BatchResult {
+            batch,
+            result,
+            current_leader,
+            ..
+        } in &response.results
+        {
             if let Some(j) = in_flight.batches.iter().position(|b| b.id == *batch) {
                 let batch = in_flight.batches.remove(j);
+                if let Some((leader, epoch)) = current_leader {
+                    producer
+                        .metadata
+                        .take_hint(batch.partition as usize, *leader, *epoch);
+                }
                 producer.complete(batch, *result, now, rng, ledger);
             }
         }
@@ -721,6 +750,50 @@ pub(super) fn expire(
     }
 }
 
+/// The producers' Metadata requests ([`ClientMetadata::refresh`]). Records waiting for a
+/// partition with no known leader ask for one (`Sender.sendProducerData`,
+/// `unknownLeaderTopics`); a producer's load on a broker is its requests in flight there.
+pub(super) fn refresh_metadata(
+    clock: &SimClock,
+    cluster: &Cluster,
+    network: &Network,
+    wake: &mut Wake,
+    brokers: &Query<&Broker>,
+    partitions: &Query<&Partition>,
+    producers: &mut Query<&mut Producer>,
+) {
+    let views = broker_views(brokers.iter());
+    for &entity in &cluster.producers {
+        let mut producer = producers.get_mut(entity).expect("producer entity");
+        let producer = &mut *producer;
+        let unknown_leader = producer
+            .queues
+            .iter()
+            .zip(&producer.metadata.leaders)
+            .any(|(q, (leader, _))| !q.is_empty() && leader.is_none());
+        producer.metadata.wanted |= unknown_leader;
+        let refresh = Refresh {
+            now: clock.now_ms,
+            round_trip_ms: 2 * cluster.config.network_latency_ms,
+            backoff_ms: producer.config.retry_backoff_ms,
+            max_age_ms: producer.config.metadata_max_age_ms,
+            node: Node::Producer(producer.index),
+            network,
+            brokers: &views,
+        };
+        let in_flight = &producer.in_flight;
+        let next = producer.metadata.refresh(
+            &refresh,
+            |b| in_flight.iter().filter(|f| f.broker == b).count(),
+            producer
+                .partitions
+                .iter()
+                .map(|p| partitions.get(*p).expect("partition entity")),
+        );
+        wake.at(next);
+    }
+}
+
 /// Scratch for drawing a step's keys: the keys, whether each is new, and a key's text.
 pub(super) type KeyScratch = (Vec<Key>, Vec<bool>, String);
 
@@ -739,7 +812,6 @@ pub(super) fn accumulate(
     clock: &SimClock,
     cluster: &Cluster,
     rng: &mut SimRng,
-    partitions: &Query<&Partition>,
     producers: &mut Query<&mut Producer>,
     scratch: &mut KeyScratch,
 ) {
@@ -766,12 +838,7 @@ pub(super) fn accumulate(
             continue;
         }
         available.clear();
-        available.extend(
-            producer
-                .partitions
-                .iter()
-                .map(|p| partitions.get(*p).is_ok_and(|p| p.leader.is_some())),
-        );
+        available.extend(producer.metadata.leaders.iter().map(|(l, _)| l.is_some()));
         for &key in batch.iter() {
             let keyless = key.is_none();
             let partition = producer.choose_partition(key, text, available, rng);
@@ -795,7 +862,6 @@ pub(super) fn send(
     network: &mut Network,
     ledger: &mut AckLedger,
     wake: &mut Wake,
-    partitions: &Query<&Partition>,
     producers: &mut Query<&mut Producer>,
     by_leader: &mut Vec<(BrokerId, u32)>,
 ) {
@@ -806,7 +872,7 @@ pub(super) fn send(
         let producer = &mut *producer;
         producer.settle_sequences();
         if producer.queues.iter().any(|q| !q.is_empty()) {
-            send_requests(producer, now, partitions, network, ledger, by_leader);
+            send_requests(producer, now, network, ledger, by_leader);
         }
         producer.wake(now, wake);
     }
@@ -816,20 +882,18 @@ pub(super) fn send(
 fn send_requests(
     producer: &mut Producer,
     now: u64,
-    partitions: &Query<&Partition>,
     network: &mut Network,
     ledger: &mut AckLedger,
     by_leader: &mut Vec<(BrokerId, u32)>,
 ) {
-    // (leader, partition) of each partition with a batch, from the producer's metadata (read
-    // straight from the model), by leader and then partition: a scratch kept between steps.
+    // (leader, partition) of each partition with a batch, from the producer's metadata, by
+    // leader and then partition: a scratch kept between steps.
     by_leader.clear();
     for p in 0..producer.partitions.len() {
         let Some(head) = producer.queues[p].front_mut() else {
             continue;
         };
-        let partition = partitions.get(producer.partitions[p]).ok();
-        if let Some((leader, epoch)) = partition.and_then(|p| Some((p.leader?, p.leader_epoch))) {
+        if let (Some(leader), epoch) = producer.metadata.leaders[p] {
             head.see_leader_epoch(epoch);
             by_leader.push((leader, p as u32));
         }

@@ -98,6 +98,9 @@ pub struct BatchResult {
     pub batch: u64,
     pub partition: Entity,
     pub result: Result<u64, KafkaError>,
+    /// With NOT_LEADER_OR_FOLLOWER, the leader and epoch the broker knows of, where it knows
+    /// one (KIP-951's `CurrentLeader`).
+    pub current_leader: Option<(u32, u32)>,
 }
 
 #[derive(Debug, Clone)]
@@ -183,6 +186,9 @@ pub struct HeartbeatResponse {
     /// A registration refused with DUPLICATE_BROKER_REGISTRATION: the broker's previous
     /// incarnation still has a valid session.
     pub refused: bool,
+    /// The end of the controller's metadata log: the broker catches up to it (after a cut
+    /// controller link heals, the first answer brings it up to date).
+    pub metadata_offset: u64,
 }
 
 /// Errors of the group protocol (`Errors.java`).

@@ -8,7 +8,7 @@ use std::ops::Range;
 
 use bevy_ecs::prelude::*;
 
-use super::cluster::{Broker, BrokerId, Cluster, Partition, Record, Replica};
+use super::cluster::{Broker, BrokerId, Cluster, Partition, Record, Replica, broker_views};
 use super::events::{EventKind, EventLog, Metrics};
 use super::network::{Network, Node, Wire, WireState};
 use super::protocol::{
@@ -39,10 +39,11 @@ pub(super) type Answers = (Vec<FetchedPartition>, Vec<Record>);
 
 /// The leader's answer for every partition of a follower's fetch, read now, into `out` (kept
 /// between steps: most fetches are held, and their answers dropped).
+/// `seen` is how far `to` has applied the metadata log.
 fn answer_all(
     request: &FetchRequest,
     partitions: &Query<&Partition>,
-    to: u32,
+    (to, seen): (u32, u64),
     replicas: &Query<&Replica>,
     max_bytes: u64,
     out: &mut Answers,
@@ -52,15 +53,16 @@ fn answer_all(
     records.clear();
     answers.extend(request.partitions.iter().map(|f| {
         let partition = partitions.get(f.partition).expect("partition entity");
-        answer_partition(f, partition, to, replicas, max_bytes, records)
+        answer_partition(f, partition, (to, seen), replicas, max_bytes, records)
     }));
 }
 
 /// The answer for one partition of a fetch.
+/// The broker answers as the leader it takes itself for.
 fn answer_partition(
     fetch: &FetchPartition,
     partition: &Partition,
-    to: u32,
+    (to, seen): (u32, u64),
     replicas: &Query<&Replica>,
     max_bytes: u64,
     records: &mut Vec<Record>,
@@ -74,8 +76,8 @@ fn answer_partition(
         diverging: None,
     };
     let leader = partition
-        .leader_replica()
-        .filter(|_| partition.leader == Some(to))
+        .replica_on(to)
+        .filter(|_| partition.leads_as_seen(to, seen).is_some())
         .map(|e| replicas.get(e).expect("replica entity"));
     let Some(leader) = leader else {
         answer.error = Some(KafkaError::NotLeaderOrFollower);
@@ -172,6 +174,7 @@ pub(super) fn leaders_answer_fetches(
     network: &mut Network,
     metrics: &mut Metrics,
     wires: &mut Wires,
+    brokers: &Query<&Broker>,
     partitions: &mut Query<&mut Partition>,
     replicas: &Query<&Replica>,
     due: &mut Vec<u64>,
@@ -180,6 +183,10 @@ pub(super) fn leaders_answer_fetches(
     let now = clock.now_ms;
     let max_bytes = cluster.config.replica_fetch_max_bytes;
     wires.arriving::<FetchRequest>(due);
+    if due.is_empty() {
+        return;
+    }
+    let views = broker_views(brokers.iter());
     for &id in due.iter() {
         let (wire, request) = wires.get_of::<FetchRequest>(id).expect("a fetch");
         metrics.fetch_requests += 1;
@@ -187,10 +194,11 @@ pub(super) fn leaders_answer_fetches(
             unreachable!("followers fetch from brokers")
         };
         // Kafka reads the log (and the high watermark it reports) before it records the fetch.
+        let seen = views[to as usize].metadata_offset;
         answer_all(
             request,
             &partitions.as_readonly(),
-            to,
+            (to, seen),
             replicas,
             max_bytes,
             answers,
@@ -202,6 +210,11 @@ pub(super) fn leaders_answer_fetches(
             let mut partition = partitions
                 .get_mut(fetch.partition)
                 .expect("partition entity");
+            // The follower states belong to the controller's current leader: a replaced leader
+            // that has not learnt so keeps its high watermark where it was.
+            if partition.leader != Some(to) {
+                continue;
+            }
             let leader = partition.leader_replica().expect("answered as leader");
             let leader_leo = replicas
                 .get(leader)
@@ -229,6 +242,7 @@ pub(super) fn complete_delayed_fetches(
     cluster: &Cluster,
     network: &mut Network,
     wires: &mut Wires,
+    brokers: &Query<&Broker>,
     partitions: &Query<&Partition>,
     replicas: &Query<&Replica>,
     changed: &Query<&Replica, Changed<Replica>>,
@@ -266,7 +280,18 @@ pub(super) fn complete_delayed_fetches(
         };
         let expired = matches!(wire.state, WireState::Held { until_ms } if now >= until_ms);
         let max_bytes = cluster.config.replica_fetch_max_bytes;
-        answer_all(request, partitions, to, replicas, max_bytes, answers);
+        let seen = brokers
+            .get(cluster.brokers[to as usize - 1])
+            .expect("broker entity")
+            .metadata_offset;
+        answer_all(
+            request,
+            partitions,
+            (to, seen),
+            replicas,
+            max_bytes,
+            answers,
+        );
         if expired || worth_sending(&answers.0) {
             respond(network, now, wire, answers);
             wires.finish(id);
@@ -302,6 +327,7 @@ pub(super) fn followers_take_responses(
         let mut broker = brokers
             .get_mut(cluster.brokers[follower as usize - 1])
             .expect("broker entity");
+        let seen = broker.metadata_offset;
         let fetcher = broker.fetcher(leader);
         if fetcher.in_flight != Some(response.request) {
             continue; // An answer to a fetch the follower already gave up on.
@@ -309,7 +335,7 @@ pub(super) fn followers_take_responses(
         fetcher.in_flight = None;
         for fetched in &response.partitions {
             let partition = partitions.get(fetched.partition).expect("partition entity");
-            if fetched.error.is_some() || partition.leader != Some(leader) {
+            if fetched.error.is_some() || partition.leader_seen(seen).leader != Some(leader) {
                 continue; // Leadership moved: the partition is fetched from its new leader.
             }
             let mut replica = replicas.get_mut(fetched.replica).expect("replica entity");
@@ -341,7 +367,7 @@ pub(super) fn followers_take_responses(
                 let sealed = replica.log.sealed_len();
                 replica.append(records.iter().cloned());
                 if replica.log.sealed_len() > sealed {
-                    let leader = partition.leader_replica().expect("answered as leader");
+                    let leader = partition.replica_on(leader).expect("answered as leader");
                     share.push((fetched.replica, leader, sealed));
                 }
             }
@@ -397,15 +423,15 @@ pub(super) struct Scratch {
 
 /// Which partitions each broker follows from which leader, with its replica of each, in
 /// partition order: the (follower, leader) pairs `ReplicaFetcherManager` keeps a fetcher thread
-/// for. Leadership changes rarely, so it is computed again only when some partition's leader is
-/// not the one it was computed with, instead of every broker looking at every partition at
-/// every step.
+/// for, each broker by the leaders its own metadata names. Leadership changes rarely, so it is
+/// computed again only when some broker's metadata moved on since, instead of every broker
+/// looking at every partition at every step.
 #[derive(Default)]
 pub(super) struct Followed {
-    /// The partitions' entities and leaders when computed, by ordinal (a restored checkpoint
-    /// has other entities).
+    /// The partitions' entities when computed, by ordinal (a restored checkpoint has other
+    /// entities), and how far each broker had applied the metadata log, by id - 1.
     partitions: Vec<Entity>,
-    leaders: Vec<Option<BrokerId>>,
+    seen: Vec<u64>,
     /// By broker id - 1: (leader, [(partition, the follower's replica)]), by leader.
     by_broker: Vec<Vec<(BrokerId, Followers)>>,
 }
@@ -414,10 +440,10 @@ pub(super) struct Followed {
 type Followers = Vec<(Entity, Entity)>;
 
 impl Followed {
-    fn compute(cluster: &Cluster, partitions: &Query<&Partition>) -> Followed {
+    fn compute(cluster: &Cluster, partitions: &Query<&Partition>, seen: &[u64]) -> Followed {
         let mut followed = Followed {
             partitions: cluster.partitions.clone(),
-            leaders: Vec::with_capacity(cluster.partitions.len()),
+            seen: seen.to_vec(),
             by_broker: vec![Vec::new(); cluster.brokers.len()],
         };
         for (&p, partition) in cluster
@@ -425,11 +451,10 @@ impl Followed {
             .iter()
             .zip(partitions.iter_many(&cluster.partitions))
         {
-            followed.leaders.push(partition.leader);
-            let Some(leader) = partition.leader else {
-                continue;
-            };
             for (&follower, &replica) in partition.assignment.iter().zip(&partition.replicas) {
+                let Some(leader) = partition.leader_seen(seen[follower as usize - 1]).leader else {
+                    continue;
+                };
                 if follower == leader {
                     continue;
                 }
@@ -447,21 +472,18 @@ impl Followed {
         followed
     }
 
-    /// Computes the pairs again if a leader moved since.
-    fn refresh(&mut self, cluster: &Cluster, partitions: &Query<&Partition>) {
+    /// Computes the pairs again if some broker's metadata moved on since: leadership records
+    /// are written past every broker's offset, so a broker's view changes only with its offset.
+    fn refresh(&mut self, cluster: &Cluster, partitions: &Query<&Partition>, seen: &[u64]) {
         let current = self.partitions == cluster.partitions
             && self.by_broker.len() == cluster.brokers.len()
-            && self
-                .leaders
-                .iter()
-                .zip(partitions.iter_many(&cluster.partitions))
-                .all(|(l, p)| *l == p.leader);
+            && self.seen == seen;
         if !current {
-            *self = Followed::compute(cluster, partitions);
+            *self = Followed::compute(cluster, partitions, seen);
         }
         #[cfg(debug_assertions)]
         {
-            let fresh = Followed::compute(cluster, partitions);
+            let fresh = Followed::compute(cluster, partitions, seen);
             debug_assert_eq!(
                 self.by_broker, fresh.by_broker,
                 "the followed pairs are current"
@@ -485,7 +507,13 @@ pub(super) fn followers_send_fetches(
     followed: &mut Followed,
 ) {
     let now = clock.now_ms;
-    followed.refresh(cluster, partitions);
+    // How far each broker has applied the metadata log, by id - 1.
+    let seen: Vec<u64> = cluster
+        .brokers
+        .iter()
+        .map(|e| brokers.get(*e).expect("broker entity").metadata_offset)
+        .collect();
+    followed.refresh(cluster, partitions, &seen);
     for &broker_entity in &cluster.brokers {
         let mut broker = brokers.get_mut(broker_entity).expect("broker entity");
         time_out_fetches(&mut broker, now, &cluster.config);

@@ -779,3 +779,70 @@ fn an_offline_partition_whose_electable_replicas_all_shut_down_uncleanly_is_unav
         report.invariant_violations
     );
 }
+
+/// A leader cut off from the controller but not from its clients does not know it was replaced
+/// (a KRaft broker acts on the metadata it has; `BrokerLifecycleManager` only retries its
+/// heartbeats): with acks=1 it goes on acknowledging writes alone, and truncates them when the
+/// link heals and it learns the new leader. The producer's metadata named it the whole time: no
+/// error told it otherwise until the old leader answered NOT_LEADER_OR_FOLLOWER.
+#[test]
+fn a_leader_cut_off_from_the_controller_loses_what_it_acknowledges_with_acks_one() {
+    let report = crate::run(&crate::built_in("cut-off-leader-acks-one"));
+    let e = elections(&report);
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_eq!((e[0].1, e[0].2), (2, 1), "2 leads epoch 1 once 1 is fenced");
+    let fenced_at = report
+        .events
+        .iter()
+        .find(|e| matches!(e.kind, EventKind::BrokerFenced { broker: 1 }))
+        .expect("1 is fenced")
+        .at_ms;
+    // Broker 1 acknowledged alone from the election to the heal (60 s), 200 records a second.
+    let zombie_ms = 60_000 - fenced_at;
+    assert!(
+        report.acked_records_lost >= zombie_ms * 200 / 1000 - 200,
+        "{} lost over {zombie_ms} ms",
+        report.acked_records_lost
+    );
+    let truncated = truncations_of(&report, 1);
+    assert_eq!(truncated.len(), 1, "{truncated:?}");
+    assert!(truncated[0].0 - truncated[0].1 >= report.acked_records_lost);
+    assert!(
+        report
+            .events
+            .iter()
+            .filter(|e| matches!(e.kind, EventKind::Truncated { .. }))
+            .all(|e| e.at_ms >= 60_000),
+        "it learns only once the link heals"
+    );
+    let errors = &report.producers[0].stats.errors;
+    assert!(!errors.contains_key("REQUEST_TIMED_OUT"), "{errors:?}");
+    assert!(
+        report.invariant_violations.is_empty(),
+        "{:?}",
+        report.invariant_violations
+    );
+}
+
+/// The same cut-off leader with acks=all and min.insync.replicas 2: its followers fetch from the
+/// new leader, so its high watermark stays and it answers no write; the requests time out
+/// (REQUEST_TIMED_OUT after request.timeout.ms), the producer asks for metadata and moves to the
+/// new leader. Nothing acknowledged is lost, and what the old leader appended meanwhile is
+/// truncated once it learns.
+#[test]
+fn a_leader_cut_off_from_the_controller_loses_nothing_with_acks_all_and_min_isr_two() {
+    let report = crate::run(&crate::built_in("cut-off-leader-acks-all"));
+    assert_eq!(report.acked_records_lost, 0);
+    let errors = &report.producers[0].stats.errors;
+    assert!(
+        errors.get("REQUEST_TIMED_OUT").is_some_and(|n| *n > 0),
+        "{errors:?}"
+    );
+    let p = &report.producers[0].stats;
+    assert!(p.acked + 10 >= p.sent, "the writes moved on: {p:?}");
+    assert!(
+        report.invariant_violations.is_empty(),
+        "{:?}",
+        report.invariant_violations
+    );
+}
