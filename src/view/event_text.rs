@@ -161,6 +161,19 @@ pub fn describe(kind: &EventKind) -> (Severity, String) {
             Good,
             format!("group {group}: generation {generation} assigned"),
         ),
+        E::OffsetReset {
+            group,
+            member,
+            topic,
+            partition,
+            from,
+            to,
+        } => (
+            Bad,
+            format!(
+                "group {group}: {member}'s position {from} in {topic}-{partition} is past the log's end (truncated): auto.offset.reset moves it to {to}"
+            ),
+        ),
         E::GroupEpochBumped {
             group,
             epoch,

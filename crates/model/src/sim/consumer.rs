@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, VecDeque};
 use bevy_ecs::prelude::*;
 
 use super::cluster::{Broker, Cluster, Partition, Replica, broker_views};
+use super::events::{EventKind, EventLog};
 use super::group_coordinator::{ConsumerGroup, GroupState};
 use super::invariants::Invariants;
 use super::metadata::{ClientMetadata, Refresh};
@@ -352,8 +353,8 @@ fn ordinal_of(cluster: &Cluster, tp: &TopicPartition) -> Option<u32> {
 /// Where a partition starts for a member that just got it: the group's committed offset, else
 /// `auto.offset.reset` (the offsets lookups are read straight from the model).
 fn start_offset(group: &ConsumerGroup, ordinal: u32, leader_hw: u64) -> u64 {
-    match group.committed().get(&ordinal) {
-        Some(o) => *o,
+    match group.offset_fetch(ordinal) {
+        Some(o) => o,
         None => match group.config.auto_offset_reset {
             OffsetReset::Earliest => 0,
             OffsetReset::Latest => leader_hw,
@@ -615,7 +616,7 @@ fn on_join_complete(
                 processed: start,
                 fetch_in_flight: None,
                 fetch_sent_ms: 0,
-                committed_sent: group.committed().get(&o).copied(),
+                committed_sent: group.offset_fetch(o),
             }
         });
     }
@@ -716,6 +717,7 @@ fn wire_from_broker(wire: &Wire) -> Option<u32> {
 pub(super) fn handle_fetch_responses(
     clock: &SimClock,
     cluster: &Cluster,
+    events: &mut EventLog,
     invariants: &mut Invariants,
     wires: &mut Wires,
     partitions: &Query<&Partition>,
@@ -757,6 +759,20 @@ pub(super) fn handle_fetch_responses(
                     OffsetReset::Earliest => 0,
                     OffsetReset::Latest => hw,
                 };
+                events.push(
+                    now,
+                    EventKind::OffsetReset {
+                        group: group.name.clone(),
+                        member: member_id.clone(),
+                        topic: cluster.topics[partition.topic].name.clone(),
+                        partition: partition.index,
+                        from: progress.position,
+                        to: reset,
+                    },
+                );
+                // Its next commit may take the group's committed offset back: Kafka lets it
+                // (`Fetcher.handleOffsetOutOfRange`, then `auto.offset.reset`).
+                invariants.allow_committed_back(group.index, ordinal);
                 progress.position = reset;
                 progress.handed = reset;
                 progress.processed = reset;

@@ -152,6 +152,17 @@ pub enum EventKind {
         member: String,
         epoch: u32,
     },
+    /// A consumer's position was past the log's end (its partition's log was truncated): it
+    /// starts again where `auto.offset.reset` says, and its next commit takes the group's
+    /// committed offset back.
+    OffsetReset {
+        group: String,
+        member: String,
+        topic: String,
+        partition: u32,
+        from: u64,
+        to: u64,
+    },
     /// A follower cut its log back to where it agrees with its leader.
     Truncated {
         broker: u32,

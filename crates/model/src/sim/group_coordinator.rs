@@ -138,9 +138,21 @@ pub struct ConsumerGroup {
     /// An empty group's first rebalance waits for more members until then.
     pub initial_delay_until_ms: u64,
     pub assignment: Assignment,
-    /// Committed offsets by partition ordinal: the next offset to read. Written only through
-    /// [`ConsumerGroup::commit`] and [`ConsumerGroup::load_committed`], which count the writes.
+    /// Committed offsets by partition ordinal: the next offset to read, as of the offsets
+    /// partition's high watermark. Written only through [`ConsumerGroup::commit`] and
+    /// [`ConsumerGroup::load_committed`], which count the writes.
     committed: BTreeMap<u32, u64>,
+    /// The offset of the offsets partition's log up to which its commit records are in
+    /// `committed`: the coordinator's last committed offset (`CoordinatorRuntime`).
+    pub applied_to: u64,
+    /// Committed offsets with every commit record the coordinator holds, committed or not: what
+    /// a consumer's OffsetFetch reads. It asks with `requireStable`, which Kafka serves from the
+    /// latest state and answers once that state is committed
+    /// (`GroupCoordinatorService.fetchOffsets`, a write operation).
+    latest: BTreeMap<u32, u64>,
+    /// How many times a coordinator loaded the group: a load serves the offsets as of the new
+    /// leader's high watermark, which may trail the old leader's.
+    pub loads: u64,
     /// How many times the committed offsets were written: the invariant check looks at a group's
     /// offsets again only after a write.
     committed_writes: u64,
@@ -148,9 +160,18 @@ pub struct ConsumerGroup {
 }
 
 impl ConsumerGroup {
-    /// Committed offsets by partition ordinal: the next offset to read.
+    /// Committed offsets by partition ordinal: the next offset to read, as of the offsets
+    /// partition's high watermark (what `kafka-consumer-groups` reads).
     pub fn committed(&self) -> &BTreeMap<u32, u64> {
         &self.committed
+    }
+
+    /// A consumer's OffsetFetch of a partition: the latest state ([`ConsumerGroup::latest`]).
+    pub fn offset_fetch(&self, partition: u32) -> Option<u64> {
+        self.latest
+            .get(&partition)
+            .or_else(|| self.committed.get(&partition))
+            .copied()
     }
 
     /// How many times the committed offsets were written.
@@ -193,6 +214,9 @@ impl ConsumerGroup {
             initial_delay_until_ms: 0,
             assignment: Assignment::new(),
             committed: BTreeMap::new(),
+            applied_to: 0,
+            latest: BTreeMap::new(),
+            loads: 0,
             committed_writes: 0,
             rebalances: 0,
         }
@@ -298,15 +322,71 @@ pub(super) fn load_offsets_on_move(
             continue;
         };
         group.loaded_epoch = offsets.leader_epoch;
-        let log = &replicas.get(leader).expect("replica").log;
+        let leader = replicas.get(leader).expect("replica");
         let index = group.index;
+        // The whole log is replayed (`CoordinatorLoaderImpl`); what is served as committed is
+        // the state as of the high watermark.
         let mut committed = BTreeMap::new();
-        for commit in log.iter().filter_map(|r| r.commit.as_deref()) {
-            if commit.group == index {
+        let mut latest = BTreeMap::new();
+        for (offset, record) in leader.log.iter().enumerate() {
+            let Some(commit) = record.commit.as_deref().filter(|c| c.group == index) else {
+                continue;
+            };
+            if (offset as u64) < leader.high_watermark {
                 committed.insert(commit.partition, commit.offset);
             }
+            latest.insert(commit.partition, commit.offset);
         }
         group.load_committed(committed);
+        group.latest = latest;
+        group.loads += 1;
+        group.applied_to = leader.high_watermark;
+    }
+}
+
+/// The coordinator's committed state follows the offsets partition's high watermark
+/// (`CoordinatorRuntime.onHighWatermarkUpdated`, `OffsetMetadataManager.fetchOffsets` as of the
+/// last committed offset): the commit records the high watermark has passed since are applied, in
+/// log order. A record above it is never served, so nothing needs reverting when a new leader's
+/// log lacks it.
+pub(super) fn apply_committed_records(
+    cluster: &Cluster,
+    brokers: &[BrokerView],
+    partitions: &Query<&Partition>,
+    replicas: &Query<&Replica>,
+    groups: &mut Query<&mut ConsumerGroup>,
+) {
+    for &entity in &cluster.groups {
+        let mut group = groups.get_mut(entity).expect("group entity");
+        let offsets = partitions
+            .get(group.offsets_partition)
+            .expect("offsets partition");
+        if offsets.leader_epoch != group.loaded_epoch {
+            continue;
+        }
+        let Some(leader) = offsets
+            .acting_leader(brokers)
+            .and_then(|b| offsets.replica_on(b))
+        else {
+            continue;
+        };
+        let leader = replicas.get(leader).expect("replica");
+        if leader.high_watermark <= group.applied_to {
+            continue;
+        }
+        let (from, to) = (group.applied_to, leader.high_watermark);
+        let index = group.index;
+        for commit in leader
+            .log
+            .iter_from(from as usize)
+            .take((to - from) as usize)
+            .filter_map(|r| r.commit.as_deref())
+        {
+            if commit.group == index {
+                group.commit(commit.partition, commit.offset);
+            }
+        }
+        group.applied_to = to;
     }
 }
 
@@ -610,6 +690,9 @@ pub(super) fn handle_group_requests(
                         offset: *offset,
                     })),
                 }));
+                for (partition, offset) in offsets {
+                    group.latest.insert(*partition, *offset);
+                }
                 // Followers' fetches held at this leader finish once it has appended
                 // (`DelayedFetch`): the next step's delayed phase answers them, so it must run.
                 wake.at(now + 1);
@@ -796,7 +879,7 @@ pub(super) fn complete_commits(
     brokers: &[BrokerView],
     partitions: &Query<&Partition>,
     replicas: &Query<&Replica>,
-    groups: &mut Query<&mut ConsumerGroup>,
+    groups: &Query<&mut ConsumerGroup>,
     due: &mut Vec<u64>,
 ) {
     let now = clock.now_ms;
@@ -806,8 +889,8 @@ pub(super) fn complete_commits(
         let Some(ends_at) = request.commit_ends_at else {
             continue;
         };
-        let mut group = groups
-            .get_mut(cluster.groups[request.group as usize])
+        let group = groups
+            .get(cluster.groups[request.group as usize])
             .expect("group entity");
         let GroupRequestBody::OffsetCommit { offsets, .. } = &request.body else {
             continue;
@@ -825,14 +908,10 @@ pub(super) fn complete_commits(
                 request: "OffsetCommit",
                 error: GroupError::NotCoordinator,
             },
-            Some(hw) if hw >= ends_at => {
-                for (p, o) in offsets {
-                    group.commit(*p, *o);
-                }
-                GroupResponseBody::OffsetCommit {
-                    offsets: offsets.clone(),
-                }
-            }
+            // Its records were applied as the high watermark passed them.
+            Some(hw) if hw >= ends_at => GroupResponseBody::OffsetCommit {
+                offsets: offsets.clone(),
+            },
             Some(_) if matches!(wire.state, WireState::Held { until_ms } if now >= until_ms) => {
                 GroupResponseBody::Error {
                     request: "OffsetCommit",

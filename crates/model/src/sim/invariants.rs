@@ -83,6 +83,11 @@ pub struct Invariants {
     committed: Vec<(u64, std::collections::BTreeMap<u32, u64>)>,
     /// Groups in which a member took partitions this step: their owners are checked.
     owners_changed: Vec<u32>,
+    /// (group, partition ordinal) whose committed offset may go back once: a member reset its
+    /// position after OFFSET_OUT_OF_RANGE.
+    committed_may_go_back: BTreeSet<(u32, u32)>,
+    /// Each group's loads by a coordinator at the last check.
+    committed_loads: Vec<u64>,
 }
 
 impl Invariants {
@@ -106,6 +111,12 @@ impl Invariants {
     }
 
     /// Records a violation (kept once per kind, partition and broker).
+    /// A member's position was reset after OFFSET_OUT_OF_RANGE (its partition's log was
+    /// truncated below it): the group's committed offset of the partition may go back once.
+    pub fn allow_committed_back(&mut self, group: u32, partition: u32) {
+        self.committed_may_go_back.insert((group, partition));
+    }
+
     /// A member of the group took partitions: the group's owners are checked at the step's end.
     pub fn owners_changed(&mut self, group: u32) {
         if !self.owners_changed.contains(&group) {
@@ -474,8 +485,11 @@ pub(super) fn check_no_safe_loss(
     }
 }
 
-/// A group's committed offset of a partition never goes backward (the consumers in the model
-/// never seek, so only an offset reset could move it back).
+/// A group's committed offset of a partition never goes backward, except once after a member
+/// reset its position on OFFSET_OUT_OF_RANGE (the consumers in the model never seek; Kafka lets a
+/// reset commit take the offset back), and when a new coordinator loads the group: it serves
+/// the offsets as of its own high watermark, which may trail the old leader's by a fetch
+/// (`CoordinatorLoaderImpl` sets the last committed offset to it) until its followers fetch.
 pub(super) fn check_committed_offsets(
     clock: &SimClock,
     cluster: &Cluster,
@@ -493,9 +507,21 @@ pub(super) fn check_committed_offsets(
         if invariants.committed[g].0 == group.committed_writes() {
             continue;
         }
+        if invariants.committed_loads.len() <= g {
+            invariants.committed_loads.resize(g + 1, 0);
+        }
+        let loaded =
+            std::mem::replace(&mut invariants.committed_loads[g], group.loads) != group.loads;
         for (ordinal, offset) in group.committed() {
             let before = invariants.committed[g].1.get(ordinal).copied();
             if let Some(before) = before.filter(|b| offset < b) {
+                if loaded
+                    || invariants
+                        .committed_may_go_back
+                        .remove(&(group.index, *ordinal))
+                {
+                    continue;
+                }
                 invariants.report(
                     "committed-backwards",
                     *ordinal as usize,

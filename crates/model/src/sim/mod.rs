@@ -533,6 +533,13 @@ fn groups_phase(
         &mut due,
     );
     expire_sessions(&clock, &cluster, &mut events, &mut wake, &mut groups);
+    apply_committed_records(
+        &cluster,
+        &views,
+        &partitions,
+        &replicas.as_readonly(),
+        &mut groups,
+    );
     complete_commits(
         &clock,
         &cluster,
@@ -541,7 +548,7 @@ fn groups_phase(
         &views,
         &partitions,
         &replicas.as_readonly(),
-        &mut groups,
+        &groups,
         &mut due,
     );
 }
@@ -550,6 +557,7 @@ fn groups_phase(
 fn consumers_phase(
     clock: Res<SimClock>,
     cluster: Res<Cluster>,
+    mut events: ResMut<EventLog>,
     mut network: ResMut<Network>,
     mut wake: ResMut<Wake>,
     mut wires: ResMut<Wires>,
@@ -576,6 +584,7 @@ fn consumers_phase(
     handle_fetch_responses(
         &clock,
         &cluster,
+        &mut events,
         &mut invariants,
         &mut wires,
         &partitions,

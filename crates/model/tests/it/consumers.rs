@@ -818,3 +818,36 @@ fn a_group_response_to_a_request_given_up_is_dropped() {
     );
     no_violations(&Report::of(&sim));
 }
+
+/// An unclean election leaves the new leader's log shorter than the group's position: the
+/// member's fetch gets OFFSET_OUT_OF_RANGE and `auto.offset.reset` (earliest) starts it again at
+/// the log's start, so its next commit takes the group's committed offset back, as Kafka lets it
+/// (`Fetcher.handleOffsetOutOfRange`). The model logs the reset, and the invariant allows exactly
+/// that move back.
+#[test]
+fn an_offset_reset_after_an_unclean_election_takes_the_committed_offset_back() {
+    let mut scenario = crate::built_in("unclean-election");
+    scenario.consumer_groups = crate::scenario(
+        r#"(name: "x", topics: [(name: "orders")], consumer_groups: [(name: "readers",
+            topics: ["orders"], records_per_sec: 200, auto_offset_reset: Earliest)])"#,
+    )
+    .consumer_groups;
+    let report = crate::run(&scenario);
+    let resets: Vec<(u64, u64)> = report
+        .events
+        .iter()
+        .filter_map(|e| match e.kind {
+            kafkascope_model::sim::EventKind::OffsetReset { from, to, .. } => Some((from, to)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(resets.len(), 1, "{resets:?}");
+    let (from, to) = resets[0];
+    assert_eq!(to, 0, "earliest");
+    assert!(from > 2_500, "past the new leader's end: {from}");
+    assert!(
+        group(&report).offsets[0].committed < Some(from),
+        "the committed offset went back"
+    );
+    no_violations(&report);
+}
