@@ -780,7 +780,14 @@ pub(super) fn handle_fetch_responses(
                 // end; it is set aside with the reset.
                 consumer.in_hand.retain(|(o, _)| *o != ordinal);
             }
-            Some(KafkaError::NotLeaderOrFollower) => consumer.metadata.wanted = true,
+            // KIP-951: the leader the broker named is taken at once; with none named, the
+            // consumer asks for metadata.
+            Some(KafkaError::NotLeaderOrFollower) => match response.current_leader {
+                Some((leader, epoch)) => {
+                    consumer.metadata.take_hint(ordinal as usize, leader, epoch)
+                }
+                None => consumer.metadata.wanted = true,
+            },
             Some(_) => {}
             None => {
                 let end = response.from + response.count;

@@ -30,8 +30,8 @@ impl ClientMetadata {
     /// KIP-951: a NOT_LEADER_OR_FOLLOWER answer names the leader the broker knows; it is taken
     /// at once where its epoch is newer (`Metadata.updatePartitionLeadership`).
     pub fn take_hint(&mut self, index: usize, leader: BrokerId, epoch: u32) {
-        if self.leaders[index].1 < epoch {
-            self.leaders[index] = (Some(leader), epoch);
+        if let Some(cached) = self.leaders.get_mut(index).filter(|c| c.1 < epoch) {
+            *cached = (Some(leader), epoch);
         }
     }
 

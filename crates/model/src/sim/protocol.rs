@@ -344,4 +344,7 @@ pub struct ConsumerFetchResponse {
     /// The serving replica's high watermark when it answered.
     pub high_watermark: u64,
     pub error: Option<KafkaError>,
+    /// With NOT_LEADER_OR_FOLLOWER, the leader and epoch the broker knows of (KIP-951's
+    /// `CurrentLeader`).
+    pub current_leader: Option<(u32, u32)>,
 }

@@ -102,6 +102,13 @@ pub(super) fn serve_consumer_fetches(
             }
             continue;
         };
+        // KIP-951: a refusal names the leader. Consumers are served by the controller's current
+        // leader (a simplification: Kafka's broker refuses, and names, by its own metadata), so
+        // that is the one named.
+        let current_leader = (error == Some(KafkaError::NotLeaderOrFollower))
+            .then(|| partition.leader.map(|l| (l, partition.leader_epoch)))
+            .flatten()
+            .filter(|(l, _)| Node::Broker(*l) != wire.to);
         network.send(
             now,
             wire.to,
@@ -114,6 +121,7 @@ pub(super) fn serve_consumer_fetches(
                 count,
                 high_watermark: replica.high_watermark,
                 error,
+                current_leader,
             },
         );
         wires.finish(id);

@@ -851,3 +851,43 @@ fn an_offset_reset_after_an_unclean_election_takes_the_committed_offset_back() {
     );
     no_violations(&report);
 }
+
+/// KIP-951: a broker that refuses a consumer's fetch with NOT_LEADER_OR_FOLLOWER names the leader
+/// it knows of, and the consumer fetches there at once, without a Metadata request. Here the
+/// preferred election at 30 s moves the partition from broker 2 back to broker 1.
+#[test]
+fn a_consumer_follows_the_leader_a_refusal_names() {
+    use kafkascope_model::sim::cluster::Cluster;
+    use kafkascope_model::sim::consumer::Consumer;
+    let scenario = crate::scenario(
+        r#"(
+        name: "hint", seed: 4, duration_ms: 40000,
+        cluster: (brokers: 3, auto_leader_rebalance_enable: false),
+        topics: [(name: "t", partitions: 1, replication_factor: 3, assignment: Some([[1, 2, 3]]))],
+        producers: [(name: "p", topic: "t", records_per_sec: 200, keys: Sequence("k"))],
+        consumer_groups: [(name: "g", topics: ["t"], records_per_sec: 1000, auto_offset_reset: Earliest)],
+        timeline: [
+            (at_ms: 5000, action: CrashBroker(1)),
+            (at_ms: 15000, action: RestartBroker(1)),
+            (at_ms: 30000, action: PreferredElection),
+        ],
+    )"#,
+    );
+    let mut sim = kafkascope_model::sim::Sim::new(&scenario);
+    let metadata = |sim: &kafkascope_model::sim::Sim| {
+        let world = sim.world();
+        let c = world
+            .get::<Consumer>(world.resource::<Cluster>().consumers[0])
+            .expect("consumer");
+        (c.metadata.leaders[0], c.metadata.refreshed_ms)
+    };
+    sim.run_until(29_999);
+    let ((leader, epoch), _) = metadata(&sim);
+    assert_eq!(leader, Some(2), "broker 2 leads after 1's crash");
+    sim.run_until(30_600);
+    let ((leader, new_epoch), refreshed_ms) = metadata(&sim);
+    assert_eq!(leader, Some(1), "the refusal named broker 1");
+    assert_eq!(new_epoch, epoch + 1);
+    assert!(refreshed_ms < 30_000, "no Metadata request: {refreshed_ms}");
+    no_violations(&Report::of(&sim));
+}
