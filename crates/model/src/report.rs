@@ -284,12 +284,7 @@ impl Report {
                                     .reconciliation
                                     .assigned
                                     .iter()
-                                    .map(|o| {
-                                        let p = partitions
-                                            .get(cluster.partitions[*o as usize])
-                                            .expect("partition");
-                                        (cluster.topics[p.topic].name.clone(), p.index)
-                                    })
+                                    .map(|o| cluster.topic_partition(&partitions, *o))
                                     .collect();
                                 (m.id.clone(), tps)
                             })

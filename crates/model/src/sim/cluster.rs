@@ -160,6 +160,28 @@ pub struct Cluster {
 }
 
 impl Cluster {
+    /// A partition by its ordinal, as the assignors name it: (topic, index).
+    pub fn topic_partition(
+        &self,
+        partitions: &Query<&Partition>,
+        ordinal: u32,
+    ) -> crate::assignor::TopicPartition {
+        let p = partitions
+            .get(self.partitions[ordinal as usize])
+            .expect("partition");
+        (self.topics[p.topic].name.clone(), p.index)
+    }
+
+    /// The ordinal of a partition the assignors name.
+    pub fn ordinal_of(&self, tp: &crate::assignor::TopicPartition) -> Option<u32> {
+        let topic = self.topics.iter().find(|t| t.name == tp.0)?;
+        let entity = *topic.partitions.get(tp.1 as usize)?;
+        self.partitions
+            .iter()
+            .position(|e| *e == entity)
+            .map(|i| i as u32)
+    }
+
     /// A partition as Kafka names it: `topic-index`.
     pub fn partition_name(&self, partition: &Partition) -> String {
         format!("{}-{}", self.topics[partition.topic].name, partition.index)

@@ -329,27 +329,6 @@ impl Consumer {
     }
 }
 
-fn topic_partition(
-    cluster: &Cluster,
-    partitions: &Query<&Partition>,
-    ordinal: u32,
-) -> TopicPartition {
-    let p = partitions
-        .get(cluster.partitions[ordinal as usize])
-        .expect("partition");
-    (cluster.topics[p.topic].name.clone(), p.index)
-}
-
-fn ordinal_of(cluster: &Cluster, tp: &TopicPartition) -> Option<u32> {
-    let topic = cluster.topics.iter().find(|t| t.name == tp.0)?;
-    let entity = *topic.partitions.get(tp.1 as usize)?;
-    cluster
-        .partitions
-        .iter()
-        .position(|e| *e == entity)
-        .map(|i| i as u32)
-}
-
 /// Where a partition starts for a member that just got it: the group's committed offset, else
 /// `auto.offset.reset` (the offsets lookups are read straight from the model).
 fn start_offset(group: &ConsumerGroup, ordinal: u32, leader_hw: u64) -> u64 {
@@ -471,7 +450,7 @@ pub(super) fn handle_group_responses(
                 consumer.pending_assignment = Some(
                     assignment
                         .iter()
-                        .filter_map(|tp| ordinal_of(cluster, tp))
+                        .filter_map(|tp| cluster.ordinal_of(tp))
                         .collect(),
                 );
             }
@@ -1063,7 +1042,7 @@ pub(super) fn send_requests(
                 let owned: Vec<TopicPartition> = c
                     .assigned
                     .keys()
-                    .map(|o| topic_partition(cluster, partitions, *o))
+                    .map(|o| cluster.topic_partition(partitions, *o))
                     .collect();
                 let body = GroupRequestBody::JoinGroup {
                     instance_id: c.instance_id.clone(),
@@ -1234,9 +1213,7 @@ pub(super) fn send_requests(
             {
                 serving = *b;
             }
-            if !coordinator_allows(&member, group, o, || {
-                topic_partition(cluster, partitions, o)
-            }) {
+            if !coordinator_allows(&member, group, o, || cluster.topic_partition(partitions, o)) {
                 invariants.report(
                     "fetch-unowned",
                     o as usize,

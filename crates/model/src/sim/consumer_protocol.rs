@@ -154,24 +154,6 @@ fn taken(group: &ConsumerGroup) -> BTreeSet<u32> {
         .collect()
 }
 
-/// The group's partitions as the assignor names them, by ordinal.
-fn names(
-    group: &ConsumerGroup,
-    cluster: &Cluster,
-    partitions: &Query<&Partition>,
-) -> Vec<(u32, TopicPartition)> {
-    group
-        .partitions
-        .iter()
-        .map(|&o| {
-            let p = partitions
-                .get(cluster.partitions[o as usize])
-                .expect("partition");
-            (o, (cluster.topics[p.topic].name.clone(), p.index))
-        })
-        .collect()
-}
-
 /// `GroupMetadataManager.updateTargetAssignment`: the server-side assignor over the members,
 /// each with its part of the previous target assignment (`TargetAssignmentBuilder`).
 fn update_target_assignment(
@@ -179,7 +161,11 @@ fn update_target_assignment(
     cluster: &Cluster,
     partitions: &Query<&Partition>,
 ) {
-    let names = names(group, cluster, partitions);
+    let names: Vec<(u32, TopicPartition)> = group
+        .partitions
+        .iter()
+        .map(|&o| (o, cluster.topic_partition(partitions, o)))
+        .collect();
     let name_of: BTreeMap<u32, &TopicPartition> = names.iter().map(|(o, tp)| (*o, tp)).collect();
     let ordinal_of: BTreeMap<&TopicPartition, u32> = names.iter().map(|(o, tp)| (tp, *o)).collect();
     let mut topics: BTreeMap<String, u32> = BTreeMap::new();

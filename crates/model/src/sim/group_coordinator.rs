@@ -293,10 +293,16 @@ fn coordinator(
         .and_then(|p| p.acting_leader(brokers))
 }
 
-/// A new coordinator reads the group's committed offsets from its copy of the offsets partition
-/// once it learns it leads it (`GroupMetadataManager.loadGroupsAndOffsets`); requests held at the
-/// old one are told NOT_COORDINATOR.
-pub(super) fn load_offsets_on_move(
+/// The coordinator's committed state, as Kafka's coordinator runtime keeps it. A broker that
+/// learns it leads a group's offsets partition becomes its coordinator and replays its whole copy
+/// of the log (`GroupMetadataManager.loadGroupsAndOffsets`, `CoordinatorLoaderImpl`): every commit
+/// record is in the latest state members read. What it serves as committed follows the offsets
+/// partition's high watermark (`CoordinatorRuntime.onHighWatermarkUpdated`,
+/// `OffsetMetadataManager.fetchOffsets` as of the last committed offset): a commit record counts
+/// once the high watermark passes it, in log order, so one above it is never served and nothing
+/// needs reverting when a new leader's log lacks it. Requests held at an old coordinator are
+/// told NOT_COORDINATOR.
+pub(super) fn follow_offsets_partitions(
     cluster: &Cluster,
     brokers: &[BrokerView],
     partitions: &Query<&Partition>,
@@ -308,9 +314,6 @@ pub(super) fn load_offsets_on_move(
         let offsets = partitions
             .get(group.offsets_partition)
             .expect("offsets partition");
-        if offsets.leader_epoch == group.loaded_epoch {
-            continue;
-        }
         if offsets.leader.is_none() {
             group.loaded_epoch = offsets.leader_epoch;
             continue;
@@ -321,70 +324,33 @@ pub(super) fn load_offsets_on_move(
         else {
             continue;
         };
-        group.loaded_epoch = offsets.leader_epoch;
         let leader = replicas.get(leader).expect("replica");
         let index = group.index;
-        // The whole log is replayed (`CoordinatorLoaderImpl`); what is served as committed is
-        // the state as of the high watermark.
-        let mut committed = BTreeMap::new();
-        let mut latest = BTreeMap::new();
-        for (offset, record) in leader.log.iter().enumerate() {
-            let Some(commit) = record.commit.as_deref().filter(|c| c.group == index) else {
-                continue;
-            };
-            if (offset as u64) < leader.high_watermark {
-                committed.insert(commit.partition, commit.offset);
-            }
-            latest.insert(commit.partition, commit.offset);
-        }
-        group.load_committed(committed);
-        group.latest = latest;
-        group.loads += 1;
-        group.applied_to = leader.high_watermark;
-    }
-}
-
-/// The coordinator's committed state follows the offsets partition's high watermark
-/// (`CoordinatorRuntime.onHighWatermarkUpdated`, `OffsetMetadataManager.fetchOffsets` as of the
-/// last committed offset): the commit records the high watermark has passed since are applied, in
-/// log order. A record above it is never served, so nothing needs reverting when a new leader's
-/// log lacks it.
-pub(super) fn apply_committed_records(
-    cluster: &Cluster,
-    brokers: &[BrokerView],
-    partitions: &Query<&Partition>,
-    replicas: &Query<&Replica>,
-    groups: &mut Query<&mut ConsumerGroup>,
-) {
-    for &entity in &cluster.groups {
-        let mut group = groups.get_mut(entity).expect("group entity");
-        let offsets = partitions
-            .get(group.offsets_partition)
-            .expect("offsets partition");
-        if offsets.leader_epoch != group.loaded_epoch {
-            continue;
-        }
-        let Some(leader) = offsets
-            .acting_leader(brokers)
-            .and_then(|b| offsets.replica_on(b))
-        else {
-            continue;
+        // A record's (partition, offset) if it commits this group's offset.
+        let of_group = |r: &Record| {
+            r.commit
+                .as_deref()
+                .filter(|c| c.group == index)
+                .map(|c| (c.partition, c.offset))
         };
-        let leader = replicas.get(leader).expect("replica");
-        if leader.high_watermark <= group.applied_to {
-            continue;
+        if offsets.leader_epoch != group.loaded_epoch {
+            group.loaded_epoch = offsets.leader_epoch;
+            group.latest = leader.log.iter().filter_map(of_group).collect();
+            group.load_committed(BTreeMap::new());
+            group.loads += 1;
+            group.applied_to = 0;
         }
         let (from, to) = (group.applied_to, leader.high_watermark);
-        let index = group.index;
-        for commit in leader
+        if to <= from {
+            continue;
+        }
+        for (partition, offset) in leader
             .log
             .iter_from(from as usize)
             .take((to - from) as usize)
-            .filter_map(|r| r.commit.as_deref())
+            .filter_map(of_group)
         {
-            if commit.group == index {
-                group.commit(commit.partition, commit.offset);
-            }
+            group.commit(partition, offset);
         }
         group.applied_to = to;
     }

@@ -503,7 +503,7 @@ fn groups_phase(
     use group_coordinator::*;
     // Each broker acts as coordinator by its own metadata.
     let views = cluster::broker_views(brokers.iter());
-    load_offsets_on_move(
+    follow_offsets_partitions(
         &cluster,
         &views,
         &partitions,
@@ -533,13 +533,6 @@ fn groups_phase(
         &mut due,
     );
     expire_sessions(&clock, &cluster, &mut events, &mut wake, &mut groups);
-    apply_committed_records(
-        &cluster,
-        &views,
-        &partitions,
-        &replicas.as_readonly(),
-        &mut groups,
-    );
     complete_commits(
         &clock,
         &cluster,
