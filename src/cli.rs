@@ -495,6 +495,15 @@ fn run(cli: Cli) -> Result<(), String> {
                 scenario.seed = seed;
             }
             let report = crate::report::run(&scenario, until_ms, "--until-ms")?;
+            // A refused action does not stop the run, but the user asked for it: say so.
+            for event in &report.events {
+                if let crate::sim::EventKind::ActionRefused { action, why } = &event.kind {
+                    eprintln!(
+                        "kafkascope: at {} ms, {action} was refused: {why}",
+                        event.at_ms
+                    );
+                }
+            }
             if want_summary {
                 out!("{}", summary(&scenario, &report));
             } else {

@@ -49,6 +49,7 @@ pub fn describe(kind: &EventKind) -> (Severity, String) {
                 list(added)
             ),
         ),
+        E::ActionRefused { action, why } => (Bad, format!("{action} refused: {why}")),
         E::LinkCut { a, b } => (Bad, format!("network link {a}-{b} cut")),
         E::LinkHealed { a, b } => (Good, format!("network link {a}-{b} healed")),
         E::BrokerSlowed { broker, extra_ms } => (

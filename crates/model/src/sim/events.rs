@@ -31,6 +31,11 @@ pub enum EventKind {
         isr: Vec<u32>,
         added: Vec<u32>,
     },
+    /// A timeline action (from the scenario or the sandbox) that could not apply at its instant.
+    ActionRefused {
+        action: String,
+        why: String,
+    },
     LinkCut {
         a: u32,
         b: u32,

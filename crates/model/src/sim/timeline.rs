@@ -2,6 +2,7 @@
 
 use bevy_app::App;
 use bevy_ecs::prelude::*;
+use bevy_ecs::system::SystemParam;
 
 use super::SimClock;
 use super::cluster::{Broker, Cluster, Replica};
@@ -12,7 +13,7 @@ use super::group_coordinator::ConsumerGroup;
 use super::ledger::AckLedger;
 use super::network::Network;
 use super::producer::Producer;
-use crate::scenario::{Action, Scenario};
+use crate::scenario::{Action, ConsumerGroupConfig, Scenario};
 
 /// Actions still to come, in time order (stable for equal times: file order).
 #[derive(Clone, Resource, Debug, Default)]
@@ -69,22 +70,31 @@ pub(super) fn actions_due(clock: &SimClock, timeline: &Timeline) -> bool {
     !clock.skip_idle_rules || timeline.next_at().is_some_and(|at| at <= clock.now_ms)
 }
 
-/// The timeline's phase: every action due now, in order.
-#[allow(clippy::too_many_arguments)]
+/// What the timeline's actions change, borrowed for one step.
+#[derive(SystemParam)]
+pub(super) struct Targets<'w, 's> {
+    cluster: ResMut<'w, Cluster>,
+    network: ResMut<'w, Network>,
+    ledger: ResMut<'w, AckLedger>,
+    producers: Query<'w, 's, &'static mut Producer>,
+    brokers: Query<'w, 's, &'static mut Broker>,
+    replicas: Query<'w, 's, &'static mut Replica>,
+    controllers: Query<'w, 's, &'static mut Controller>,
+    groups: Query<'w, 's, &'static ConsumerGroup>,
+    consumers: Query<'w, 's, &'static mut Consumer>,
+    commands: Commands<'w, 's>,
+}
+
+/// An action applied (what happened), or refused at its instant (why not).
+type Outcome = Result<EventKind, String>;
+
+/// The timeline's phase: every action due now, in order. An action that cannot apply now is
+/// refused with the reason, in the event log; it never stops the run.
 pub(super) fn apply_actions(
     clock: Res<SimClock>,
-    mut cluster: ResMut<Cluster>,
     mut timeline: ResMut<Timeline>,
-    mut network: ResMut<Network>,
     mut events: ResMut<EventLog>,
-    mut ledger: ResMut<AckLedger>,
-    mut producers: Query<&mut Producer>,
-    mut brokers: Query<&mut Broker>,
-    mut replicas: Query<&mut Replica>,
-    mut controllers: Query<&mut Controller>,
-    groups: Query<&ConsumerGroup>,
-    mut consumers: Query<&mut Consumer>,
-    mut commands: Commands,
+    mut targets: Targets,
 ) {
     let now = clock.now_ms;
     while let Some((at, action)) = timeline.pending.get(timeline.next).cloned() {
@@ -93,196 +103,254 @@ pub(super) fn apply_actions(
         }
         timeline.next += 1;
         timeline.acted_ms = Some(now);
-        let producer = |name: &str| {
-            cluster
-                .producers
-                .iter()
-                .copied()
-                .find(|e| producers.get(*e).is_ok_and(|p| p.name == name))
+        let outcome = match action {
+            Action::CutLink(..)
+            | Action::HealLink(..)
+            | Action::SlowBroker(..)
+            | Action::IsolateBroker(_)
+            | Action::HealBroker(_)
+            | Action::CutControllerLink(_)
+            | Action::HealControllerLink(_) => network_action(&mut targets, &action),
+            Action::CrashBroker(_) | Action::WipeBroker(_) | Action::RestartBroker(_) => {
+                broker_action(&mut targets, now, &action)
+            }
+            Action::PreferredElection => controller_action(&mut targets, &action),
+            Action::SetAcks(..) | Action::SetRate(..) | Action::Produce(..) => {
+                producer_action(&mut targets, now, &action)
+            }
+            Action::AddConsumer(_)
+            | Action::RemoveConsumer(_)
+            | Action::CrashConsumer(_)
+            | Action::SetConsumerRate(..) => group_action(&mut targets, now, &action),
         };
-        let kind = match action {
-            Action::CutLink(a, b) => {
-                network.cut_link(a, b);
-                EventKind::LinkCut { a, b }
-            }
-            Action::HealLink(a, b) => {
-                network.heal_link(a, b);
-                EventKind::LinkHealed { a, b }
-            }
-            Action::SlowBroker(broker, extra_ms) => {
-                if let Some(slot) = network.extra_ms.get_mut(broker as usize) {
-                    *slot = extra_ms;
-                }
-                EventKind::BrokerSlowed { broker, extra_ms }
-            }
-            Action::SetAcks(name, acks) => {
-                let Some(entity) = producer(&name) else {
-                    continue;
-                };
-                let mut p = producers.get_mut(entity).unwrap();
-                p.set_acks(acks);
-                EventKind::AcksChanged {
-                    producer: name,
-                    acks: acks.as_config().to_string(),
-                    idempotent: p.idempotent,
-                }
-            }
-            Action::SetRate(name, records_per_sec) => {
-                let Some(entity) = producer(&name) else {
-                    continue;
-                };
-                producers
-                    .get_mut(entity)
-                    .unwrap()
-                    .set_rate(now, records_per_sec);
-                EventKind::RateChanged {
-                    producer: name,
-                    records_per_sec,
-                }
-            }
-            Action::CrashBroker(b) | Action::WipeBroker(b) => {
-                let wipe = matches!(action, Action::WipeBroker(_));
-                let mut broker = brokers.get_mut(cluster.brokers[b as usize - 1]).unwrap();
-                broker.alive = false;
-                broker.starting = false;
-                broker.unclean_shutdown = true;
-                broker.fetchers.clear();
-                if wipe {
-                    for mut replica in &mut replicas {
-                        if replica.broker == b {
-                            replica.wipe();
-                        }
-                    }
-                }
-                if wipe {
-                    ledger.disk_lost = true;
-                    EventKind::BrokerWiped { broker: b }
-                } else {
-                    EventKind::BrokerCrashed { broker: b }
-                }
-            }
-            Action::RestartBroker(b) => {
-                let mut broker = brokers.get_mut(cluster.brokers[b as usize - 1]).unwrap();
-                if broker.alive || broker.starting {
-                    continue; // Already running.
-                }
-                // It serves nothing until the controller registers it.
-                broker.starting = true;
-                broker.failed_registrations = 0;
-                broker.incarnation += 1;
-                broker.next_heartbeat_ms = now;
-                EventKind::BrokerRestarted { broker: b }
-            }
-            Action::IsolateBroker(b) => {
-                network.isolated.insert(b);
-                EventKind::BrokerIsolated { broker: b }
-            }
-            Action::HealBroker(b) => {
-                network.isolated.remove(&b);
-                EventKind::BrokerHealed { broker: b }
-            }
-            Action::CutControllerLink(b) => {
-                network.controller_cut.insert(b);
-                EventKind::ControllerLinkCut { broker: b }
-            }
-            Action::HealControllerLink(b) => {
-                network.controller_cut.remove(&b);
-                EventKind::ControllerLinkHealed { broker: b }
-            }
-            Action::PreferredElection => {
-                controllers
-                    .get_mut(cluster.controller)
-                    .unwrap()
-                    .preferred_election_requested = true;
-                EventKind::PreferredElectionRequested
-            }
-            Action::AddConsumer(name) => {
-                let Some(g) = groups.iter().find(|g| g.name == name) else {
-                    continue;
-                };
-                let number = consumers.iter().filter(|c| c.group == g.index).count() as u32 + 1;
-                // A static member comes back under the instance id of one that is gone.
-                let index = cluster.consumers.len() as u32;
-                let mut consumer = Consumer::new(index, g.index, number, &g.config, now);
-                if g.config.static_members {
-                    let live: Vec<String> = consumers
-                        .iter()
-                        .filter(|c| c.group == g.index && c.alive)
-                        .filter_map(|c| c.instance_id.clone())
-                        .collect();
-                    let free = (1..=number)
-                        .map(|k| format!("{}-instance-{k}", g.name))
-                        .find(|id| !live.contains(id));
-                    consumer.instance_id = free;
-                }
-                let member = consumer.member_id.clone();
-                let entity = commands
-                    .spawn((Name::new(format!("consumer {member}")), consumer))
-                    .id();
-                cluster.consumers.push(entity);
-                EventKind::ConsumerAdded {
-                    group: name,
-                    member,
-                }
-            }
-            Action::RemoveConsumer(ref name) | Action::CrashConsumer(ref name) => {
-                let crash = matches!(action, Action::CrashConsumer(_));
-                let name = name.clone();
-                let Some(g) = groups.iter().find(|g| g.name == name) else {
-                    continue;
-                };
-                let newest = cluster.consumers.iter().rev().copied().find(|e| {
-                    consumers
-                        .get(*e)
-                        .is_ok_and(|c| c.group == g.index && c.alive && !c.leaving)
-                });
-                let Some(entity) = newest else { continue };
-                let mut c = consumers.get_mut(entity).unwrap();
-                let member = c.member_id.clone();
-                if crash {
-                    c.alive = false;
-                    EventKind::ConsumerCrashed {
-                        group: name,
-                        member,
-                    }
-                } else {
-                    c.leaving = true;
-                    EventKind::ConsumerRemoved {
-                        group: name,
-                        member,
-                    }
-                }
-            }
-            Action::SetConsumerRate(name, records_per_sec) => {
-                let Some(g) = groups.iter().find(|g| g.name == name) else {
-                    continue;
-                };
-                for mut c in &mut consumers {
-                    if c.group == g.index {
-                        c.records_per_sec = records_per_sec;
-                    }
-                }
-                EventKind::ConsumerRateChanged {
-                    group: name,
-                    records_per_sec,
-                }
-            }
-            Action::Produce(name, key, count) => {
-                let Some(entity) = producer(&name) else {
-                    continue;
-                };
-                producers
-                    .get_mut(entity)
-                    .unwrap()
-                    .requested
-                    .push_back((key.clone(), count));
-                EventKind::RecordsProduced {
-                    producer: name,
-                    key,
-                    count,
-                }
-            }
-        };
+        let kind = outcome.unwrap_or_else(|why| EventKind::ActionRefused {
+            action: action.to_string(),
+            why,
+        });
         events.push(now, kind);
     }
+}
+
+/// An action of another family reached a family's function: a slip in `apply_actions`.
+fn misrouted(action: &Action) -> String {
+    format!("{action} was sent to the wrong family of actions")
+}
+
+/// Links and reachability: cuts, heals and delays.
+fn network_action(t: &mut Targets, action: &Action) -> Outcome {
+    let network = &mut t.network;
+    Ok(match *action {
+        Action::CutLink(a, b) => {
+            network.cut_link(a, b);
+            EventKind::LinkCut { a, b }
+        }
+        Action::HealLink(a, b) => {
+            network.heal_link(a, b);
+            EventKind::LinkHealed { a, b }
+        }
+        Action::SlowBroker(broker, extra_ms) => {
+            if let Some(slot) = network.extra_ms.get_mut(broker as usize) {
+                *slot = extra_ms;
+            }
+            EventKind::BrokerSlowed { broker, extra_ms }
+        }
+        Action::IsolateBroker(b) => {
+            network.isolated.insert(b);
+            EventKind::BrokerIsolated { broker: b }
+        }
+        Action::HealBroker(b) => {
+            network.isolated.remove(&b);
+            EventKind::BrokerHealed { broker: b }
+        }
+        Action::CutControllerLink(b) => {
+            network.controller_cut.insert(b);
+            EventKind::ControllerLinkCut { broker: b }
+        }
+        Action::HealControllerLink(b) => {
+            network.controller_cut.remove(&b);
+            EventKind::ControllerLinkHealed { broker: b }
+        }
+        _ => return Err(misrouted(action)),
+    })
+}
+
+/// Broker processes: crashes, lost disks and restarts.
+fn broker_action(t: &mut Targets, now: u64, action: &Action) -> Outcome {
+    let b = match *action {
+        Action::CrashBroker(b) | Action::WipeBroker(b) | Action::RestartBroker(b) => b,
+        _ => return Err(misrouted(action)),
+    };
+    let Some(&entity) = t.cluster.brokers.get((b as usize).wrapping_sub(1)) else {
+        return Err(format!("broker {b} does not exist"));
+    };
+    let mut broker = t.brokers.get_mut(entity).expect("broker entity");
+    Ok(match *action {
+        Action::RestartBroker(_) => {
+            if broker.alive || broker.starting {
+                return Err(format!("broker {b} is running"));
+            }
+            // It serves nothing until the controller registers it.
+            broker.starting = true;
+            broker.failed_registrations = 0;
+            broker.incarnation += 1;
+            broker.next_heartbeat_ms = now;
+            EventKind::BrokerRestarted { broker: b }
+        }
+        _ => {
+            let wipe = matches!(action, Action::WipeBroker(_));
+            broker.alive = false;
+            broker.starting = false;
+            broker.unclean_shutdown = true;
+            broker.fetchers.clear();
+            if !wipe {
+                return Ok(EventKind::BrokerCrashed { broker: b });
+            }
+            for mut replica in &mut t.replicas {
+                if replica.broker == b {
+                    replica.wipe();
+                }
+            }
+            t.ledger.disk_lost = true;
+            EventKind::BrokerWiped { broker: b }
+        }
+    })
+}
+
+/// Requests to the controller.
+fn controller_action(t: &mut Targets, action: &Action) -> Outcome {
+    Ok(match *action {
+        Action::PreferredElection => {
+            t.controllers
+                .get_mut(t.cluster.controller)
+                .expect("controller")
+                .preferred_election_requested = true;
+            EventKind::PreferredElectionRequested
+        }
+        _ => return Err(misrouted(action)),
+    })
+}
+
+/// Producers: their settings, and records sent on request.
+fn producer_action(t: &mut Targets, now: u64, action: &Action) -> Outcome {
+    let (Action::SetAcks(name, _) | Action::SetRate(name, _) | Action::Produce(name, ..)) = action
+    else {
+        return Err(misrouted(action));
+    };
+    let entity = t
+        .cluster
+        .producers
+        .iter()
+        .copied()
+        .find(|e| t.producers.get(*e).is_ok_and(|p| p.name == *name))
+        .ok_or_else(|| format!("no producer named {name:?}"))?;
+    let mut p = t.producers.get_mut(entity).expect("producer entity");
+    let producer = name.clone();
+    Ok(match action {
+        Action::SetAcks(_, acks) => {
+            p.set_acks(*acks);
+            EventKind::AcksChanged {
+                producer,
+                acks: acks.as_config().to_string(),
+                idempotent: p.idempotent,
+            }
+        }
+        Action::SetRate(_, records_per_sec) => {
+            p.set_rate(now, *records_per_sec);
+            EventKind::RateChanged {
+                producer,
+                records_per_sec: *records_per_sec,
+            }
+        }
+        Action::Produce(_, key, count) => {
+            p.requested.push_back((key.clone(), *count));
+            EventKind::RecordsProduced {
+                producer,
+                key: key.clone(),
+                count: *count,
+            }
+        }
+        _ => return Err(misrouted(action)),
+    })
+}
+
+/// Consumer groups: members joining, leaving and dying, and their pace.
+fn group_action(t: &mut Targets, now: u64, action: &Action) -> Outcome {
+    let (Action::AddConsumer(name)
+    | Action::RemoveConsumer(name)
+    | Action::CrashConsumer(name)
+    | Action::SetConsumerRate(name, _)) = action
+    else {
+        return Err(misrouted(action));
+    };
+    let (index, config) = t
+        .groups
+        .iter()
+        .find(|g| g.name == *name)
+        .map(|g| (g.index, g.config.clone()))
+        .ok_or_else(|| format!("no consumer group named {name:?}"))?;
+    let group = name.clone();
+    Ok(match action {
+        Action::AddConsumer(_) => {
+            let member = add_member(t, index, &config, now);
+            EventKind::ConsumerAdded { group, member }
+        }
+        Action::RemoveConsumer(_) | Action::CrashConsumer(_) => {
+            let newest = t.cluster.consumers.iter().rev().copied().find(|e| {
+                t.consumers
+                    .get(*e)
+                    .is_ok_and(|c| c.group == index && c.alive && !c.leaving)
+            });
+            let Some(entity) = newest else {
+                return Err(format!("group {name:?} has no live member"));
+            };
+            let mut c = t.consumers.get_mut(entity).expect("consumer entity");
+            let member = c.member_id.clone();
+            if matches!(action, Action::CrashConsumer(_)) {
+                c.alive = false;
+                EventKind::ConsumerCrashed { group, member }
+            } else {
+                c.leaving = true;
+                EventKind::ConsumerRemoved { group, member }
+            }
+        }
+        Action::SetConsumerRate(_, records_per_sec) => {
+            for mut c in &mut t.consumers {
+                if c.group == index {
+                    c.records_per_sec = *records_per_sec;
+                }
+            }
+            EventKind::ConsumerRateChanged {
+                group,
+                records_per_sec: *records_per_sec,
+            }
+        }
+        _ => return Err(misrouted(action)),
+    })
+}
+
+/// A new member of the group at `group` starts; returns its member id. A static member comes back
+/// under the instance id of one that is gone.
+fn add_member(t: &mut Targets, group: u32, config: &ConsumerGroupConfig, now: u64) -> String {
+    let number = t.consumers.iter().filter(|c| c.group == group).count() as u32 + 1;
+    let index = t.cluster.consumers.len() as u32;
+    let mut consumer = Consumer::new(index, group, number, config, now);
+    if config.static_members {
+        let live: Vec<String> = t
+            .consumers
+            .iter()
+            .filter(|c| c.group == group && c.alive)
+            .filter_map(|c| c.instance_id.clone())
+            .collect();
+        let free = (1..=number)
+            .map(|k| format!("{}-instance-{k}", config.name))
+            .find(|id| !live.contains(id));
+        consumer.instance_id = free;
+    }
+    let member = consumer.member_id.clone();
+    let entity = t
+        .commands
+        .spawn((Name::new(format!("consumer {member}")), consumer))
+        .id();
+    t.cluster.consumers.push(entity);
+    member
 }

@@ -1,0 +1,181 @@
+//! The timeline section: actions at their instants (the sandbox sends the same actions).
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::limits::{self, RecordMemory, key_too_long, rate_too_high};
+use super::{Acks, Check, Scenario, ScenarioError};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimelineEntry {
+    pub at_ms: u64,
+    pub action: Action,
+}
+
+/// What a timeline (or a person in the sandbox) does to the running cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Action {
+    /// Cut the network link between two brokers: messages on it are dropped, both ways.
+    CutLink(u32, u32),
+    HealLink(u32, u32),
+    /// Add `extra_ms` to every message to or from a broker (0 restores it).
+    SlowBroker(u32, u64),
+    /// Restart a producer with other acks.
+    SetAcks(String, Acks),
+    SetRate(String, u32),
+    /// Have a producer send `count` records with this key at once (`None`: no key).
+    Produce(String, Option<String>, u64),
+    /// The broker's process dies; its disk is kept.
+    CrashBroker(u32),
+    /// A crashed broker starts again (with whatever disk it has).
+    RestartBroker(u32),
+    /// The broker crashes and loses its disk: it restarts empty.
+    WipeBroker(u32),
+    /// Cut a broker off from every other node, the controller and clients included.
+    IsolateBroker(u32),
+    HealBroker(u32),
+    /// Cut only the link between a broker and the controller.
+    CutControllerLink(u32),
+    HealControllerLink(u32),
+    /// Ask the controller to move each partition's leadership to its preferred replica.
+    PreferredElection,
+    /// A new member joins the group.
+    AddConsumer(String),
+    /// The group's newest member closes cleanly (LeaveGroup; static members send none).
+    RemoveConsumer(String),
+    /// The group's newest member dies without a word: its session times out.
+    CrashConsumer(String),
+    /// Each member of the group processes this many records per second.
+    SetConsumerRate(String, u32),
+}
+
+/// An action as a scenario file writes it, for messages: `ControlledShutdown(2)`.
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match ron::to_string(self) {
+            Ok(text) => f.write_str(&text),
+            Err(_) => write!(f, "{self:?}"),
+        }
+    }
+}
+
+/// Refuses actions that could never apply (an unknown broker, producer or group), naming the
+/// entry; adds what they produce to `memory` and the members they add to `consumers`.
+pub(super) fn validate(
+    s: &Scenario,
+    check: &Check,
+    until_ms: u64,
+    memory: &mut RecordMemory,
+    consumers: &mut u64,
+) -> Result<(), ScenarioError> {
+    let bad = |field: String, message: String| check.bad(field, message);
+    let c = &s.cluster;
+    for (i, entry) in s.timeline.iter().enumerate() {
+        let field = format!("timeline[{i}].action");
+        if entry.at_ms > s.duration_ms {
+            return Err(bad(
+                format!("timeline[{i}].at_ms"),
+                format!(
+                    "{} is after the end of the scenario (duration_ms {})",
+                    entry.at_ms, s.duration_ms
+                ),
+            ));
+        }
+        let broker = |b: u32| -> Result<(), ScenarioError> {
+            if b == 0 || b > c.brokers {
+                Err(bad(
+                    field.clone(),
+                    format!("broker {b} does not exist (brokers are 1 to {})", c.brokers),
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        let producer = |name: &str| -> Result<usize, ScenarioError> {
+            s.producer_index(name)
+                .ok_or_else(|| bad(field.clone(), format!("no producer named {name:?}")))
+        };
+        // The replication factor of a producer's topic (checked to exist above).
+        let producer_rf = |p: usize| {
+            s.topic_index(&s.producers[p].topic)
+                .map_or(1, |t| u64::from(s.topics[t].replication_factor))
+        };
+        match &entry.action {
+            Action::CutLink(a, b) | Action::HealLink(a, b) => {
+                broker(*a)?;
+                broker(*b)?;
+                if a == b {
+                    return Err(bad(
+                        field,
+                        format!("a link joins two brokers, not {a} and {b}"),
+                    ));
+                }
+            }
+            Action::SlowBroker(b, extra) => {
+                broker(*b)?;
+                if *extra > limits::LATENCY_MS {
+                    return Err(bad(
+                        field,
+                        format!("{extra} ms: at most {}", limits::LATENCY_MS),
+                    ));
+                }
+            }
+            Action::SetAcks(name, acks) => {
+                let p = &s.producers[producer(name)?];
+                if p.enable_idempotence == Some(true) && *acks != Acks::All {
+                    return Err(bad(
+                        field,
+                        format!("producer {name:?} sets enable_idempotence, which needs acks=all"),
+                    ));
+                }
+            }
+            Action::SetRate(name, rate) => {
+                let p = producer(name)?;
+                if let Some(why) = rate_too_high(*rate) {
+                    return Err(bad(field, why));
+                }
+                memory.add(
+                    u64::from(*rate)
+                        .saturating_mul(until_ms.saturating_sub(entry.at_ms) / 1000 + 1),
+                    producer_rf(p),
+                );
+            }
+            Action::CrashBroker(b)
+            | Action::RestartBroker(b)
+            | Action::WipeBroker(b)
+            | Action::IsolateBroker(b)
+            | Action::HealBroker(b)
+            | Action::CutControllerLink(b)
+            | Action::HealControllerLink(b) => broker(*b)?,
+            Action::PreferredElection => {}
+            Action::AddConsumer(group)
+            | Action::RemoveConsumer(group)
+            | Action::CrashConsumer(group)
+            | Action::SetConsumerRate(group, _) => {
+                if let Action::SetConsumerRate(_, rate) = &entry.action
+                    && let Some(why) = rate_too_high(*rate)
+                {
+                    return Err(bad(field, why));
+                }
+                if !s.consumer_groups.iter().any(|g| g.name == *group) {
+                    return Err(bad(field, format!("no consumer group named {group:?}")));
+                }
+                if matches!(entry.action, Action::AddConsumer(_)) {
+                    *consumers += 1;
+                }
+            }
+            Action::Produce(name, key, count) => {
+                let p = producer(name)?;
+                if let Some(key) = key
+                    && let Some(why) = key_too_long(key)
+                {
+                    return Err(bad(field, why));
+                }
+                memory.add(*count, producer_rf(p));
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,168 @@
+//! The topics section: partitions, replication factor, `min.insync.replicas` and placement.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Check, Scenario, ScenarioError, defaults, limits};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopicConfig {
+    pub name: String,
+    /// `num.partitions`.
+    #[serde(default = "defaults::one")]
+    pub partitions: u32,
+    /// `default.replication.factor`.
+    #[serde(default = "defaults::one")]
+    pub replication_factor: u32,
+    /// `min.insync.replicas`.
+    #[serde(default = "defaults::one")]
+    pub min_insync_replicas: u32,
+    /// Brokers of each partition, preferred leader first. Left out: Kafka's rack-unaware
+    /// assignment.
+    #[serde(default)]
+    pub assignment: Option<Vec<Vec<u32>>>,
+    /// `unclean.leader.election.enable`.
+    #[serde(default)]
+    pub unclean_leader_election: bool,
+}
+
+impl Scenario {
+    /// The replicas of each partition of a topic: the file's assignment, or Kafka's rack-unaware
+    /// placement (`AdminUtils.assignReplicasToBrokers`) with start index and replica shift 0, where
+    /// Kafka draws both at random. Brokers are `1..=brokers`.
+    pub fn assignment(&self, topic: &TopicConfig) -> Vec<Vec<u32>> {
+        if let Some(assignment) = &topic.assignment {
+            return assignment.clone();
+        }
+        let n = self.cluster.brokers;
+        let mut replica_shift = 0;
+        (0..topic.partitions)
+            .map(|p| {
+                if p > 0 && p % n == 0 {
+                    replica_shift += 1;
+                }
+                let first = p % n;
+                let mut replicas = vec![first + 1];
+                for j in 0..topic.replication_factor.saturating_sub(1) {
+                    let shift = 1 + (replica_shift + j) % (n - 1);
+                    replicas.push((first + shift) % n + 1);
+                }
+                replicas
+            })
+            .collect()
+    }
+}
+
+/// Refuses topics that cannot exist on this cluster, naming the field.
+pub(super) fn validate(s: &Scenario, check: &Check) -> Result<(), ScenarioError> {
+    let bad = |field: String, message: String| check.bad(field, message);
+    let c = &s.cluster;
+    let mut total_partitions: u64 = 0;
+    let mut total_replicas: u64 = 0;
+    for (i, t) in s.topics.iter().enumerate() {
+        let at = |f: &str| format!("topics[{i}].{f}");
+        if t.name.is_empty() {
+            return Err(bad(at("name"), "a topic needs a name".into()));
+        }
+        if s.topics[..i].iter().any(|o| o.name == t.name) {
+            return Err(bad(
+                at("name"),
+                format!("topic {:?} is defined twice", t.name),
+            ));
+        }
+        if t.partitions == 0 {
+            return Err(bad(
+                at("partitions"),
+                "0 partitions: a topic has at least one".into(),
+            ));
+        }
+        total_partitions += u64::from(t.partitions);
+        if total_partitions > u64::from(limits::PARTITIONS) {
+            return Err(bad(
+                at("partitions"),
+                format!(
+                    "{} partitions in all: at most {} fit",
+                    total_partitions,
+                    limits::PARTITIONS
+                ),
+            ));
+        }
+        if t.replication_factor == 0 {
+            return Err(bad(
+                at("replication_factor"),
+                "0: every partition has at least one replica".into(),
+            ));
+        }
+        if t.replication_factor > c.brokers {
+            return Err(bad(
+                at("replication_factor"),
+                format!(
+                    "{} is above the broker count ({}): each replica needs its own broker",
+                    t.replication_factor, c.brokers
+                ),
+            ));
+        }
+        total_replicas += u64::from(t.partitions) * u64::from(t.replication_factor);
+        if total_replicas > limits::REPLICAS {
+            return Err(bad(
+                at("replication_factor"),
+                format!(
+                    "{total_replicas} replicas in all (partitions x replication factor): at most {} fit",
+                    limits::REPLICAS
+                ),
+            ));
+        }
+        if t.min_insync_replicas == 0 {
+            return Err(bad(
+                at("min_insync_replicas"),
+                "0: Kafka's minimum is 1".into(),
+            ));
+        }
+        if t.min_insync_replicas > t.replication_factor {
+            return Err(bad(
+                at("min_insync_replicas"),
+                format!(
+                    "{} is above the replication factor ({}): acks=all could never succeed",
+                    t.min_insync_replicas, t.replication_factor
+                ),
+            ));
+        }
+        if let Some(assignment) = &t.assignment {
+            if assignment.len() != t.partitions as usize {
+                return Err(bad(
+                    at("assignment"),
+                    format!(
+                        "lists {} partitions, the topic has {}",
+                        assignment.len(),
+                        t.partitions
+                    ),
+                ));
+            }
+            for (p, replicas) in assignment.iter().enumerate() {
+                let field = format!("topics[{i}].assignment[{p}]");
+                if replicas.len() != t.replication_factor as usize {
+                    return Err(bad(
+                        field,
+                        format!(
+                            "{} replicas, the replication factor is {}",
+                            replicas.len(),
+                            t.replication_factor
+                        ),
+                    ));
+                }
+                for (j, b) in replicas.iter().enumerate() {
+                    if *b == 0 || *b > c.brokers {
+                        return Err(bad(
+                            field,
+                            format!("broker {b} does not exist (brokers are 1 to {})", c.brokers),
+                        ));
+                    }
+                    if replicas[..j].contains(b) {
+                        return Err(bad(field, format!("broker {b} is listed twice")));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
