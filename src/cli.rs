@@ -782,8 +782,13 @@ pub fn summary(scenario: &Scenario, report: &Report) -> String {
     );
     let _ = writeln!(
         s,
-        "acknowledged records lost: {}",
-        report.acked_records_lost
+        "partitions led by a dead or cut-off broker before fencing: {:.3} s in all",
+        m.dead_leader_ms as f64 / 1000.0
+    );
+    let _ = writeln!(
+        s,
+        "acknowledged records lost: {}; unavailable (held only by replicas that may not lead): {}",
+        report.acked_records_lost, report.acked_records_unavailable
     );
     if !report.events.is_empty() {
         let _ = writeln!(s, "\nevents:");

@@ -657,10 +657,18 @@ fn details(
                     m.unclean_leader_elections > 0,
                 );
                 row("MessagesIn (total)", m.records_appended.to_string(), false);
+                let (lost, unavailable) = shown.missing();
+                row("Acknowledged records lost", lost.to_string(), lost > 0);
                 row(
-                    "Acknowledged records lost",
-                    shown.lost.len().to_string(),
-                    !shown.lost.is_empty(),
+                    "Acknowledged records unavailable",
+                    unavailable.to_string(),
+                    unavailable > 0,
+                );
+                let dead = s.dead_leader_ms();
+                row(
+                    "Time led by a dead leader",
+                    format!("{:.1} s", dead as f64 / 1000.0),
+                    dead > 0,
                 );
                 row(
                     "Records truncated (total)",
@@ -759,13 +767,17 @@ fn details(
         .default_open(true)
         .show(ui, |ui| {
             if !shown.lost.is_empty() {
-                ui.colored_label(
-                    color(palette.lost),
-                    format!(
-                        "{} acknowledged records are gone from the cluster:",
-                        shown.lost.len()
+                let (lost, unavailable) = shown.missing();
+                let headline = match (lost, unavailable) {
+                    (_, 0) => format!("{lost} acknowledged records are gone from the cluster:"),
+                    (0, _) => format!(
+                        "{unavailable} acknowledged records are unavailable: only replicas that may not lead hold them"
                     ),
-                );
+                    _ => format!(
+                        "{lost} acknowledged records are gone from the cluster, {unavailable} more unavailable:"
+                    ),
+                };
+                ui.colored_label(color(palette.lost), headline);
                 for l in shown.lost.iter().take(5) {
                     ui.add(
                         egui::Label::new(

@@ -101,6 +101,17 @@ impl Shown {
         Palette::of(self.theme)
     }
 
+    /// Acknowledged records (lost, unavailable): gone for good, or held only by replicas that may
+    /// not lead.
+    pub fn missing(&self) -> (usize, usize) {
+        let unavailable = self
+            .lost
+            .iter()
+            .filter(|l| l.state == crate::sim::ledger::Missing::Unavailable)
+            .count();
+        (self.lost.len() - unavailable, unavailable)
+    }
+
     /// How much larger than the default every text is: the reader's size, and the talk preset's.
     pub fn text_factor(&self) -> f32 {
         self.text_scale * if self.talk { TALK_TEXT } else { 1.0 }

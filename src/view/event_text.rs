@@ -50,6 +50,14 @@ pub fn describe(kind: &EventKind) -> (Severity, String) {
             ),
         ),
         E::ActionRefused { action, why } => (Bad, format!("{action} refused: {why}")),
+        E::ControlledShutdownRequested { broker } => {
+            (Info, format!("broker {broker}: controlled shutdown begins"))
+        }
+        E::BrokerInControlledShutdown { broker } => (
+            Info,
+            format!("controller: broker {broker} in controlled shutdown, its leaderships move"),
+        ),
+        E::BrokerShutDown { broker } => (Info, format!("broker {broker} stopped cleanly")),
         E::LinkCut { a, b } => (Bad, format!("network link {a}-{b} cut")),
         E::LinkHealed { a, b } => (Good, format!("network link {a}-{b} healed")),
         E::BrokerSlowed { broker, extra_ms } => (
@@ -120,10 +128,11 @@ pub fn describe(kind: &EventKind) -> (Severity, String) {
             leader_epoch,
             unclean,
             isr,
+            reason,
         } => (
             if *unclean { Bad } else { Good },
             format!(
-                "{topic}-{partition}: {}leader is broker {leader}, epoch {leader_epoch}, ISR {}",
+                "{topic}-{partition}: {}leader is broker {leader}, epoch {leader_epoch}, ISR {} ({reason})",
                 if *unclean { "UNCLEAN election, " } else { "" },
                 list(isr)
             ),
@@ -235,6 +244,7 @@ mod tests {
             leader_epoch: 4,
             unclean: true,
             isr: vec![3],
+            reason: "leader fenced".into(),
         });
         assert_eq!(severity, Severity::Bad);
         assert!(line.contains("UNCLEAN"), "{line}");

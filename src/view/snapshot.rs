@@ -160,6 +160,21 @@ pub struct PartitionView {
     pub followers: Vec<FollowerView>,
     /// The internal offsets topic.
     pub internal: bool,
+    /// Since when its leader, as the controller sees it, has been down or cut off.
+    pub dead_leader_since_ms: Option<u64>,
+}
+
+impl Snapshot {
+    /// `Metrics::dead_leader_ms` with the stalls still going on.
+    pub fn dead_leader_ms(&self) -> u64 {
+        self.metrics.dead_leader_ms
+            + self
+                .partitions
+                .iter()
+                .filter_map(|p| p.dead_leader_since_ms)
+                .map(|since| self.now_ms.saturating_sub(since))
+                .sum::<u64>()
+    }
 }
 
 impl PartitionView {
@@ -522,6 +537,7 @@ impl Snapshot {
                     replicas,
                     followers,
                     internal: cluster.topics[p.topic].name == crate::sim::cluster::OFFSETS_TOPIC,
+                    dead_leader_since_ms: p.dead_leader_since_ms,
                 }
             })
             .collect();

@@ -12,7 +12,7 @@ use crate::sim::consumer::Consumer;
 use crate::sim::group_coordinator::ConsumerGroup;
 use crate::sim::invariants::Invariants;
 use crate::sim::lag::{LagMonitor, lag_now, owned};
-use crate::sim::ledger::{LostRecord, lost_in, read};
+use crate::sim::ledger::{LostRecord, Missing, lost_in, read};
 use crate::sim::producer::{Producer, ProducerStats};
 use crate::sim::{Event, EventLog, Metrics, Sim, SimClock};
 
@@ -45,8 +45,11 @@ pub struct Report {
     pub producers: Vec<ProducerReport>,
     pub consumer_groups: Vec<GroupReport>,
     pub metrics: Metrics,
-    /// Records a producer saw succeed that the partition no longer has.
+    /// Records a producer saw succeed that no replica will ever serve again.
     pub acked_records_lost: u64,
+    /// Records a producer saw succeed that only replicas which may not lead still hold: the
+    /// partition is offline, and an unclean election would bring them back.
+    pub acked_records_unavailable: u64,
     pub lost_records: Vec<LostRecord>,
     pub events: Vec<Event>,
     pub invariant_violations: Vec<String>,
@@ -216,12 +219,12 @@ impl Report {
             });
         }
         for e in &partition_entities {
-            if let Some(since) = world
-                .get::<Partition>(*e)
-                .expect("partition")
-                .offline_since_ms
-            {
+            let partition = world.get::<Partition>(*e).expect("partition");
+            if let Some(since) = partition.offline_since_ms {
                 metrics.offline_partition_ms += now - since;
+            }
+            if let Some(since) = partition.dead_leader_since_ms {
+                metrics.dead_leader_ms += now - since;
             }
         }
         let lost = lost_in(world);
@@ -324,7 +327,11 @@ impl Report {
             producers,
             consumer_groups,
             metrics,
-            acked_records_lost: lost.len() as u64,
+            acked_records_lost: lost.iter().filter(|r| r.state == Missing::Lost).count() as u64,
+            acked_records_unavailable: lost
+                .iter()
+                .filter(|r| r.state == Missing::Unavailable)
+                .count() as u64,
             lost_records: lost,
             events: world
                 .resource::<EventLog>()

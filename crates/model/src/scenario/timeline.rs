@@ -29,8 +29,11 @@ pub enum Action {
     Produce(String, Option<String>, u64),
     /// The broker's process dies; its disk is kept.
     CrashBroker(u32),
-    /// A crashed broker starts again (with whatever disk it has).
+    /// A crashed or stopped broker starts again (with whatever disk it has).
     RestartBroker(u32),
+    /// Stop a broker cleanly: its leaderships move to other in-sync replicas first
+    /// (`kafka-server-stop`, `BrokerLifecycleManager.beginControlledShutdown`).
+    ControlledShutdown(u32),
     /// The broker crashes and loses its disk: it restarts empty.
     WipeBroker(u32),
     /// Cut a broker off from every other node, the controller and clients included.
@@ -144,6 +147,7 @@ pub(super) fn validate(
             }
             Action::CrashBroker(b)
             | Action::RestartBroker(b)
+            | Action::ControlledShutdown(b)
             | Action::WipeBroker(b)
             | Action::IsolateBroker(b)
             | Action::HealBroker(b)

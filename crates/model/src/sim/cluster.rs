@@ -33,6 +33,13 @@ pub struct Broker {
     /// How far it has applied the controller's metadata log: who leads each partition, as far as
     /// this broker knows ([`Partition::leader_seen`]).
     pub metadata_offset: u64,
+    /// `BrokerLifecycleManager`'s PENDING_CONTROLLED_SHUTDOWN: its heartbeats ask to shut down
+    /// (`wantShutDown`) until the controller answers `shouldShutDown`; `Some(true)` once a first
+    /// answer said to wait.
+    pub pending_shutdown: Option<bool>,
+    /// The controller's CONTROLLED_SHUTDOWN state of the broker (`BrokerHeartbeatManager`): it
+    /// may no longer lead or join an ISR.
+    pub in_controlled_shutdown: bool,
 }
 
 impl Broker {
@@ -48,6 +55,8 @@ impl Broker {
             unclean_shutdown: false,
             fetchers: Vec::new(),
             metadata_offset: 0,
+            pending_shutdown: None,
+            in_controlled_shutdown: false,
         }
     }
 
@@ -67,12 +76,17 @@ impl Broker {
         &mut self.fetchers[i].1
     }
 
-    /// `online`, `starting`, `crashed` or `fenced`, as the report names the states.
+    /// `online`, `starting`, `crashed`, `stopped` (after a controlled shutdown), `shutting down`
+    /// or `fenced`, as the report names the states.
     pub fn state(&self) -> &'static str {
         if self.starting {
             "starting"
-        } else if !self.alive {
+        } else if !self.alive && self.unclean_shutdown {
             "crashed"
+        } else if !self.alive {
+            "stopped"
+        } else if self.pending_shutdown.is_some() {
+            "shutting down"
         } else if self.fenced {
             "fenced"
         } else {
@@ -83,7 +97,7 @@ impl Broker {
     /// May lead a partition or be in an ISR, as far as the controller knows
     /// (`Partition.isReplicaIsrEligible`, `PartitionChangeBuilder`).
     pub fn eligible(&self) -> bool {
-        !self.fenced
+        !self.fenced && !self.in_controlled_shutdown
     }
 }
 
@@ -212,6 +226,9 @@ pub struct Partition {
     pub elected_uncleanly: bool,
     /// Since when the partition has had no leader.
     pub offline_since_ms: Option<u64>,
+    /// Since when the controller's leader has been down or cut off from everyone, not yet fenced:
+    /// the partition counts as online (OfflinePartitionsCount 0), yet nothing can write to it.
+    pub dead_leader_since_ms: Option<u64>,
     /// What the leader knows of each replica, in assignment order (the leader's own entry unused),
     /// learnt from fetch requests (`Partition.updateFollowerFetchState`).
     pub followers: Vec<FollowerState>,

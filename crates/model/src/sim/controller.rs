@@ -50,6 +50,12 @@ pub struct Controller {
     /// replica.
     pub next_balance_check_ms: Option<u64>,
     pub metadata: MetadataLog,
+    /// The metadata offset each broker reported in its last heartbeat, by broker id.
+    pub reported_offset: Vec<u64>,
+    /// For a broker in controlled shutdown, the end of the metadata log once its leaderships
+    /// were moved (`BrokerHeartbeatState.controlledShutdownOffset`): it may stop when every
+    /// active broker has applied that far.
+    pub controlled_shutdown_offset: Vec<Option<u64>>,
 }
 
 /// The controller's metadata log, as far as leadership goes: its end, and the records on their
@@ -96,6 +102,8 @@ impl Controller {
             // Every partition starts led by its first replica: nothing to balance.
             next_balance_check_ms: None,
             metadata: MetadataLog::default(),
+            reported_offset: vec![0; n],
+            controlled_shutdown_offset: vec![None; n],
         }
     }
 }
@@ -108,6 +116,8 @@ pub struct ElectionContext<'a> {
     pub events: &'a mut EventLog,
     pub metrics: &'a mut Metrics,
     pub metadata: &'a mut MetadataLog,
+    /// Why the leadership changes, for the event log.
+    pub reason: &'static str,
 }
 
 /// Who leads next: `Some((broker, unclean))`, or `None` for offline.
@@ -163,6 +173,15 @@ pub fn set_leader(
         leader_epoch: partition.leader_epoch,
     });
     partition.elected_uncleanly = leader.is_some_and(|(_, unclean)| unclean);
+    if let Some(since) = partition.dead_leader_since_ms.take() {
+        ctx.metrics.dead_leader_ms += now - since;
+    }
+    // A broker down but not yet fenced can still be chosen (a preferred election, say).
+    if let Some((b, _)) = leader
+        && !ctx.brokers[b as usize].alive
+    {
+        partition.dead_leader_since_ms = Some(now);
+    }
     let topic = ctx.cluster.topics[partition.topic].name.clone();
     match leader {
         Some((b, unclean)) => {
@@ -190,6 +209,7 @@ pub fn set_leader(
                     leader_epoch: partition.leader_epoch,
                     unclean,
                     isr: partition.isr.clone(),
+                    reason: ctx.reason.to_string(),
                 },
             );
         }
@@ -225,8 +245,7 @@ pub fn set_leader(
     }
 }
 
-/// The controller fences a broker: out of every ISR (never emptying one, unless KIP-966 keeps
-/// the broker electable in the ELR), and a new leader where it led.
+/// The controller fences a broker: out of every ISR and leadership.
 fn fence(
     broker: BrokerId,
     partitions: &mut Query<&mut Partition>,
@@ -234,6 +253,19 @@ fn fence(
     ctx: &mut ElectionContext,
 ) {
     ctx.events.push(ctx.now, EventKind::BrokerFenced { broker });
+    leave_isrs_and_leaderships(broker, partitions, replicas, ctx);
+}
+
+/// A broker leaves every ISR (never emptying one, unless KIP-966 keeps it electable in the ELR)
+/// and every partition it led gets a new leader among the others, or goes offline
+/// (`ReplicationControlManager.generateLeaderAndIsrUpdates`, for fencing and for controlled
+/// shutdown alike; `ctx.brokers` already counts the broker ineligible).
+fn leave_isrs_and_leaderships(
+    broker: BrokerId,
+    partitions: &mut Query<&mut Partition>,
+    replicas: &mut Query<&mut Replica>,
+    ctx: &mut ElectionContext,
+) {
     let elr_enabled = ctx.cluster.config.eligible_leader_replicas;
     for &entity in &ctx.cluster.partitions {
         let mut partition = partitions.get_mut(entity).expect("partition entity");
@@ -303,6 +335,11 @@ fn change_fencing(
         events,
         metrics,
         metadata,
+        reason: if fenced {
+            "leader fenced"
+        } else {
+            "replica unfenced"
+        },
     };
     change(broker, partitions, replicas, &mut ctx);
 }
@@ -340,6 +377,8 @@ pub(super) fn brokers_send_heartbeats(
                 broker: broker.id,
                 incarnation: broker.incarnation,
                 registration: broker.starting,
+                want_shut_down: broker.pending_shutdown.is_some(),
+                metadata_offset: broker.metadata_offset,
             };
             let wire = network.send(now, Node::Broker(broker.id), Node::Controller, heartbeat);
             wake.standing_at(Standing::Controller, wire.arrive_ms);
@@ -353,6 +392,10 @@ pub(super) fn brokers_send_heartbeats(
 /// (`BrokerLifecycleManager`: at once, then every 10 ms while it catches up), asking to be
 /// unfenced; the model takes its metadata catch-up and log recovery as instant.
 pub const STARTUP_HEARTBEAT_MS: u64 = 10;
+
+/// After the controller's first answer that a controlled shutdown must wait, the broker asks
+/// again this soon (`BrokerLifecycleManager`), then at its usual interval.
+const FIRST_SHUTDOWN_RETRY_MS: u64 = 50;
 
 /// `BrokerLifecycleManager`'s back-off before it sends a refused registration again:
 /// `ExponentialBackoff(100, 2, broker.session.timeout.ms, 0.02)`.
@@ -416,12 +459,16 @@ pub(super) fn controller_publishes_metadata(
 }
 
 /// A registered broker starts serving (fenced until its next heartbeat, sent soon); a refused
-/// one tries again after a back-off.
+/// one tries again after a back-off. A broker in controlled shutdown stops when told it should,
+/// and otherwise asks again (`BrokerLifecycleManager`: 50 ms after the first answer, then at its
+/// usual interval).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn brokers_take_heartbeat_responses(
     clock: &SimClock,
     cluster: &Cluster,
     rng: &mut SimRng,
     wake: &mut Wake,
+    events: &mut EventLog,
     wires: &mut Wires,
     brokers: &mut Query<&mut Broker>,
     due: &mut Vec<u64>,
@@ -442,6 +489,23 @@ pub(super) fn brokers_take_heartbeat_responses(
         }
         if !response.refused {
             broker.metadata_offset = broker.metadata_offset.max(response.metadata_offset);
+        }
+        if let Some(answered) = broker.pending_shutdown
+            && broker.alive
+        {
+            if response.should_shut_down {
+                // A clean stop: its log is intact and flushed (KIP-966 counts it clean).
+                broker.alive = false;
+                broker.unclean_shutdown = false;
+                broker.pending_shutdown = None;
+                broker.fetchers.clear();
+                events.push(now, EventKind::BrokerShutDown { broker: broker.id });
+            } else if !answered {
+                broker.pending_shutdown = Some(true);
+                broker.next_heartbeat_ms = now + FIRST_SHUTDOWN_RETRY_MS;
+                wake.standing_at(Standing::Controller, broker.next_heartbeat_ms);
+            }
+            continue;
         }
         if !broker.starting {
             continue;
@@ -499,6 +563,7 @@ pub(super) fn controller_handles_heartbeats(
             // STALE_BROKER_EPOCH. Nothing changes, and the process it came from is no more.
             continue;
         }
+        let mut should_shut_down = false;
         let session_valid = !fenced
             && now <= controller.last_heartbeat_ms[b as usize] + cluster.config.session_timeout_ms;
         let refused = heartbeat.registration && !current && session_valid;
@@ -518,6 +583,11 @@ pub(super) fn controller_handles_heartbeats(
             // A new incarnation registers: the old one is gone, so it is fenced first.
             controller.last_heartbeat_ms[b as usize] = now;
             controller.registered[b as usize] = heartbeat.incarnation;
+            controller.controlled_shutdown_offset[b as usize] = None;
+            brokers
+                .get_mut(broker_entity)
+                .expect("broker")
+                .in_controlled_shutdown = false;
             events.push(now, EventKind::BrokerRegistered { broker: b });
             let unclean_shutdown = std::mem::take(
                 &mut brokers
@@ -549,8 +619,24 @@ pub(super) fn controller_handles_heartbeats(
                     }
                 }
             }
+        } else if heartbeat.want_shut_down {
+            controller.last_heartbeat_ms[b as usize] = now;
+            controller.reported_offset[b as usize] = heartbeat.metadata_offset;
+            should_shut_down = controlled_shutdown(
+                b,
+                fenced,
+                now,
+                cluster,
+                &mut controller,
+                brokers,
+                events,
+                metrics,
+                partitions,
+                replicas,
+            );
         } else {
             controller.last_heartbeat_ms[b as usize] = now;
+            controller.reported_offset[b as usize] = heartbeat.metadata_offset;
             if fenced {
                 change_fencing(
                     false,
@@ -572,10 +658,85 @@ pub(super) fn controller_handles_heartbeats(
             fenced: brokers.get(broker_entity).expect("broker").fenced,
             refused,
             metadata_offset: controller.metadata.end,
+            should_shut_down,
         };
         let response = network.send(now, Node::Controller, wire.from, response);
         wake.standing_at(Standing::Controller, response.arrive_ms);
     }
+}
+
+/// A heartbeat asks to shut down (`BrokerHeartbeatManager.calculateNextBrokerState`). The first
+/// puts the broker in CONTROLLED_SHUTDOWN: it leaves every ISR and its leaderships move to other
+/// in-sync replicas (`ReplicationControlManager.handleBrokerInControlledShutdown`). It may stop
+/// (SHUTDOWN_NOW, and the controller fences it) once it leads nothing and every active broker
+/// has applied the metadata log that far; a fenced broker may stop at once. Returns whether it
+/// may stop.
+#[allow(clippy::too_many_arguments)]
+fn controlled_shutdown(
+    b: BrokerId,
+    fenced: bool,
+    now: u64,
+    cluster: &Cluster,
+    controller: &mut Controller,
+    brokers: &mut Query<&mut Broker>,
+    events: &mut EventLog,
+    metrics: &mut Metrics,
+    partitions: &mut Query<&mut Partition>,
+    replicas: &mut Query<&mut Replica>,
+) -> bool {
+    if fenced {
+        return true;
+    }
+    let entity = cluster.brokers[b as usize - 1];
+    if !brokers.get(entity).expect("broker").in_controlled_shutdown {
+        brokers
+            .get_mut(entity)
+            .expect("broker")
+            .in_controlled_shutdown = true;
+        events.push(now, EventKind::BrokerInControlledShutdown { broker: b });
+        let views = super::cluster::broker_views(brokers.iter());
+        let mut ctx = ElectionContext {
+            now,
+            cluster,
+            brokers: &views,
+            events,
+            metrics,
+            metadata: &mut controller.metadata,
+            reason: "controlled shutdown",
+        };
+        leave_isrs_and_leaderships(b, partitions, replicas, &mut ctx);
+        controller.controlled_shutdown_offset[b as usize] = Some(controller.metadata.end);
+    }
+    let leads = cluster
+        .partitions
+        .iter()
+        .any(|&p| partitions.get(p).expect("partition entity").leader == Some(b));
+    // `BrokerHeartbeatManager.lowestActiveOffset`: active brokers are unfenced and not shutting
+    // down.
+    let lowest_active = brokers
+        .iter()
+        .filter(|o| !o.fenced && !o.in_controlled_shutdown)
+        .map(|o| controller.reported_offset[o.id as usize])
+        .min()
+        .unwrap_or(u64::MAX);
+    let caught_up = controller.controlled_shutdown_offset[b as usize]
+        .is_some_and(|offset| offset <= lowest_active);
+    if leads || !caught_up {
+        return false;
+    }
+    change_fencing(
+        true,
+        b,
+        now,
+        cluster,
+        brokers,
+        events,
+        metrics,
+        &mut controller.metadata,
+        partitions,
+        replicas,
+    );
+    true
 }
 
 /// `BrokerHeartbeatManager`: a broker whose last heartbeat is older than the session timeout is
@@ -691,6 +852,7 @@ fn elect_preferred_leaders(
         events,
         metrics,
         metadata,
+        reason: "preferred leader",
     };
     for &entity in &cluster.partitions {
         let mut partition = partitions.get_mut(entity).expect("partition entity");

@@ -72,6 +72,19 @@ pub enum EventKind {
     BrokerRestarted {
         broker: u32,
     },
+    /// An operator asked the broker to stop: it begins a controlled shutdown.
+    ControlledShutdownRequested {
+        broker: u32,
+    },
+    /// The controller took the broker into controlled shutdown: it leaves every ISR and its
+    /// leaderships move.
+    BrokerInControlledShutdown {
+        broker: u32,
+    },
+    /// The broker stopped cleanly at the controller's word, its log intact.
+    BrokerShutDown {
+        broker: u32,
+    },
     BrokerIsolated {
         broker: u32,
     },
@@ -109,6 +122,9 @@ pub enum EventKind {
         leader_epoch: u32,
         unclean: bool,
         isr: Vec<u32>,
+        /// What moved it: "leader fenced", "replica unfenced", "preferred leader", "controlled
+        /// shutdown", "reassignment".
+        reason: String,
     },
     /// No replica can lead: the partition is unavailable.
     PartitionOffline {
@@ -211,6 +227,10 @@ pub struct Metrics {
     pub unclean_leader_elections: u64,
     /// Time partitions spent without a leader, summed over partitions.
     pub offline_partition_ms: u64,
+    /// Time partitions spent led by a broker that was down or cut off from everyone, before the
+    /// controller fenced it and moved the leadership: Kafka counts them online, yet writes and
+    /// reads stall. Summed over partitions.
+    pub dead_leader_ms: u64,
     /// Records removed from followers' logs by truncation.
     pub records_truncated: u64,
 }

@@ -11,7 +11,7 @@ use super::cluster::{Broker, Cluster, Partition, Record, Replica, broker_views};
 use super::consumer::Consumer;
 use super::events::Metrics;
 use super::group_coordinator::ConsumerGroup;
-use super::ledger::{AckLedger, lost_records};
+use super::ledger::{AckLedger, Missing, lost_records};
 use super::producer::{Producer, producer_name, send_number};
 use crate::scenario::{Acks, GroupProtocol};
 
@@ -452,23 +452,11 @@ pub(super) fn check_no_safe_loss(
         let Some(p) = entity.and_then(|e| partitions.get(e).ok()) else {
             continue;
         };
-        // Offline with the record still on a replica that may not lead: KIP-966 takes a replica
-        // that shut down uncleanly out of the ELR, as it may have lost what it had not flushed.
-        // Kafka keeps such a partition offline rather than risk a loss; the record is
-        // unavailable until an unclean election, and its safety is not promised.
-        let still_held = || {
-            p.replicas.iter().any(|r| {
-                record.offset.is_some_and(|offset| {
-                    replicas
-                        .get(*r)
-                        .expect("replica entity")
-                        .log
-                        .get(offset as usize)
-                        .is_some_and(|held| held.id == record.id)
-                })
-            })
-        };
-        if p.leader.is_none() && still_held() {
+        // Offline with the record still on a replica that may not lead (unavailable, not lost):
+        // KIP-966 takes a replica that shut down uncleanly out of the ELR, as it may have lost
+        // what it had not flushed. Kafka keeps such a partition offline rather than risk a loss;
+        // the record comes back only with an unclean election, and its safety is not promised.
+        if record.state == Missing::Unavailable {
             continue;
         }
         if p.min_insync_replicas >= 2 && !p.unclean_leader_election {

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use bevy_ecs::prelude::*;
 use serde::Serialize;
 
-use super::cluster::{Cluster, Partition, Replica};
+use super::cluster::{BrokerId, Cluster, Partition, Replica};
 use super::producer::{Producer, producer_name};
 use crate::scenario::Acks;
 
@@ -61,7 +61,18 @@ pub struct AckLedger {
     pub disk_lost: bool,
 }
 
-/// An acknowledged record that is gone.
+/// Whether a missing acknowledged record can come back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Missing {
+    /// No replica will ever serve it again.
+    Lost,
+    /// Only replicas that may not lead hold it (out of the ISR and ELR, unclean election off):
+    /// the partition is offline, and an unclean election would bring it back.
+    Unavailable,
+}
+
+/// An acknowledged record that is gone, or out of reach.
 #[derive(Debug, Clone, Serialize)]
 pub struct LostRecord {
     pub topic: String,
@@ -69,6 +80,7 @@ pub struct LostRecord {
     pub offset: Option<u64>,
     pub key: Option<String>,
     pub producer: String,
+    pub state: Missing,
     pub why: String,
     #[serde(skip)]
     pub acks: Acks,
@@ -102,7 +114,8 @@ pub fn read<D: bevy_ecs::query::QueryData>(world: &World) -> QueryState<D> {
 
 /// The acknowledged records absent from the log of their partition's current leader, or, for a
 /// partition without a leader, from every replica that could still lead it (its ISR and ELR, and
-/// with unclean election any replica).
+/// with unclean election any replica). Those another replica still holds are unavailable, the
+/// others lost.
 pub fn lost_records(
     ledger: &AckLedger,
     cluster: &Cluster,
@@ -123,39 +136,27 @@ pub fn lost_records(
         let partition = partitions
             .get(cluster.partitions[i])
             .expect("partition entity");
-        let holders: Vec<&Replica> = match partition.leader {
-            Some(leader) => vec![
-                replicas
-                    .get(partition.replica_on(leader).expect("leader is a replica"))
-                    .expect("replica entity"),
-            ],
-            None => partition
-                .assignment
-                .iter()
-                .zip(&partition.replicas)
-                .filter(|(b, _)| {
-                    partition.in_isr(**b)
+        let (holders, others): (Vec<(BrokerId, &Replica)>, Vec<_>) = partition
+            .assignment
+            .iter()
+            .zip(&partition.replicas)
+            .map(|(b, r)| (*b, replicas.get(*r).expect("replica entity")))
+            .partition(|(b, _)| match partition.leader {
+                Some(leader) => *b == leader,
+                None => {
+                    partition.in_isr(*b)
                         || partition.elr.contains(b)
                         || partition.unclean_leader_election
-                })
-                .map(|(_, r)| replicas.get(*r).expect("replica entity"))
-                .collect(),
+                }
+            });
+        // With a leader, the other replicas follow its log: what it lacks is gone from theirs too.
+        let others = if partition.leader.is_some() {
+            Vec::new()
+        } else {
+            others
         };
-        // acks=0 records have no offset: look them up by id.
-        let ids: Option<HashSet<u64>> = records.iter().any(|r| r.offset().is_none()).then(|| {
-            holders
-                .iter()
-                .flat_map(|h| h.log.iter().map(|r| r.id))
-                .collect()
-        });
-        let has = |record: &AckedRecord| match record.offset() {
-            Some(offset) => holders.iter().any(|h| {
-                h.log
-                    .get(offset as usize)
-                    .is_some_and(|r| r.id == record.id)
-            }),
-            None => ids.as_ref().is_some_and(|ids| ids.contains(&record.id)),
-        };
+        let has = holds(&records, &holders);
+        let others_have = holds(&records, &others);
         let why = match partition.leader {
             Some(leader) => format!(
                 "not in the log of leader {leader} (epoch {}{})",
@@ -168,7 +169,15 @@ pub fn lost_records(
             ),
             None => "partition offline: no replica that could lead has it".to_string(),
         };
-        for record in records.into_iter().filter(|r| !has(r)) {
+        let unavailable = "partition offline: only out-of-sync replicas, which may not lead with \
+                           unclean election off, hold it"
+            .to_string();
+        for record in records.iter().filter(|r| !has(r)) {
+            let (state, why) = if others_have(record) {
+                (Missing::Unavailable, unavailable.clone())
+            } else {
+                (Missing::Lost, why.clone())
+            };
             lost.push(LostRecord {
                 topic: cluster.topics[partition.topic].name.clone(),
                 partition: partition.index,
@@ -179,13 +188,36 @@ pub fn lost_records(
                     .and_then(|e| producers.get(*e).ok())
                     .and_then(|p| p.key_text(record.key)),
                 producer: producer_name(cluster, producers, record.producer()),
-                why: why.clone(),
+                state,
+                why,
                 acks: record.acks,
                 id: record.id,
             });
         }
     }
     lost
+}
+
+/// Whether one of `replicas` holds an acknowledged record. acks=0 records have no offset: they
+/// are looked up by id.
+fn holds<'a>(
+    records: &[&AckedRecord],
+    replicas: &'a [(BrokerId, &'a Replica)],
+) -> impl Fn(&AckedRecord) -> bool + 'a {
+    let ids: Option<HashSet<u64>> = records.iter().any(|r| r.offset().is_none()).then(|| {
+        replicas
+            .iter()
+            .flat_map(|(_, h)| h.log.iter().map(|r| r.id))
+            .collect()
+    });
+    move |record: &AckedRecord| match record.offset() {
+        Some(offset) => replicas.iter().any(|(_, h)| {
+            h.log
+                .get(offset as usize)
+                .is_some_and(|r| r.id == record.id)
+        }),
+        None => ids.as_ref().is_some_and(|ids| ids.contains(&record.id)),
+    }
 }
 
 // The ledger holds a row per acknowledged record: keep it small.

@@ -242,6 +242,7 @@ fn spawn_partition(
             unclean_leader_election: config.unclean_leader_election,
             elected_uncleanly: false,
             offline_since_ms: None,
+            dead_leader_since_ms: None,
             // Every replica starts in the ISR of a leader elected at 0.
             followers: vec![FollowerState::reset(true, 0); assignment.len()],
             history: vec![crate::sim::cluster::LeaderRecord {

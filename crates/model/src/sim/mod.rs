@@ -252,6 +252,7 @@ fn controller_phase(
         &cluster,
         &mut rng,
         &mut wake,
+        &mut events,
         &mut wires,
         &mut brokers,
         &mut due,

@@ -174,6 +174,10 @@ pub struct Heartbeat {
     pub incarnation: u32,
     /// The first of a new incarnation: a `BrokerRegistrationRequest`.
     pub registration: bool,
+    /// `wantShutDown`: the broker is in controlled shutdown.
+    pub want_shut_down: bool,
+    /// `currentMetadataOffset`: how far the broker has applied the metadata log.
+    pub metadata_offset: u64,
 }
 
 /// The controller's answer (`BrokerHeartbeatResponse`), drawn on the way back.
@@ -189,6 +193,9 @@ pub struct HeartbeatResponse {
     /// The end of the controller's metadata log: the broker catches up to it (after a cut
     /// controller link heals, the first answer brings it up to date).
     pub metadata_offset: u64,
+    /// `shouldShutDown`: a broker in controlled shutdown leads nothing and every active broker
+    /// has learnt so; it may stop.
+    pub should_shut_down: bool,
 }
 
 /// Errors of the group protocol (`Errors.java`).

@@ -5,10 +5,10 @@ use bevy_ecs::prelude::*;
 use bevy_ecs::system::SystemParam;
 
 use super::SimClock;
-use super::cluster::{Broker, Cluster, Replica};
+use super::cluster::{Broker, Cluster, Partition, Replica};
 use super::consumer::Consumer;
 use super::controller::Controller;
-use super::events::{EventKind, EventLog};
+use super::events::{EventKind, EventLog, Metrics};
 use super::group_coordinator::ConsumerGroup;
 use super::ledger::AckLedger;
 use super::network::Network;
@@ -79,6 +79,8 @@ pub(super) struct Targets<'w, 's> {
     producers: Query<'w, 's, &'static mut Producer>,
     brokers: Query<'w, 's, &'static mut Broker>,
     replicas: Query<'w, 's, &'static mut Replica>,
+    partitions: Query<'w, 's, &'static mut Partition>,
+    metrics: ResMut<'w, Metrics>,
     controllers: Query<'w, 's, &'static mut Controller>,
     groups: Query<'w, 's, &'static ConsumerGroup>,
     consumers: Query<'w, 's, &'static mut Consumer>,
@@ -110,10 +112,11 @@ pub(super) fn apply_actions(
             | Action::IsolateBroker(_)
             | Action::HealBroker(_)
             | Action::CutControllerLink(_)
-            | Action::HealControllerLink(_) => network_action(&mut targets, &action),
-            Action::CrashBroker(_) | Action::WipeBroker(_) | Action::RestartBroker(_) => {
-                broker_action(&mut targets, now, &action)
-            }
+            | Action::HealControllerLink(_) => network_action(&mut targets, now, &action),
+            Action::CrashBroker(_)
+            | Action::WipeBroker(_)
+            | Action::RestartBroker(_)
+            | Action::ControlledShutdown(_) => broker_action(&mut targets, now, &action),
             Action::PreferredElection => controller_action(&mut targets, &action),
             Action::SetAcks(..) | Action::SetRate(..) | Action::Produce(..) => {
                 producer_action(&mut targets, now, &action)
@@ -137,7 +140,7 @@ fn misrouted(action: &Action) -> String {
 }
 
 /// Links and reachability: cuts, heals and delays.
-fn network_action(t: &mut Targets, action: &Action) -> Outcome {
+fn network_action(t: &mut Targets, now: u64, action: &Action) -> Outcome {
     let network = &mut t.network;
     Ok(match *action {
         Action::CutLink(a, b) => {
@@ -156,10 +159,19 @@ fn network_action(t: &mut Targets, action: &Action) -> Outcome {
         }
         Action::IsolateBroker(b) => {
             network.isolated.insert(b);
+            leader_gone(t, b, now);
             EventKind::BrokerIsolated { broker: b }
         }
         Action::HealBroker(b) => {
             network.isolated.remove(&b);
+            let alive = t
+                .cluster
+                .brokers
+                .get((b as usize).wrapping_sub(1))
+                .is_some_and(|e| t.brokers.get(*e).is_ok_and(|broker| broker.alive));
+            if alive {
+                leader_back(t, b, now);
+            }
             EventKind::BrokerHealed { broker: b }
         }
         Action::CutControllerLink(b) => {
@@ -177,7 +189,10 @@ fn network_action(t: &mut Targets, action: &Action) -> Outcome {
 /// Broker processes: crashes, lost disks and restarts.
 fn broker_action(t: &mut Targets, now: u64, action: &Action) -> Outcome {
     let b = match *action {
-        Action::CrashBroker(b) | Action::WipeBroker(b) | Action::RestartBroker(b) => b,
+        Action::CrashBroker(b)
+        | Action::WipeBroker(b)
+        | Action::RestartBroker(b)
+        | Action::ControlledShutdown(b) => b,
         _ => return Err(misrouted(action)),
     };
     let Some(&entity) = t.cluster.brokers.get((b as usize).wrapping_sub(1)) else {
@@ -196,12 +211,26 @@ fn broker_action(t: &mut Targets, now: u64, action: &Action) -> Outcome {
             broker.next_heartbeat_ms = now;
             EventKind::BrokerRestarted { broker: b }
         }
+        Action::ControlledShutdown(_) => {
+            if !broker.alive {
+                return Err(format!("broker {b} is not running ({})", broker.state()));
+            }
+            if broker.pending_shutdown.is_some() {
+                return Err(format!("broker {b} is already shutting down"));
+            }
+            // `BrokerLifecycleManager.beginControlledShutdown`: the next heartbeat goes at once.
+            broker.pending_shutdown = Some(false);
+            broker.next_heartbeat_ms = now;
+            EventKind::ControlledShutdownRequested { broker: b }
+        }
         _ => {
             let wipe = matches!(action, Action::WipeBroker(_));
             broker.alive = false;
             broker.starting = false;
             broker.unclean_shutdown = true;
+            broker.pending_shutdown = None;
             broker.fetchers.clear();
+            leader_gone(t, b, now);
             if !wipe {
                 return Ok(EventKind::BrokerCrashed { broker: b });
             }
@@ -214,6 +243,29 @@ fn broker_action(t: &mut Targets, now: u64, action: &Action) -> Outcome {
             EventKind::BrokerWiped { broker: b }
         }
     })
+}
+
+/// Broker `b` went down or was cut off: the partitions it leads, as the controller sees them,
+/// stall until the controller fences it (`dead_leader_ms`).
+fn leader_gone(t: &mut Targets, b: u32, now: u64) {
+    for &entity in &t.cluster.partitions {
+        let mut partition = t.partitions.get_mut(entity).expect("partition entity");
+        if partition.leader == Some(b) {
+            partition.dead_leader_since_ms.get_or_insert(now);
+        }
+    }
+}
+
+/// Broker `b` can be reached again while still leading: its partitions no longer stall.
+fn leader_back(t: &mut Targets, b: u32, now: u64) {
+    for &entity in &t.cluster.partitions {
+        let mut partition = t.partitions.get_mut(entity).expect("partition entity");
+        if partition.leader == Some(b)
+            && let Some(since) = partition.dead_leader_since_ms.take()
+        {
+            t.metrics.dead_leader_ms += now - since;
+        }
+    }
 }
 
 /// Requests to the controller.

@@ -507,6 +507,8 @@ mod tests {
             broker,
             incarnation: 1,
             registration: false,
+            want_shut_down: false,
+            metadata_offset: 0,
         }
     }
 

@@ -2,7 +2,8 @@
 //! election timing, preferred leaders and eligible leader replicas.
 
 use kafkascope_model::report::Report;
-use kafkascope_model::scenario::{Action, TimelineEntry};
+use kafkascope_model::scenario::{Action, Scenario, TimelineEntry};
+use kafkascope_model::sim::ledger::Missing;
 use kafkascope_model::sim::{EventKind, Sim};
 
 fn elections(report: &Report) -> Vec<(u64, u32, u32, bool)> {
@@ -745,8 +746,8 @@ fn an_offline_partition_whose_electable_replicas_all_shut_down_uncleanly_is_unav
     // KIP-966: a replica that registers after an unclean shutdown leaves the ELR, as it may have
     // lost data it had not flushed. When that happens to every replica that could lead, Kafka
     // keeps the partition offline (only an unclean election could bring it back): the ledger
-    // counts its records as lost to readers, and the safe-settings check does not call that a
-    // broken promise while a replica still holds them.
+    // counts its records as unavailable, not lost, and the safe-settings check does not call that
+    // a broken promise while a replica still holds them.
     let scenario = crate::scenario(
         r#"(
         name: "both unclean", seed: 118, duration_ms: 60000,
@@ -767,7 +768,9 @@ fn an_offline_partition_whose_electable_replicas_all_shut_down_uncleanly_is_unav
     let p = &report.partitions[0];
     assert_eq!((p.leader, p.isr.len()), (None, 0), "offline: {p:?}");
     assert!(report.brokers.iter().all(|b| b.state == "online"));
-    assert!(report.acked_records_lost > 0);
+    assert_eq!(report.acked_records_lost, 0);
+    assert!(report.acked_records_unavailable > 0);
+    assert_eq!(report.lost_records[0].state, Missing::Unavailable);
     assert!(
         report.lost_records[0].why.contains("partition offline"),
         "{:?}",
@@ -844,5 +847,169 @@ fn a_leader_cut_off_from_the_controller_loses_nothing_with_acks_all_and_min_isr_
         report.invariant_violations.is_empty(),
         "{:?}",
         report.invariant_violations
+    );
+}
+
+/// Three brokers, three partitions led by 1, 2 and 3, acks=all with min.insync.replicas 2, and
+/// a consumer group; broker 1 goes away at 10 s by `action` and comes back at 20 s.
+fn broker_one_leaves(action: Action) -> Scenario {
+    let mut scenario = crate::scenario(
+        r#"(
+        name: "leaves", seed: 7, duration_ms: 40000,
+        cluster: (brokers: 3),
+        topics: [(name: "orders", partitions: 3, replication_factor: 3, min_insync_replicas: 2)],
+        producers: [(name: "p", topic: "orders", acks: All, records_per_sec: 300, keys: Sequence("k"))],
+        consumer_groups: [(name: "g", topics: ["orders"], members: 2)],
+        timeline: [(at_ms: 20000, action: RestartBroker(1))],
+    )"#,
+    );
+    scenario.timeline.insert(
+        0,
+        TimelineEntry {
+            at_ms: 10_000,
+            action,
+        },
+    );
+    scenario
+}
+
+#[test]
+fn a_controlled_shutdown_moves_every_leadership_at_once_while_a_crash_waits_for_the_session() {
+    // `BrokerLifecycleManager.beginControlledShutdown` heartbeats at once; the controller moves
+    // the broker's leaderships to in-sync replicas (`handleBrokerInControlledShutdown`) and lets
+    // it stop once it leads nothing and the other brokers know (`shouldShutDown`).
+    let clean = crate::run(&broker_one_leaves(Action::ControlledShutdown(1)));
+    let moved: Vec<&kafkascope_model::sim::Event> = clean
+        .events
+        .iter()
+        .filter(|e| {
+            matches!(&e.kind, EventKind::LeaderElected { reason, .. } if reason == "controlled shutdown")
+        })
+        .collect();
+    // Broker 1 led orders-0 and some partitions of __consumer_offsets.
+    assert!(moved.len() >= 2, "{moved:?}");
+    assert!(moved.iter().all(|e| e.at_ms < 11_000), "{moved:?}");
+    assert!(moved.iter().all(|e| !matches!(
+        &e.kind,
+        EventKind::LeaderElected { leader: 1, .. } | EventKind::LeaderElected { unclean: true, .. }
+    )));
+    let order: Vec<&str> = clean
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ControlledShutdownRequested { broker: 1 } => Some("requested"),
+            EventKind::BrokerInControlledShutdown { broker: 1 } => Some("in controlled shutdown"),
+            EventKind::BrokerFenced { broker: 1 } => Some("fenced"),
+            EventKind::BrokerShutDown { broker: 1 } => Some("stopped"),
+            EventKind::BrokerRegistered { broker: 1 } => Some("registered"),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "requested",
+            "in controlled shutdown",
+            "fenced",
+            "stopped",
+            "registered"
+        ]
+    );
+    assert_eq!(clean.metrics.offline_partition_ms, 0);
+    assert_eq!(clean.metrics.dead_leader_ms, 0);
+    assert_eq!(clean.metrics.unclean_leader_elections, 0);
+    assert_eq!(
+        (clean.acked_records_lost, clean.acked_records_unavailable),
+        (0, 0)
+    );
+    assert!(
+        clean.invariant_violations.is_empty(),
+        "{:?}",
+        clean.invariant_violations
+    );
+    assert!(clean.brokers.iter().all(|b| b.state == "online"));
+
+    // The same broker crashing: its partitions keep a dead leader until the controller fences
+    // it, `broker.session.timeout.ms` (9 s) after its last heartbeat.
+    let crash = crate::run(&broker_one_leaves(Action::CrashBroker(1)));
+    let fenced_at = crash
+        .events
+        .iter()
+        .find(|e| matches!(e.kind, EventKind::BrokerFenced { broker: 1 }))
+        .expect("fenced")
+        .at_ms;
+    assert!((17_000..=19_001).contains(&fenced_at), "{fenced_at}");
+    // At least orders-0 stalled from 10 s until the fencing.
+    assert!(
+        crash.metrics.dead_leader_ms >= fenced_at - 10_000,
+        "{:?}",
+        crash.metrics
+    );
+    assert_eq!(crash.acked_records_lost, 0);
+}
+
+#[test]
+fn a_controlled_shutdown_of_a_broker_that_is_not_running_is_refused() {
+    let mut scenario = broker_one_leaves(Action::CrashBroker(1));
+    scenario.timeline.push(TimelineEntry {
+        at_ms: 12_000,
+        action: Action::ControlledShutdown(1),
+    });
+    scenario.timeline.push(TimelineEntry {
+        at_ms: 30_000,
+        action: Action::RestartBroker(2),
+    });
+    let report = crate::run(&scenario);
+    let refusals: Vec<(u64, &str, &str)> = report
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ActionRefused { action, why } => {
+                Some((e.at_ms, action.as_str(), why.as_str()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        refusals,
+        [
+            (
+                12_000,
+                "ControlledShutdown(1)",
+                "broker 1 is not running (crashed)"
+            ),
+            (30_000, "RestartBroker(2)", "broker 2 is running"),
+        ]
+    );
+    assert!(report.invariant_violations.is_empty());
+}
+
+#[test]
+fn records_acknowledged_before_a_shrink_are_unavailable_and_those_after_it_lost() {
+    // isr-then-leader-wiped: the followers are cut off at 5 s and leave the ISR at 45 s; leader
+    // 1 then acknowledges alone, and loses its disk at 60 s. What was acknowledged before the
+    // cut is still on the followers, which may not lead with unclean election off.
+    let report = crate::run(&crate::built_in("isr-then-leader-wiped"));
+    let shrink = report
+        .events
+        .iter()
+        .find(|e| matches!(e.kind, EventKind::IsrShrink { .. }))
+        .expect("a shrink")
+        .at_ms;
+    assert_eq!(shrink, 45_000);
+    let follower_end = report.partitions[0].replicas[1].log_end_offset;
+    assert!(follower_end > 0);
+    assert_eq!(report.acked_records_unavailable, follower_end);
+    assert!(report.acked_records_lost > 0);
+    for record in &report.lost_records {
+        let offset = record.offset.expect("acks=all records have offsets");
+        match record.state {
+            Missing::Unavailable => assert!(offset < follower_end, "{record:?}"),
+            Missing::Lost => assert!(offset >= follower_end, "{record:?}"),
+        }
+    }
+    assert_eq!(
+        report.acked_records_lost + report.acked_records_unavailable,
+        report.lost_records.len() as u64
     );
 }
