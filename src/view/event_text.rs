@@ -50,6 +50,38 @@ pub fn describe(kind: &EventKind) -> (Severity, String) {
             ),
         ),
         E::ActionRefused { action, why } => (Bad, format!("{action} refused: {why}")),
+        E::MinIsrChanged {
+            topic,
+            min_insync_replicas,
+        } => (
+            Info,
+            format!("{topic}: min.insync.replicas set to {min_insync_replicas}"),
+        ),
+        E::UncleanElectionChanged { topic, enabled } => (
+            Info,
+            format!("{topic}: unclean.leader.election.enable set to {enabled}"),
+        ),
+        E::EligibleLeaderReplicasChanged { enabled } => (
+            Info,
+            format!(
+                "eligible leader replicas (KIP-966) {}",
+                if *enabled { "on" } else { "off" }
+            ),
+        ),
+        E::ProducerReconfigured {
+            producer,
+            settings,
+            idempotent,
+        } => (
+            Info,
+            format!(
+                "producer {producer} restarted with {settings}{}",
+                if *idempotent { " (idempotent)" } else { "" }
+            ),
+        ),
+        E::GroupMembersSet { group, members } => {
+            (Info, format!("group {group}: {members} members wanted"))
+        }
         E::ControlledShutdownRequested { broker } => {
             (Info, format!("broker {broker}: controlled shutdown begins"))
         }

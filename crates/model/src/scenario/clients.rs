@@ -81,6 +81,128 @@ pub struct ProducerConfig {
     pub metadata_max_age_ms: u64,
 }
 
+/// A producer's settings to change live (`SetProducer`); those left out stay as they are. The
+/// application restarts its producer with them: batches already made keep theirs.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProducerSettings {
+    #[serde(
+        default,
+        deserialize_with = "present",
+        serialize_with = "given",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub acks: Option<Acks>,
+    #[serde(
+        default,
+        deserialize_with = "present",
+        serialize_with = "given",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub records_per_sec: Option<u32>,
+    #[serde(
+        default,
+        deserialize_with = "present",
+        serialize_with = "given",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub keys: Option<Keys>,
+    #[serde(
+        default,
+        deserialize_with = "present",
+        serialize_with = "given",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub linger_ms: Option<u64>,
+    #[serde(
+        default,
+        deserialize_with = "present",
+        serialize_with = "given",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub batch_size: Option<u32>,
+    /// `Some(None)` goes back to Kafka's default (on with acks=all).
+    #[serde(
+        default,
+        deserialize_with = "present",
+        serialize_with = "given",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub enable_idempotence: Option<Option<bool>>,
+}
+
+impl ProducerSettings {
+    /// `config` with these settings applied, refused as Kafka's client refuses a config (the
+    /// checks `validate_producers` makes of a file's producer).
+    pub fn applied_to(&self, config: &ProducerConfig) -> Result<ProducerConfig, String> {
+        let mut next = config.clone();
+        if let Some(acks) = self.acks {
+            next.acks = acks;
+        }
+        if let Some(rate) = self.records_per_sec {
+            next.records_per_sec = rate;
+        }
+        if let Some(keys) = &self.keys {
+            next.keys = keys.clone();
+        }
+        if let Some(linger) = self.linger_ms {
+            next.linger_ms = linger;
+        }
+        if let Some(batch) = self.batch_size {
+            next.batch_size = batch;
+        }
+        if let Some(idempotence) = self.enable_idempotence {
+            next.enable_idempotence = idempotence;
+        }
+        producer_refusal(&next).map_or(Ok(next), Err)
+    }
+}
+
+/// Why Kafka's producer (or the model's limits) would refuse a config, for the settings a running
+/// producer may change.
+pub(super) fn producer_refusal(p: &ProducerConfig) -> Option<String> {
+    if let Some(why) = rate_too_high(p.records_per_sec) {
+        return Some(format!("records_per_sec {why}"));
+    }
+    if p.batch_size == 0 || p.batch_size > limits::BATCH_SIZE {
+        return Some(format!(
+            "batch_size {}: must be 1 to {}",
+            p.batch_size,
+            limits::BATCH_SIZE
+        ));
+    }
+    if let Keys::Sequence(key) | Keys::Fixed(key) = &p.keys
+        && let Some(why) = key_too_long(key)
+    {
+        return Some(why);
+    }
+    if let Keys::Random(0) = p.keys {
+        return Some("keys Random(0): needs at least one key".into());
+    }
+    if p.enable_idempotence == Some(true) && p.acks != Acks::All {
+        return Some(format!(
+            "idempotence needs acks=all, this producer would have acks={} (Kafka refuses the config)",
+            p.acks.as_config()
+        ));
+    }
+    if p.linger_ms > limits::DURATION_MS {
+        return Some(format!(
+            "linger_ms {}: at most {} ms (a week)",
+            p.linger_ms,
+            limits::DURATION_MS
+        ));
+    }
+    // `KafkaProducer.configureDeliveryTimeout` refuses this combination.
+    if p.delivery_timeout_ms < p.linger_ms + p.request_timeout_ms {
+        return Some(format!(
+            "delivery_timeout_ms {} is below linger_ms + request_timeout_ms ({}): Kafka refuses the config",
+            p.delivery_timeout_ms,
+            p.linger_ms + p.request_timeout_ms
+        ));
+    }
+    None
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum OffsetReset {
     Earliest,

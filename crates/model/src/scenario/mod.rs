@@ -15,7 +15,9 @@ mod timeline;
 mod topics;
 
 pub use built_in::{BUILT_IN, BuiltIn};
-pub use clients::{Acks, ConsumerGroupConfig, GroupProtocol, Keys, OffsetReset, ProducerConfig};
+pub use clients::{
+    Acks, ConsumerGroupConfig, GroupProtocol, Keys, OffsetReset, ProducerConfig, ProducerSettings,
+};
 pub use cluster::ClusterConfig;
 use cluster::{given, present};
 pub use file::{ScenarioError, parse_ron, read_named_file};

@@ -5,7 +5,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::limits::{self, RecordMemory, key_too_long, rate_too_high};
-use super::{Acks, Check, Scenario, ScenarioError};
+use super::{Acks, Check, ProducerSettings, Scenario, ScenarioError};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -52,6 +52,16 @@ pub enum Action {
     CrashConsumer(String),
     /// Each member of the group processes this many records per second.
     SetConsumerRate(String, u32),
+    /// Start or close members (cleanly, newest first) until the group has this many.
+    SetGroupMembers(String, u32),
+    /// A topic's `min.insync.replicas` (`kafka-configs --alter`, applied by every broker).
+    SetMinIsr(String, u32),
+    /// A topic's `unclean.leader.election.enable`.
+    SetUncleanElection(String, bool),
+    /// Eligible leader replicas (KIP-966) on or off for the cluster.
+    SetEligibleLeaderReplicas(bool),
+    /// Restart a producer with other settings; those left out stay.
+    SetProducer(String, ProducerSettings),
 }
 
 /// An action as a scenario file writes it, for messages: `ControlledShutdown(2)`.
@@ -168,6 +178,52 @@ pub(super) fn validate(
                 }
                 if matches!(entry.action, Action::AddConsumer(_)) {
                     *consumers += 1;
+                }
+            }
+            Action::SetGroupMembers(group, members) => {
+                if !s.consumer_groups.iter().any(|g| g.name == *group) {
+                    return Err(bad(field, format!("no consumer group named {group:?}")));
+                }
+                if *members > limits::CONSUMERS {
+                    return Err(bad(
+                        field,
+                        format!("{members} members: at most {}", limits::CONSUMERS),
+                    ));
+                }
+                *consumers += u64::from(*members);
+            }
+            Action::SetMinIsr(topic, min_isr) => {
+                if s.topic_index(topic).is_none() {
+                    return Err(bad(field, format!("no topic named {topic:?}")));
+                }
+                if *min_isr == 0 {
+                    return Err(bad(field, "0: Kafka's minimum is 1".into()));
+                }
+            }
+            Action::SetUncleanElection(topic, _) => {
+                if s.topic_index(topic).is_none() {
+                    return Err(bad(field, format!("no topic named {topic:?}")));
+                }
+            }
+            Action::SetEligibleLeaderReplicas(_) => {}
+            Action::SetProducer(name, settings) => {
+                let p = producer(name)?;
+                // What can be judged before the run; the rest (acks with idempotence, say)
+                // depends on earlier changes and is checked when the action applies.
+                let alone = ProducerSettings {
+                    acks: None,
+                    enable_idempotence: None,
+                    ..settings.clone()
+                };
+                if let Err(why) = alone.applied_to(&s.producers[p]) {
+                    return Err(bad(field, why));
+                }
+                if let Some(rate) = settings.records_per_sec {
+                    memory.add(
+                        u64::from(rate)
+                            .saturating_mul(until_ms.saturating_sub(entry.at_ms) / 1000 + 1),
+                        producer_rf(p),
+                    );
                 }
             }
             Action::Produce(name, key, count) => {

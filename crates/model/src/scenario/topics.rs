@@ -118,15 +118,8 @@ pub(super) fn validate(s: &Scenario, check: &Check) -> Result<(), ScenarioError>
                 "0: Kafka's minimum is 1".into(),
             ));
         }
-        if t.min_insync_replicas > t.replication_factor {
-            return Err(bad(
-                at("min_insync_replicas"),
-                format!(
-                    "{} is above the replication factor ({}): acks=all could never succeed",
-                    t.min_insync_replicas, t.replication_factor
-                ),
-            ));
-        }
+        // Above the replication factor is accepted: since Kafka 3.7 brokers and the controller
+        // cap it by the replica count (`Partition.effectiveMinIsr`, KAFKA-15583).
         if let Some(assignment) = &t.assignment {
             if assignment.len() != t.partitions as usize {
                 return Err(bad(

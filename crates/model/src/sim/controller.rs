@@ -49,6 +49,9 @@ pub struct Controller {
     /// `auto.leader.rebalance.enable` and some partition is led by a broker other than its first
     /// replica.
     pub next_balance_check_ms: Option<u64>,
+    /// When the controller next looks for leaderless partitions whose topic allows an unclean
+    /// election, if it is scheduled: it is while some partition has no leader.
+    pub next_unclean_check_ms: Option<u64>,
     pub metadata: MetadataLog,
     /// The metadata offset each broker reported in its last heartbeat, by broker id.
     pub reported_offset: Vec<u64>,
@@ -101,6 +104,7 @@ impl Controller {
             preferred_election_requested: false,
             // Every partition starts led by its first replica: nothing to balance.
             next_balance_check_ms: None,
+            next_unclean_check_ms: None,
             metadata: MetadataLog::default(),
             reported_offset: vec![0; n],
             controlled_shutdown_offset: vec![None; n],
@@ -274,7 +278,7 @@ fn leave_isrs_and_leaderships(
         }
         if partition.in_isr(broker) && (partition.isr.len() > 1 || elr_enabled) {
             partition.isr.retain(|b| *b != broker);
-            if elr_enabled && partition.isr.len() < partition.min_insync_replicas as usize {
+            if elr_enabled && partition.isr.len() < partition.effective_min_isr() {
                 partition.elr.push(broker);
                 partition.elr.sort_unstable();
             }
@@ -783,8 +787,9 @@ pub(super) fn controller_checks_sessions(
     }
 }
 
-/// Preferred leader election: each partition whose first assigned replica is in the ISR and not
-/// fenced, but not leading, gets it back as leader. Runs on request, and with
+/// Preferred leader election, and the periodic unclean election of leaderless partitions. Preferred:
+/// each partition whose first assigned replica is in the ISR and not fenced, but not leading,
+/// gets it back as leader. Runs on request, and with
 /// `auto.leader.rebalance.enable` `leader.imbalance.check.interval.seconds` after a change left
 /// some partition led by another broker, then again after each run while one still is
 /// (`QuorumController.maybeScheduleNextBalancePartitionLeaders`, which the controller calls after
@@ -829,7 +834,43 @@ pub(super) fn controller_balances_leaders(
     if let Some(at) = controller.next_balance_check_ms {
         wake.standing_at(Standing::Controller, at);
     }
+    if controller.next_unclean_check_ms.is_some_and(|at| now >= at) {
+        controller.next_unclean_check_ms = None;
+        let views = super::cluster::broker_views(brokers.iter());
+        let mut ctx = ElectionContext {
+            now,
+            cluster,
+            brokers: &views,
+            events,
+            metrics,
+            metadata: &mut controller.metadata,
+            reason: "unclean election check",
+        };
+        for &entity in &cluster.partitions {
+            let mut partition = partitions.get_mut(entity).expect("partition entity");
+            if partition.leader.is_none()
+                && partition.unclean_leader_election
+                && let Some(next) = choose_leader(&partition, ctx.brokers, false)
+            {
+                set_leader(&mut partition, Some(next), replicas, &mut ctx);
+            }
+        }
+    }
+    let leaderless = || partitions.iter().any(|p| p.leader.is_none());
+    if controller.next_unclean_check_ms.is_none() && leaderless() {
+        controller.next_unclean_check_ms = Some(now + UNCLEAN_CHECK_INTERVAL_MS);
+    }
+    if let Some(at) = controller.next_unclean_check_ms {
+        wake.standing_at(Standing::Controller, at);
+    }
 }
+
+/// `unclean.leader.election.interval.ms` (internal, 5 minutes): while some partition has no
+/// leader, the controller looks this often for those whose topic now allows an unclean election
+/// (`QuorumController.maybeScheduleNextElectUncleanLeaders`,
+/// `ReplicationControlManager.maybeTriggerUncleanLeaderElectionForLeaderlessPartitions`): turning
+/// `unclean.leader.election.enable` on elects no one at once.
+pub const UNCLEAN_CHECK_INTERVAL_MS: u64 = 300_000;
 
 /// Gives each partition whose first replica is in the ISR and not fenced, but not leading, back
 /// to it (`ReplicationControlManager.maybeBalancePartitionLeaders`).

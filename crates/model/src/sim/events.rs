@@ -72,6 +72,30 @@ pub enum EventKind {
     BrokerRestarted {
         broker: u32,
     },
+    /// A topic's `min.insync.replicas` changed.
+    MinIsrChanged {
+        topic: String,
+        min_insync_replicas: u32,
+    },
+    /// A topic's `unclean.leader.election.enable` changed.
+    UncleanElectionChanged {
+        topic: String,
+        enabled: bool,
+    },
+    EligibleLeaderReplicasChanged {
+        enabled: bool,
+    },
+    /// A producer restarted with other settings (those given, as a scenario writes them).
+    ProducerReconfigured {
+        producer: String,
+        settings: String,
+        idempotent: bool,
+    },
+    /// Members were started or closed until the group had this many.
+    GroupMembersSet {
+        group: String,
+        members: u32,
+    },
     /// An operator asked the broker to stop: it begins a controlled shutdown.
     ControlledShutdownRequested {
         broker: u32,

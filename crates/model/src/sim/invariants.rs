@@ -459,7 +459,7 @@ pub(super) fn check_no_safe_loss(
         if record.state == Missing::Unavailable {
             continue;
         }
-        if p.min_insync_replicas >= 2 && !p.unclean_leader_election {
+        if p.effective_min_isr() >= 2 && !p.unclean_leader_election {
             invariants.report(
                 "safe-write-lost",
                 p.ordinal as usize,

@@ -85,7 +85,7 @@ pub(super) fn expand_isr(
         partition.sort_isr();
         partition.elr.retain(|b| !joining.contains(b));
         // KIP-966: with the ISR back at min.insync.replicas, the ELR is no longer needed.
-        if partition.isr.len() >= partition.min_insync_replicas as usize {
+        if partition.isr.len() >= partition.effective_min_isr() {
             partition.elr.clear();
         }
         metrics.isr_expands += 1;
@@ -156,7 +156,7 @@ pub(super) fn shrink_isr(
         partition.isr.retain(|b| !out_of_sync.contains(b));
         // KIP-966: members that leave while the ISR is below min.insync.replicas stay electable.
         if cluster.config.eligible_leader_replicas
-            && partition.isr.len() < partition.min_insync_replicas as usize
+            && partition.isr.len() < partition.effective_min_isr()
         {
             partition.elr.extend(&out_of_sync);
             partition.elr.sort_unstable();

@@ -39,8 +39,8 @@ fn append_batch(
         return BatchOutcome::Done(Err(KafkaError::NotLeaderOrFollower));
     };
     // `Partition.appendRecordsToLeader`: acks=all needs min.insync.replicas in the ISR before the
-    // append.
-    if acks == Acks::All && partition.isr.len() < partition.min_insync_replicas as usize {
+    // append, capped by the replica count (`effectiveMinIsr`, Kafka 3.7+).
+    if acks == Acks::All && partition.isr.len() < partition.effective_min_isr() {
         return BatchOutcome::Done(Err(KafkaError::NotEnoughReplicas));
     }
     let Some(leader_entity) = partition.replica_on(broker) else {
@@ -256,7 +256,7 @@ pub(super) fn complete_delayed_produce(
             };
             let hw = replicas.get(leader).expect("replica entity").high_watermark;
             if hw >= required {
-                *outcome = if partition.isr.len() < partition.min_insync_replicas as usize {
+                *outcome = if partition.isr.len() < partition.effective_min_isr() {
                     BatchOutcome::Done(Err(KafkaError::NotEnoughReplicasAfterAppend))
                 } else {
                     BatchOutcome::Done(Ok(base_offset))

@@ -52,9 +52,6 @@ pub fn producer_name(cluster: &Cluster, producers: &Query<&Producer>, index: u32
         .unwrap_or_default()
 }
 
-/// Where a producer's table of key names holds its configured prefix or fixed key.
-const CONFIG_KEY_NAME: usize = 0;
-
 /// A batch in the accumulator or in flight.
 #[derive(Debug, Clone)]
 pub struct Batch {
@@ -194,6 +191,8 @@ pub struct Producer {
     key_counter: u64,
     /// The texts its keys name: sequences' prefixes, fixed keys, the timeline's keys.
     pub key_names: Vec<Arc<str>>,
+    /// Where `key_names` holds the configured prefix or fixed key.
+    config_key: usize,
     /// Records asked for by the timeline (`Produce`), sent at the next step.
     pub requested: VecDeque<(Option<String>, u64)>,
     /// The sticky partition for records without a key, and the bytes sent to it.
@@ -240,6 +239,7 @@ impl Producer {
             made_since: 0,
             key_counter: 0,
             key_names: Vec::new(),
+            config_key: 0,
             requested: VecDeque::new(),
             sticky: None,
             queues: vec![VecDeque::new(); n],
@@ -257,8 +257,7 @@ impl Producer {
             },
             stats: ProducerStats::default(),
         };
-        // The configured prefix or fixed key is name 0 (`CONFIG_KEY_NAME`), where a key's bits
-        // can always name it.
+        // The configured prefix or fixed key is name 0, where a key's bits can always name it.
         if let Keys::Sequence(name) | Keys::Fixed(name) = &config.keys {
             producer.key_names.push(Arc::from(name.as_str()));
         }
@@ -270,7 +269,34 @@ impl Producer {
     /// acks=all unless the config turns it off.
     pub fn set_acks(&mut self, acks: Acks) {
         self.acks = acks;
+        self.config.acks = acks;
         self.idempotent = acks == Acks::All && self.config.enable_idempotence != Some(false);
+    }
+
+    /// Restarts the producer with another config (`SetProducer`, checked by
+    /// `ProducerSettings::applied_to`): batches made from now on take it. A sequence with a new
+    /// prefix counts from 0 again. Refused when the producer's table of key names is full.
+    pub fn reconfigure(&mut self, config: ProducerConfig) -> Result<(), String> {
+        if let Keys::Sequence(name) | Keys::Fixed(name) = &config.keys
+            && config.keys != self.config.keys
+        {
+            let index = keys::intern(&mut self.key_names, name);
+            if index >= keys::MAX_NAMES {
+                self.key_names.truncate(keys::MAX_NAMES);
+                return Err(format!(
+                    "the producer already has {} key names",
+                    keys::MAX_NAMES
+                ));
+            }
+            if !matches!(&self.config.keys, Keys::Sequence(old) if old == name) {
+                self.key_counter = 0;
+            }
+            self.config_key = index;
+        }
+        let acks = config.acks;
+        self.config = config;
+        self.set_acks(acks);
+        Ok(())
     }
 
     pub fn set_rate(&mut self, now: u64, records_per_sec: u32) {
@@ -294,9 +320,9 @@ impl Producer {
     fn next_key(&mut self, rng: &mut SimRng) -> Key {
         match &self.config.keys {
             Keys::None => Key::NONE,
-            Keys::Fixed(_) => Key::named(CONFIG_KEY_NAME),
+            Keys::Fixed(_) => Key::named(self.config_key),
             Keys::Sequence(_) => {
-                let key = Key::sequence(CONFIG_KEY_NAME, self.key_counter);
+                let key = Key::sequence(self.config_key, self.key_counter);
                 self.key_counter += 1;
                 key
             }

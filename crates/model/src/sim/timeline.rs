@@ -73,6 +73,8 @@ pub(super) fn actions_due(clock: &SimClock, timeline: &Timeline) -> bool {
 /// What the timeline's actions change, borrowed for one step.
 #[derive(SystemParam)]
 pub(super) struct Targets<'w, 's> {
+    /// For events besides an action's own (the members a `SetGroupMembers` starts, say).
+    events: ResMut<'w, EventLog>,
     cluster: ResMut<'w, Cluster>,
     network: ResMut<'w, Network>,
     ledger: ResMut<'w, AckLedger>,
@@ -85,6 +87,8 @@ pub(super) struct Targets<'w, 's> {
     groups: Query<'w, 's, &'static ConsumerGroup>,
     consumers: Query<'w, 's, &'static mut Consumer>,
     commands: Commands<'w, 's>,
+    /// Members started in this step (group, instance id): spawned, not yet in `consumers`.
+    spawned: Local<'s, Vec<(u32, Option<String>)>>,
 }
 
 /// An action applied (what happened), or refused at its instant (why not).
@@ -95,10 +99,10 @@ type Outcome = Result<EventKind, String>;
 pub(super) fn apply_actions(
     clock: Res<SimClock>,
     mut timeline: ResMut<Timeline>,
-    mut events: ResMut<EventLog>,
     mut targets: Targets,
 ) {
     let now = clock.now_ms;
+    targets.spawned.clear();
     while let Some((at, action)) = timeline.pending.get(timeline.next).cloned() {
         if at > now {
             break;
@@ -117,20 +121,25 @@ pub(super) fn apply_actions(
             | Action::WipeBroker(_)
             | Action::RestartBroker(_)
             | Action::ControlledShutdown(_) => broker_action(&mut targets, now, &action),
-            Action::PreferredElection => controller_action(&mut targets, &action),
-            Action::SetAcks(..) | Action::SetRate(..) | Action::Produce(..) => {
-                producer_action(&mut targets, now, &action)
-            }
+            Action::PreferredElection
+            | Action::SetMinIsr(..)
+            | Action::SetUncleanElection(..)
+            | Action::SetEligibleLeaderReplicas(_) => controller_action(&mut targets, &action),
+            Action::SetAcks(..)
+            | Action::SetRate(..)
+            | Action::Produce(..)
+            | Action::SetProducer(..) => producer_action(&mut targets, now, &action),
             Action::AddConsumer(_)
             | Action::RemoveConsumer(_)
             | Action::CrashConsumer(_)
-            | Action::SetConsumerRate(..) => group_action(&mut targets, now, &action),
+            | Action::SetConsumerRate(..)
+            | Action::SetGroupMembers(..) => group_action(&mut targets, now, &action),
         };
         let kind = outcome.unwrap_or_else(|why| EventKind::ActionRefused {
             action: action.to_string(),
             why,
         });
-        events.push(now, kind);
+        targets.events.push(now, kind);
     }
 }
 
@@ -268,9 +277,10 @@ fn leader_back(t: &mut Targets, b: u32, now: u64) {
     }
 }
 
-/// Requests to the controller.
+/// Requests to the controller, and configuration it applies (`kafka-configs --alter` is an
+/// IncrementalAlterConfigs the controller writes to the metadata log).
 fn controller_action(t: &mut Targets, action: &Action) -> Outcome {
-    Ok(match *action {
+    Ok(match action {
         Action::PreferredElection => {
             t.controllers
                 .get_mut(t.cluster.controller)
@@ -278,13 +288,75 @@ fn controller_action(t: &mut Targets, action: &Action) -> Outcome {
                 .preferred_election_requested = true;
             EventKind::PreferredElectionRequested
         }
+        Action::SetMinIsr(topic, _) | Action::SetUncleanElection(topic, _)
+            if t.cluster.topics.iter().all(|tp| tp.name != *topic) =>
+        {
+            return Err(format!("no topic named {topic:?}"));
+        }
+        Action::SetMinIsr(_, 0) => return Err("0: Kafka's minimum is 1".into()),
+        Action::SetMinIsr(topic, n) => {
+            // No upper bound: above the replica count, brokers require every replica
+            // (`Partition.effectiveMinIsr`, Kafka 3.7+).
+            let index = t.cluster.topics.iter().position(|tp| tp.name == *topic);
+            let entities = index.map_or(Vec::new(), |i| {
+                t.cluster.topics[i].min_insync_replicas = *n;
+                t.cluster.topics[i].partitions.clone()
+            });
+            for entity in entities {
+                t.partitions
+                    .get_mut(entity)
+                    .expect("partition entity")
+                    .min_insync_replicas = *n;
+            }
+            EventKind::MinIsrChanged {
+                topic: topic.clone(),
+                min_insync_replicas: *n,
+            }
+        }
+        Action::SetUncleanElection(topic, enabled) => {
+            // Takes effect at the next election; the controller's periodic check elects leaders
+            // for partitions left offline (`controller_elects_unclean_leaders`).
+            let entities = t
+                .cluster
+                .topics
+                .iter()
+                .find(|tp| tp.name == *topic)
+                .map_or(Vec::new(), |tp| tp.partitions.clone());
+            for entity in entities {
+                t.partitions
+                    .get_mut(entity)
+                    .expect("partition entity")
+                    .unclean_leader_election = *enabled;
+            }
+            EventKind::UncleanElectionChanged {
+                topic: topic.clone(),
+                enabled: *enabled,
+            }
+        }
+        Action::SetEligibleLeaderReplicas(enabled) => {
+            t.cluster.config.eligible_leader_replicas = *enabled;
+            // Off, the controller keeps no ELR (`PartitionChangeBuilder` writes it empty).
+            if !*enabled {
+                for &entity in &t.cluster.partitions {
+                    t.partitions
+                        .get_mut(entity)
+                        .expect("partition entity")
+                        .elr
+                        .clear();
+                }
+            }
+            EventKind::EligibleLeaderReplicasChanged { enabled: *enabled }
+        }
         _ => return Err(misrouted(action)),
     })
 }
 
 /// Producers: their settings, and records sent on request.
 fn producer_action(t: &mut Targets, now: u64, action: &Action) -> Outcome {
-    let (Action::SetAcks(name, _) | Action::SetRate(name, _) | Action::Produce(name, ..)) = action
+    let (Action::SetAcks(name, _)
+    | Action::SetRate(name, _)
+    | Action::Produce(name, ..)
+    | Action::SetProducer(name, _)) = action
     else {
         return Err(misrouted(action));
     };
@@ -313,6 +385,18 @@ fn producer_action(t: &mut Targets, now: u64, action: &Action) -> Outcome {
                 records_per_sec: *records_per_sec,
             }
         }
+        Action::SetProducer(_, settings) => {
+            let config = settings.applied_to(&p.config)?;
+            p.reconfigure(config)?;
+            if let Some(rate) = settings.records_per_sec {
+                p.set_rate(now, rate);
+            }
+            EventKind::ProducerReconfigured {
+                producer,
+                settings: ron::to_string(settings).unwrap_or_default(),
+                idempotent: p.idempotent,
+            }
+        }
         Action::Produce(_, key, count) => {
             p.requested.push_back((key.clone(), *count));
             EventKind::RecordsProduced {
@@ -330,7 +414,8 @@ fn group_action(t: &mut Targets, now: u64, action: &Action) -> Outcome {
     let (Action::AddConsumer(name)
     | Action::RemoveConsumer(name)
     | Action::CrashConsumer(name)
-    | Action::SetConsumerRate(name, _)) = action
+    | Action::SetConsumerRate(name, _)
+    | Action::SetGroupMembers(name, _)) = action
     else {
         return Err(misrouted(action));
     };
@@ -347,12 +432,7 @@ fn group_action(t: &mut Targets, now: u64, action: &Action) -> Outcome {
             EventKind::ConsumerAdded { group, member }
         }
         Action::RemoveConsumer(_) | Action::CrashConsumer(_) => {
-            let newest = t.cluster.consumers.iter().rev().copied().find(|e| {
-                t.consumers
-                    .get(*e)
-                    .is_ok_and(|c| c.group == index && c.alive && !c.leaving)
-            });
-            let Some(entity) = newest else {
+            let Some(entity) = newest_member(t, index) else {
                 return Err(format!("group {name:?} has no live member"));
             };
             let mut c = t.consumers.get_mut(entity).expect("consumer entity");
@@ -363,6 +443,31 @@ fn group_action(t: &mut Targets, now: u64, action: &Action) -> Outcome {
             } else {
                 c.leaving = true;
                 EventKind::ConsumerRemoved { group, member }
+            }
+        }
+        Action::SetGroupMembers(_, members) => {
+            let live = t
+                .consumers
+                .iter()
+                .filter(|c| c.group == index && c.alive && !c.leaving)
+                .count() as u32;
+            for _ in live..*members {
+                let member = add_member(t, index, &config, now);
+                let group = group.clone();
+                t.events
+                    .push(now, EventKind::ConsumerAdded { group, member });
+            }
+            for _ in *members..live {
+                let entity = newest_member(t, index).expect("a live member to close");
+                let mut c = t.consumers.get_mut(entity).expect("consumer entity");
+                c.leaving = true;
+                let (group, member) = (group.clone(), c.member_id.clone());
+                t.events
+                    .push(now, EventKind::ConsumerRemoved { group, member });
+            }
+            EventKind::GroupMembersSet {
+                group,
+                members: *members,
             }
         }
         Action::SetConsumerRate(_, records_per_sec) => {
@@ -380,10 +485,22 @@ fn group_action(t: &mut Targets, now: u64, action: &Action) -> Outcome {
     })
 }
 
+/// The newest member of the group at `group` that is alive and not leaving.
+fn newest_member(t: &Targets, group: u32) -> Option<Entity> {
+    t.cluster.consumers.iter().rev().copied().find(|e| {
+        t.consumers
+            .get(*e)
+            .is_ok_and(|c| c.group == group && c.alive && !c.leaving)
+    })
+}
+
 /// A new member of the group at `group` starts; returns its member id. A static member comes back
 /// under the instance id of one that is gone.
 fn add_member(t: &mut Targets, group: u32, config: &ConsumerGroupConfig, now: u64) -> String {
-    let number = t.consumers.iter().filter(|c| c.group == group).count() as u32 + 1;
+    // Members started earlier in this step are not in the query yet.
+    let spawned = t.spawned.iter().filter(|(g, _)| *g == group);
+    let number =
+        (t.consumers.iter().filter(|c| c.group == group).count() + spawned.count()) as u32 + 1;
     let index = t.cluster.consumers.len() as u32;
     let mut consumer = Consumer::new(index, group, number, config, now);
     if config.static_members {
@@ -392,6 +509,12 @@ fn add_member(t: &mut Targets, group: u32, config: &ConsumerGroupConfig, now: u6
             .iter()
             .filter(|c| c.group == group && c.alive)
             .filter_map(|c| c.instance_id.clone())
+            .chain(
+                t.spawned
+                    .iter()
+                    .filter(|(g, _)| *g == group)
+                    .filter_map(|(_, id)| id.clone()),
+            )
             .collect();
         let free = (1..=number)
             .map(|k| format!("{}-instance-{k}", config.name))
@@ -399,6 +522,7 @@ fn add_member(t: &mut Targets, group: u32, config: &ConsumerGroupConfig, now: u6
         consumer.instance_id = free;
     }
     let member = consumer.member_id.clone();
+    t.spawned.push((group, consumer.instance_id.clone()));
     let entity = t
         .commands
         .spawn((Name::new(format!("consumer {member}")), consumer))

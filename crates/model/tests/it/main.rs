@@ -4,6 +4,7 @@ mod consumers;
 mod controller;
 mod faults;
 mod golden;
+mod operations;
 mod partitioner;
 mod replication;
 mod scenario;

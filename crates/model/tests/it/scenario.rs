@@ -129,11 +129,6 @@ fn impossible_scenarios_name_the_field() {
             "above the broker count",
         ),
         (
-            r#"(name: "x", topics: [(name: "t", replication_factor: 2, min_insync_replicas: 3)])"#,
-            "topics[0].min_insync_replicas",
-            "above the replication factor",
-        ),
-        (
             r#"(name: "x", topics: [(name: "t", partitions: 0)])"#,
             "topics[0].partitions",
             "0 partitions",

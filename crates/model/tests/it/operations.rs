@@ -1,0 +1,235 @@
+//! Kafka's operations as timeline actions: configuration changed live, group membership, and
+//! refusals of what cannot apply.
+
+use kafkascope_model::report::Report;
+use kafkascope_model::scenario::{Action, Keys, ProducerSettings, TimelineEntry};
+use kafkascope_model::sim::EventKind;
+
+fn refusals(report: &Report) -> Vec<(u64, String, String)> {
+    report
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ActionRefused { action, why } => {
+                Some((e.at_ms, action.clone(), why.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn min_insync_replicas_changes_live_and_is_capped_by_the_replica_count() {
+    // ISR shrinks to leader 1 at about 35 s (followers cut off at 5 s). With min.insync.replicas
+    // 1, acks=all writes go on; raised to 2 at 50 s, the leader refuses them
+    // (NOT_ENOUGH_REPLICAS, `Partition.appendRecordsToLeader`).
+    let mut scenario = crate::built_in("isr-then-leader-dies");
+    scenario
+        .timeline
+        .retain(|e| !matches!(e.action, Action::CrashBroker(_)));
+    scenario.timeline.push(TimelineEntry {
+        at_ms: 50_000,
+        action: Action::SetMinIsr("orders".into(), 2),
+    });
+    let report = crate::run(&scenario);
+    let errors = &report.producers[0].stats.errors;
+    assert!(
+        errors.get("NOT_ENOUGH_REPLICAS").is_some_and(|n| *n > 0),
+        "{errors:?}"
+    );
+    assert!(report.events.iter().any(|e| e.at_ms == 50_000
+        && matches!(
+            &e.kind,
+            EventKind::MinIsrChanged {
+                min_insync_replicas: 2,
+                ..
+            }
+        )));
+
+    // Above the replication factor, Kafka 3.7+ requires every replica, no more
+    // (`Partition.effectiveMinIsr`): with the full ISR, acks=all succeeds.
+    let mut scenario = crate::built_in("quickstart");
+    let topic = scenario.producers[0].topic.clone();
+    let rf = scenario.topics[0].replication_factor;
+    scenario.topics[0].min_insync_replicas = rf + 2;
+    scenario.timeline = vec![TimelineEntry {
+        at_ms: 1_000,
+        action: Action::SetMinIsr(topic, rf + 5),
+    }];
+    scenario.duration_ms = 10_000;
+    let report = crate::run(&scenario);
+    let stats = &report.producers[0].stats;
+    assert!(stats.acked > 0 && stats.errors.is_empty(), "{stats:?}");
+    assert!(refusals(&report).is_empty());
+}
+
+#[test]
+fn turning_unclean_election_on_elects_at_the_controllers_next_check() {
+    // The partition goes offline at about 67 s (leader 1 fenced, its followers out of the ISR).
+    // Unclean election turned on at 80 s elects no one at once: the controller's check of
+    // leaderless partitions, five minutes after it found one, elects follower 2.
+    let mut scenario = crate::built_in("isr-then-leader-dies");
+    scenario.duration_ms = 400_000;
+    scenario.timeline.push(TimelineEntry {
+        at_ms: 80_000,
+        action: Action::SetUncleanElection("orders".into(), true),
+    });
+    let report = crate::run(&scenario);
+    let offline = report
+        .events
+        .iter()
+        .find(|e| matches!(e.kind, EventKind::PartitionOffline { .. }))
+        .expect("offline")
+        .at_ms;
+    let elected = report
+        .events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::LeaderElected {
+                unclean: true,
+                leader,
+                reason,
+                ..
+            } => Some((e.at_ms, *leader, reason.as_str())),
+            _ => None,
+        })
+        .expect("an unclean election");
+    assert_eq!(
+        elected,
+        (offline + 300_000, 2, "unclean election check"),
+        "offline at {offline}"
+    );
+    assert_eq!(report.metrics.unclean_leader_elections, 1);
+}
+
+#[test]
+fn a_producer_restarts_with_other_settings_and_refuses_what_kafka_refuses() {
+    let mut scenario = crate::built_in("quickstart");
+    let name = scenario.producers[0].name.clone();
+    scenario.producers[0].enable_idempotence = Some(true);
+    scenario.producers[0].acks = kafkascope_model::scenario::Acks::All;
+    scenario.duration_ms = 10_000;
+    scenario.timeline = vec![
+        TimelineEntry {
+            at_ms: 2_000,
+            action: Action::SetProducer(
+                name.clone(),
+                ProducerSettings {
+                    linger_ms: Some(50),
+                    batch_size: Some(4096),
+                    keys: Some(Keys::Sequence("order-".into())),
+                    records_per_sec: Some(500),
+                    ..ProducerSettings::default()
+                },
+            ),
+        },
+        // Idempotence was set on explicitly: acks=1 is refused, as `ProducerConfig` refuses it.
+        TimelineEntry {
+            at_ms: 3_000,
+            action: Action::SetProducer(
+                name.clone(),
+                ProducerSettings {
+                    acks: Some(kafkascope_model::scenario::Acks::One),
+                    ..ProducerSettings::default()
+                },
+            ),
+        },
+        // Both at once is fine.
+        TimelineEntry {
+            at_ms: 4_000,
+            action: Action::SetProducer(
+                name.clone(),
+                ProducerSettings {
+                    acks: Some(kafkascope_model::scenario::Acks::One),
+                    enable_idempotence: Some(Some(false)),
+                    ..ProducerSettings::default()
+                },
+            ),
+        },
+    ];
+    let report = crate::run(&scenario);
+    let refused = refusals(&report);
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0].0, 3_000);
+    assert!(
+        refused[0].2.contains("idempotence needs acks=all"),
+        "{refused:?}"
+    );
+    let p = &report.producers[0];
+    assert_eq!((p.acks.as_str(), p.idempotent), ("1", false));
+    // Keys of the new prefix were written after 2 s.
+    assert!(report.events.iter().any(|e| matches!(&e.kind,
+        EventKind::ProducerReconfigured { settings, .. } if settings.contains("order-"))));
+    // 500 records/s from 2 s on: about 4000 more than the old rate would make.
+    assert!(p.stats.sent > 4_000, "{:?}", p.stats);
+}
+
+#[test]
+fn a_group_grows_and_shrinks_to_the_members_asked_for() {
+    let mut scenario = crate::built_in("consumers");
+    let group = scenario.consumer_groups[0].name.clone();
+    scenario.timeline = vec![
+        TimelineEntry {
+            at_ms: 5_000,
+            action: Action::SetGroupMembers(group.clone(), 5),
+        },
+        TimelineEntry {
+            at_ms: 30_000,
+            action: Action::SetGroupMembers(group.clone(), 1),
+        },
+    ];
+    scenario.duration_ms = 60_000;
+    let report = crate::run(&scenario);
+    let members = report.consumer_groups[0]
+        .assignment
+        .as_object()
+        .expect("an assignment")
+        .len();
+    assert_eq!(members, 1, "{:?}", report.consumer_groups[0].assignment);
+    let added = report
+        .events
+        .iter()
+        .filter(|e| e.at_ms == 5_000 && matches!(e.kind, EventKind::ConsumerAdded { .. }))
+        .count();
+    let before = scenario.consumer_groups[0].members as usize;
+    assert_eq!(added, 5 - before);
+    let removed = report
+        .events
+        .iter()
+        .filter(|e| e.at_ms == 30_000 && matches!(e.kind, EventKind::ConsumerRemoved { .. }))
+        .count();
+    assert_eq!(removed, 4);
+    assert!(
+        report.invariant_violations.is_empty(),
+        "{:?}",
+        report.invariant_violations
+    );
+}
+
+#[test]
+fn eligible_leader_replicas_turned_off_empties_every_elr() {
+    // KIP-966 keeps follower 2 electable when it leaves an ISR below min.insync.replicas; turned
+    // off, the controller keeps no ELR.
+    let scenario = crate::scenario(
+        r#"(
+        name: "elr", seed: 3, duration_ms: 60000,
+        cluster: (brokers: 3, eligible_leader_replicas: true),
+        topics: [(name: "t", partitions: 1, replication_factor: 3, min_insync_replicas: 3,
+                  assignment: Some([[1, 2, 3]]))],
+        producers: [(name: "p", topic: "t", acks: All, records_per_sec: 50)],
+        timeline: [
+            (at_ms: 5000, action: CrashBroker(2)),
+            (at_ms: 40000, action: SetEligibleLeaderReplicas(false)),
+        ],
+    )"#,
+    );
+    let mut early = scenario.clone();
+    early.duration_ms = 39_000;
+    assert_eq!(crate::run(&early).partitions[0].elr, [2]);
+    let report = crate::run(&scenario);
+    assert!(
+        report.partitions[0].elr.is_empty(),
+        "{:?}",
+        report.partitions[0]
+    );
+}
