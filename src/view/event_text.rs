@@ -82,6 +82,29 @@ pub fn describe(kind: &EventKind) -> (Severity, String) {
         E::GroupMembersSet { group, members } => {
             (Info, format!("group {group}: {members} members wanted"))
         }
+        E::RollingRestartStarted {
+            brokers,
+            controlled,
+        } => (
+            Info,
+            format!(
+                "rolling restart of brokers {} begins ({})",
+                list(brokers),
+                if *controlled {
+                    "controlled shutdowns"
+                } else {
+                    "kill -9"
+                }
+            ),
+        ),
+        E::RollingRestartBrokerDone { broker } => (
+            Good,
+            format!("rolling restart: broker {broker} is back, nothing under-replicated"),
+        ),
+        E::RollingRestartDone => (
+            Good,
+            "rolling restart done: preferred leaders elected again".to_string(),
+        ),
         E::ControlledShutdownRequested { broker } => {
             (Info, format!("broker {broker}: controlled shutdown begins"))
         }

@@ -100,6 +100,14 @@ pub const BUILT_IN: &[BuiltIn] = &[
         source: include_str!("../../../../scenarios/rebalance-storm-consumer-protocol.ron"),
     },
     BuiltIn {
+        name: "rolling-restart",
+        source: include_str!("../../../../scenarios/rolling-restart.ron"),
+    },
+    BuiltIn {
+        name: "rolling-restart-crash",
+        source: include_str!("../../../../scenarios/rolling-restart-crash.ron"),
+    },
+    BuiltIn {
         name: "leader-reads",
         source: include_str!("../../../../scenarios/leader-reads.ron"),
     },

@@ -62,6 +62,18 @@ pub enum Action {
     SetEligibleLeaderReplicas(bool),
     /// Restart a producer with other settings; those left out stay.
     SetProducer(String, ProducerSettings),
+    /// Restart every broker in turn, in id order, stopping each as `Stop` says; the next waits
+    /// until no partition is under-replicated, and the preferred leaders are elected at the end.
+    RollingRestart(Stop),
+}
+
+/// How a rolling restart stops each broker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Stop {
+    /// A controlled shutdown (`kafka-server-stop`): leaderships move first.
+    Controlled,
+    /// The process is killed (`kill -9`): the controller notices only when its session expires.
+    Crash,
 }
 
 /// An action as a scenario file writes it, for messages: `ControlledShutdown(2)`.
@@ -205,7 +217,7 @@ pub(super) fn validate(
                     return Err(bad(field, format!("no topic named {topic:?}")));
                 }
             }
-            Action::SetEligibleLeaderReplicas(_) => {}
+            Action::SetEligibleLeaderReplicas(_) | Action::RollingRestart(_) => {}
             Action::SetProducer(name, settings) => {
                 let p = producer(name)?;
                 // What can be judged before the run; the rest (acks with idempotence, say)

@@ -96,6 +96,17 @@ pub enum EventKind {
         group: String,
         members: u32,
     },
+    /// A rolling restart begins: these brokers, in turn.
+    RollingRestartStarted {
+        brokers: Vec<u32>,
+        /// Controlled shutdowns; else crashes.
+        controlled: bool,
+    },
+    /// A rolling restart's broker is back and nothing is under-replicated.
+    RollingRestartBrokerDone {
+        broker: u32,
+    },
+    RollingRestartDone,
     /// An operator asked the broker to stop: it begins a controlled shutdown.
     ControlledShutdownRequested {
         broker: u32,

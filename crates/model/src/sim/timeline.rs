@@ -13,7 +13,7 @@ use super::group_coordinator::ConsumerGroup;
 use super::ledger::AckLedger;
 use super::network::Network;
 use super::producer::Producer;
-use crate::scenario::{Action, ConsumerGroupConfig, Scenario};
+use crate::scenario::{Action, ConsumerGroupConfig, Scenario, Stop};
 
 /// Actions still to come, in time order (stable for equal times: file order).
 #[derive(Clone, Resource, Debug, Default)]
@@ -23,7 +23,36 @@ pub struct Timeline {
     /// The instant of the latest step that applied an action: the rules that run only when due
     /// also run then, since an action may change what is due.
     acted_ms: Option<u64>,
+    /// A rolling restart under way.
+    pub rolling: Option<RollingRestart>,
 }
+
+/// A rolling restart, as an operator's script runs one: stop a broker, start it, wait until it
+/// is back in every ISR, then the next. It looks every [`ROLLING_CHECK_MS`].
+#[derive(Clone, Debug)]
+pub struct RollingRestart {
+    pub stop: Stop,
+    /// Brokers still to restart, in order.
+    pub brokers: std::collections::VecDeque<u32>,
+    /// The broker being restarted, and how far it is.
+    pub current: Option<(u32, Stage)>,
+    pub next_check_ms: u64,
+}
+
+/// Where a broker of a rolling restart is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    /// Asked to stop; waiting for the process to be down.
+    Stopping,
+    /// Started again; waiting for the controller to unfence it.
+    Starting,
+    /// Serving; waiting until no partition is under-replicated.
+    CatchingUp,
+}
+
+/// How often a rolling restart looks at the cluster (as a script polling
+/// `kafka-topics --describe --under-replicated-partitions` would).
+pub const ROLLING_CHECK_MS: u64 = 1_000;
 
 impl Timeline {
     pub fn new(scenario: &Scenario) -> Self {
@@ -37,12 +66,15 @@ impl Timeline {
             pending,
             next: 0,
             acted_ms: None,
+            rolling: None,
         }
     }
 
-    /// The instant of the next action to apply.
+    /// The instant of the next action to apply, or of a rolling restart's next look.
     pub fn next_at(&self) -> Option<u64> {
-        self.pending.get(self.next).map(|(at, _)| *at)
+        let action = self.pending.get(self.next).map(|(at, _)| *at);
+        let rolling = self.rolling.as_ref().map(|r| r.next_check_ms);
+        action.into_iter().chain(rolling).min()
     }
 
     /// Whether an action was applied at this instant.
@@ -134,6 +166,7 @@ pub(super) fn apply_actions(
             | Action::CrashConsumer(_)
             | Action::SetConsumerRate(..)
             | Action::SetGroupMembers(..) => group_action(&mut targets, now, &action),
+            Action::RollingRestart(stop) => start_rolling(&mut timeline, &targets, now, stop),
         };
         let kind = outcome.unwrap_or_else(|why| EventKind::ActionRefused {
             action: action.to_string(),
@@ -141,6 +174,113 @@ pub(super) fn apply_actions(
         });
         targets.events.push(now, kind);
     }
+    if timeline
+        .rolling
+        .as_ref()
+        .is_some_and(|r| r.next_check_ms <= now)
+    {
+        timeline.acted_ms = Some(now);
+        roll_on(&mut timeline, &mut targets, now);
+    }
+}
+
+/// Applies one action for a rolling restart, as the timeline would, and logs it.
+fn apply_for_rolling(t: &mut Targets, now: u64, action: Action) {
+    let outcome = match action {
+        Action::PreferredElection => controller_action(t, &action),
+        _ => broker_action(t, now, &action),
+    };
+    let kind = outcome.unwrap_or_else(|why| EventKind::ActionRefused {
+        action: action.to_string(),
+        why,
+    });
+    t.events.push(now, kind);
+}
+
+/// A rolling restart's look at the cluster: the current broker moves on a stage when it can, and
+/// the next starts once nothing is under-replicated.
+fn roll_on(timeline: &mut Timeline, t: &mut Targets, now: u64) {
+    let Some(rolling) = timeline.rolling.as_mut() else {
+        return;
+    };
+    rolling.next_check_ms = now + ROLLING_CHECK_MS;
+    let broker_state = |t: &Targets, b: u32| {
+        let broker = t
+            .brokers
+            .get(t.cluster.brokers[b as usize - 1])
+            .expect("broker entity");
+        (broker.alive, broker.starting, broker.fenced)
+    };
+    match rolling.current {
+        None => match rolling.brokers.pop_front() {
+            Some(b) => {
+                rolling.current = Some((b, Stage::Stopping));
+                let stop = match rolling.stop {
+                    Stop::Controlled => Action::ControlledShutdown(b),
+                    Stop::Crash => Action::CrashBroker(b),
+                };
+                apply_for_rolling(t, now, stop);
+            }
+            None => {
+                timeline.rolling = None;
+                t.events.push(now, EventKind::RollingRestartDone);
+                apply_for_rolling(t, now, Action::PreferredElection);
+            }
+        },
+        Some((b, Stage::Stopping)) => {
+            let (alive, starting, _) = broker_state(t, b);
+            if !alive && !starting {
+                rolling.current = Some((b, Stage::Starting));
+                apply_for_rolling(t, now, Action::RestartBroker(b));
+            }
+        }
+        Some((b, Stage::Starting)) => {
+            let (alive, _, fenced) = broker_state(t, b);
+            if alive && !fenced {
+                rolling.current = Some((b, Stage::CatchingUp));
+            }
+        }
+        Some((b, Stage::CatchingUp)) => {
+            let under_replicated = t.cluster.partitions.iter().any(|&e| {
+                let p = t.partitions.get(e).expect("partition entity");
+                p.isr.len() < p.assignment.len()
+            });
+            if !under_replicated {
+                rolling.current = None;
+                t.events
+                    .push(now, EventKind::RollingRestartBrokerDone { broker: b });
+            }
+        }
+    }
+}
+
+/// Starts a rolling restart of every broker, in id order, at once; refused while one is under way
+/// or while some broker is not serving (a rolling restart starts from a healthy cluster).
+fn start_rolling(timeline: &mut Timeline, t: &Targets, now: u64, stop: Stop) -> Outcome {
+    if timeline.rolling.is_some() {
+        return Err("a rolling restart is already under way".into());
+    }
+    for &entity in &t.cluster.brokers {
+        let broker = t.brokers.get(entity).expect("broker entity");
+        if !broker.alive || broker.fenced || broker.pending_shutdown.is_some() {
+            return Err(format!(
+                "broker {} is {}: a rolling restart starts with every broker online",
+                broker.id,
+                broker.state()
+            ));
+        }
+    }
+    let brokers: std::collections::VecDeque<u32> = (1..=t.cluster.brokers.len() as u32).collect();
+    timeline.rolling = Some(RollingRestart {
+        stop,
+        brokers: brokers.clone(),
+        current: None,
+        next_check_ms: now,
+    });
+    Ok(EventKind::RollingRestartStarted {
+        brokers: brokers.into(),
+        controlled: stop == Stop::Controlled,
+    })
 }
 
 /// An action of another family reached a family's function: a slip in `apply_actions`.

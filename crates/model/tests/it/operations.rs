@@ -233,3 +233,98 @@ fn eligible_leader_replicas_turned_off_empties_every_elr() {
         report.partitions[0]
     );
 }
+
+#[test]
+fn a_rolling_restart_ends_on_the_preferred_leaders_and_nothing_was_ever_offline() {
+    let report = crate::run(&crate::built_in("rolling-restart"));
+    let done: Vec<u32> = report
+        .events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::RollingRestartBrokerDone { broker } => Some(broker),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(done, [1, 2, 3]);
+    assert!(
+        report
+            .events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::RollingRestartDone))
+    );
+    // One broker at a time: each stops only once the one before is back in every ISR.
+    let stops: Vec<u64> = report
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::ControlledShutdownRequested { .. }))
+        .map(|e| e.at_ms)
+        .collect();
+    let back: Vec<u64> = report
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::RollingRestartBrokerDone { .. }))
+        .map(|e| e.at_ms)
+        .collect();
+    assert_eq!(stops.len(), 3);
+    assert!(
+        stops[1] > back[0] && stops[2] > back[1],
+        "{stops:?} {back:?}"
+    );
+    for p in &report.partitions {
+        assert_eq!(p.leader, Some(p.replicas[0].broker), "{p:?}");
+        assert_eq!(p.isr.len(), p.replicas.len(), "{p:?}");
+    }
+    let m = &report.metrics;
+    assert_eq!((m.offline_partition_ms, m.dead_leader_ms), (0, 0), "{m:?}");
+    assert_eq!(report.acked_records_lost, 0);
+    assert!(
+        report.invariant_violations.is_empty(),
+        "{:?}",
+        report.invariant_violations
+    );
+    assert!(report.brokers.iter().all(|b| b.state == "online"));
+
+    // kill -9 instead: each broker's partitions keep a dead leader until its session expires.
+    let crash = crate::run(&crate::built_in("rolling-restart-crash"));
+    assert!(
+        crash.metrics.dead_leader_ms > 3 * 6_000,
+        "{:?}",
+        crash.metrics
+    );
+    assert_eq!(crash.metrics.offline_partition_ms, 0);
+    let timeouts = crash.producers[0].stats.errors.values().sum::<u64>();
+    assert!(timeouts > 0, "{:?}", crash.producers[0].stats);
+    assert_eq!(
+        report.producers[0].stats.errors.get("REQUEST_TIMED_OUT"),
+        None
+    );
+}
+
+#[test]
+fn a_rolling_restart_is_refused_while_a_broker_is_down_or_one_is_under_way() {
+    use kafkascope_model::scenario::Stop;
+    let mut scenario = crate::built_in("rolling-restart");
+    let at = |at_ms: u64, action: Action| TimelineEntry { at_ms, action };
+    scenario.timeline = vec![
+        at(2_000, Action::CrashBroker(2)),
+        at(3_000, Action::RollingRestart(Stop::Controlled)),
+        at(3_000, Action::RestartBroker(2)),
+        at(20_000, Action::RollingRestart(Stop::Controlled)),
+        at(21_000, Action::RollingRestart(Stop::Crash)),
+    ];
+    let report = crate::run(&scenario);
+    let refused: Vec<(u64, String)> = refusals(&report)
+        .into_iter()
+        .map(|(at, _, why)| (at, why))
+        .collect();
+    assert_eq!(
+        refused,
+        [
+            (
+                3_000,
+                "broker 2 is crashed: a rolling restart starts with every broker online".into()
+            ),
+            (21_000, "a rolling restart is already under way".into()),
+        ]
+    );
+}
