@@ -82,6 +82,45 @@ pub fn describe(kind: &EventKind) -> (Severity, String) {
         E::GroupMembersSet { group, members } => {
             (Info, format!("group {group}: {members} members wanted"))
         }
+        E::ReassignmentRequested {
+            topic,
+            partition,
+            target,
+        } => (
+            Info,
+            format!(
+                "{topic}-{partition}: reassignment to {} asked for",
+                list(target)
+            ),
+        ),
+        E::ReassignmentStarted {
+            topic,
+            partition,
+            replicas,
+            adding,
+            removing,
+        } => (
+            Info,
+            format!(
+                "{topic}-{partition}: reassignment begins, replicas {} (adding {}, removing {})",
+                list(replicas),
+                list(adding),
+                list(removing)
+            ),
+        ),
+        E::ReassignmentCompleted {
+            topic,
+            partition,
+            replicas,
+            isr,
+        } => (
+            Good,
+            format!(
+                "{topic}-{partition}: reassignment complete, replicas {}, ISR {}",
+                list(replicas),
+                list(isr)
+            ),
+        ),
         E::RollingRestartStarted {
             brokers,
             controlled,

@@ -69,7 +69,7 @@ const SIDE_BOX_MIN: f32 = 190.0;
 const SIDE_BOX_SHARE: f32 = 0.55;
 
 /// One partition as the layout needs it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PartitionInfo {
     /// Position in `Cluster::partitions`.
     pub ordinal: u32,

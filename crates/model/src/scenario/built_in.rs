@@ -108,6 +108,10 @@ pub const BUILT_IN: &[BuiltIn] = &[
         source: include_str!("../../../../scenarios/rolling-restart-crash.ron"),
     },
     BuiltIn {
+        name: "reassign",
+        source: include_str!("../../../../scenarios/reassign.ron"),
+    },
+    BuiltIn {
         name: "leader-reads",
         source: include_str!("../../../../scenarios/leader-reads.ron"),
     },

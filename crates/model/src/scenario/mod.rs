@@ -21,7 +21,7 @@ pub use clients::{
 pub use cluster::ClusterConfig;
 use cluster::{given, present};
 pub use file::{ScenarioError, parse_ron, read_named_file};
-pub use timeline::{Action, Stop, TimelineEntry};
+pub use timeline::{Action, Stop, TimelineEntry, reassignment_refusal};
 pub use topics::TopicConfig;
 
 pub use crate::assignor::Assignor;

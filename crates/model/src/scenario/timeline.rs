@@ -65,6 +65,10 @@ pub enum Action {
     /// Restart every broker in turn, in id order, stopping each as `Stop` says; the next waits
     /// until no partition is under-replicated, and the preferred leaders are elected at the end.
     RollingRestart(Stop),
+    /// Move a partition's replicas to these brokers, the first the preferred leader
+    /// (`kafka-reassign-partitions`, KIP-455): the new replicas catch up and join the ISR, then
+    /// the old ones are dropped. Also how a replication factor changes.
+    Reassign(String, u32, Vec<u32>),
 }
 
 /// How a rolling restart stops each broker.
@@ -74,6 +78,31 @@ pub enum Stop {
     Controlled,
     /// The process is killed (`kill -9`): the controller notices only when its session expires.
     Crash,
+}
+
+/// Why Kafka refuses a reassignment's replica list with INVALID_REPLICA_ASSIGNMENT
+/// (`ReplicationControlManager.validateManualPartitionAssignment`), brokers being 1 to `brokers`.
+pub fn reassignment_refusal(
+    topic: &str,
+    partition: u32,
+    target: &[u32],
+    brokers: u32,
+) -> Option<String> {
+    let name = format!("The manual partition assignment for {topic}-{partition}");
+    if target.is_empty() {
+        return Some(format!("{name} includes an empty replica list."));
+    }
+    for (i, b) in target.iter().enumerate() {
+        if *b == 0 || *b > brokers {
+            return Some(format!(
+                "{name} includes broker {b}, but no such broker is registered."
+            ));
+        }
+        if target[..i].contains(b) {
+            return Some(format!("{name} includes the broker {b} more than once."));
+        }
+    }
+    None
 }
 
 /// An action as a scenario file writes it, for messages: `ControlledShutdown(2)`.
@@ -218,6 +247,23 @@ pub(super) fn validate(
                 }
             }
             Action::SetEligibleLeaderReplicas(_) | Action::RollingRestart(_) => {}
+            Action::Reassign(topic, partition, target) => {
+                let Some(t) = s.topic_index(topic) else {
+                    return Err(bad(field, format!("no topic named {topic:?}")));
+                };
+                if *partition >= s.topics[t].partitions {
+                    return Err(bad(
+                        field,
+                        format!(
+                            "{topic} has partitions 0 to {}, not {partition}",
+                            s.topics[t].partitions - 1
+                        ),
+                    ));
+                }
+                if let Some(why) = reassignment_refusal(topic, *partition, target, c.brokers) {
+                    return Err(bad(field, why));
+                }
+            }
             Action::SetProducer(name, settings) => {
                 let p = producer(name)?;
                 // What can be judged before the run; the rest (acks with idempotence, say)

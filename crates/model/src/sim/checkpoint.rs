@@ -40,7 +40,17 @@ macro_rules! no_entities {
     };
 }
 
-no_entities!(Name, Broker, Controller, Consumer);
+no_entities!(Name, Broker, Consumer);
+
+impl Remap for Controller {
+    fn remap(&mut self, map: &EntityHashMap<Entity>) {
+        self.reassigning.iter_mut().for_each(|e| remap(e, map));
+        for request in &mut self.requested {
+            remap(&mut request.partition, map);
+            request.added.iter_mut().for_each(|(_, e)| remap(e, map));
+        }
+    }
+}
 
 impl Remap for Partition {
     fn remap(&mut self, map: &EntityHashMap<Entity>) {

@@ -171,6 +171,9 @@ pub struct Cluster {
     pub groups: Vec<Entity>,
     /// Every consumer ever started, in order (a node index on the wire).
     pub consumers: Vec<Entity>,
+    /// Counts the changes of any partition's replica set (reassignments), so that what is kept
+    /// of who follows what is computed again.
+    pub assignments_version: u64,
 }
 
 impl Cluster {
@@ -202,6 +205,18 @@ impl Cluster {
     }
 }
 
+/// A partition's reassignment under way (`PartitionReassignmentReplicas`): its replicas are the
+/// target's followed by those it removes until every target replica is in the ISR.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reassignment {
+    /// The replicas it will have, the preferred leader first.
+    pub target: Vec<BrokerId>,
+    /// In the target, not among the replicas before (ascending).
+    pub adding: Vec<BrokerId>,
+    /// Among the replicas before, not in the target (ascending).
+    pub removing: Vec<BrokerId>,
+}
+
 /// One partition of a topic: who leads it, its ISR, and the leader's view of its followers.
 #[derive(Clone, Component, Debug)]
 pub struct Partition {
@@ -226,6 +241,8 @@ pub struct Partition {
     pub elected_uncleanly: bool,
     /// Since when the partition has had no leader.
     pub offline_since_ms: Option<u64>,
+    /// A reassignment under way (KIP-455).
+    pub reassignment: Option<Reassignment>,
     /// Since when the controller's leader has been down or cut off from everyone, not yet fenced:
     /// the partition counts as online (OfflinePartitionsCount 0), yet nothing can write to it.
     pub dead_leader_since_ms: Option<u64>,

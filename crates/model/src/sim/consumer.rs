@@ -1225,7 +1225,12 @@ pub(super) fn send_requests(
                     ),
                 );
             }
-            let replica = partition.replica_on(serving).expect("a replica");
+            // Its metadata may name a leader a reassignment has since removed.
+            let Some(replica) = partition.replica_on(serving) else {
+                c.metadata.wanted = true;
+                wake.at(now + RETRY_BACKOFF_MS);
+                continue;
+            };
             let fetch = ConsumerFetch {
                 consumer: entity,
                 partition: cluster.partitions[o as usize],

@@ -23,7 +23,8 @@ use bevy_ecs::prelude::*;
 
 use super::clock::{SimRng, Standing};
 use super::cluster::{
-    Broker, BrokerId, BrokerView, Cluster, FollowerState, LeaderRecord, Partition, Replica,
+    Broker, BrokerId, BrokerView, Cluster, FollowerState, LeaderRecord, Partition, Reassignment,
+    Replica,
 };
 use super::events::{EventKind, EventLog, Metrics};
 use super::network::{Network, Node};
@@ -49,6 +50,10 @@ pub struct Controller {
     /// `auto.leader.rebalance.enable` and some partition is led by a broker other than its first
     /// replica.
     pub next_balance_check_ms: Option<u64>,
+    /// Reassignments asked for, which start once their new replicas exist.
+    pub requested: Vec<RequestedReassignment>,
+    /// Partitions whose reassignment is under way.
+    pub reassigning: Vec<Entity>,
     /// When the controller next looks for leaderless partitions whose topic allows an unclean
     /// election, if it is scheduled: it is while some partition has no leader.
     pub next_unclean_check_ms: Option<u64>,
@@ -59,6 +64,15 @@ pub struct Controller {
     /// were moved (`BrokerHeartbeatState.controlledShutdownOffset`): it may stop when every
     /// active broker has applied that far.
     pub controlled_shutdown_offset: Vec<Option<u64>>,
+}
+
+/// A reassignment asked for: the partition, its target replicas, and the replica entities made
+/// for the brokers it adds.
+#[derive(Clone, Debug)]
+pub struct RequestedReassignment {
+    pub partition: Entity,
+    pub target: Vec<BrokerId>,
+    pub added: Vec<(BrokerId, Entity)>,
 }
 
 /// The controller's metadata log, as far as leadership goes: its end, and the records on their
@@ -105,6 +119,8 @@ impl Controller {
             // Every partition starts led by its first replica: nothing to balance.
             next_balance_check_ms: None,
             next_unclean_check_ms: None,
+            requested: Vec::new(),
+            reassigning: Vec::new(),
             metadata: MetadataLog::default(),
             reported_offset: vec![0; n],
             controlled_shutdown_offset: vec![None; n],
@@ -863,6 +879,181 @@ pub(super) fn controller_balances_leaders(
     if let Some(at) = controller.next_unclean_check_ms {
         wake.standing_at(Standing::Controller, at);
     }
+}
+
+/// Starts each reassignment asked for whose new replicas exist
+/// (`ReplicationControlManager.changePartitionReassignment`): the replicas become the target
+/// followed by those it removes (`PartitionReassignmentReplicas`), and the added replicas start
+/// empty, out of the ISR, fetching from the leader. The controller completes it once every
+/// target replica is in the ISR (`controller_completes_reassignments`).
+pub(super) fn controller_starts_reassignments(
+    clock: &SimClock,
+    cluster: &mut Cluster,
+    wake: &mut Wake,
+    events: &mut EventLog,
+    controllers: &mut Query<&mut Controller>,
+    partitions: &mut Query<&mut Partition>,
+    replicas: &Query<&mut Replica>,
+) {
+    let now = clock.now_ms;
+    let mut controller = controllers.get_mut(cluster.controller).expect("controller");
+    if controller.requested.is_empty() {
+        return;
+    }
+    let requested = std::mem::take(&mut controller.requested);
+    for request in requested {
+        if request.added.iter().any(|(_, e)| replicas.get(*e).is_err()) {
+            // Spawned this step: they exist from the next.
+            wake.standing_at(Standing::Controller, now + 1);
+            controller.requested.push(request);
+            continue;
+        }
+        let mut partition = partitions
+            .get_mut(request.partition)
+            .expect("partition entity");
+        let current = partition.assignment.clone();
+        let target = request.target;
+        let mut adding: Vec<BrokerId> = target
+            .iter()
+            .copied()
+            .filter(|b| !current.contains(b))
+            .collect();
+        let mut removing: Vec<BrokerId> = current
+            .iter()
+            .copied()
+            .filter(|b| !target.contains(b))
+            .collect();
+        adding.sort_unstable();
+        removing.sort_unstable();
+        let assignment: Vec<BrokerId> = target.iter().chain(&removing).copied().collect();
+        let mut entities = Vec::with_capacity(assignment.len());
+        let mut followers = Vec::with_capacity(assignment.len());
+        for &b in &assignment {
+            match partition.position(b) {
+                Some(i) => {
+                    entities.push(partition.replicas[i]);
+                    followers.push(partition.followers[i]);
+                }
+                None => {
+                    let (_, e) = request
+                        .added
+                        .iter()
+                        .find(|(a, _)| *a == b)
+                        .expect("a replica was made for each added broker");
+                    entities.push(*e);
+                    followers.push(FollowerState::reset(false, now));
+                }
+            }
+        }
+        partition.assignment = assignment.clone();
+        partition.replicas = entities;
+        partition.followers = followers;
+        partition.sort_isr();
+        partition.reassignment = Some(Reassignment {
+            target,
+            adding: adding.clone(),
+            removing: removing.clone(),
+        });
+        cluster.assignments_version += 1;
+        controller.reassigning.push(request.partition);
+        events.push(
+            now,
+            EventKind::ReassignmentStarted {
+                topic: cluster.topics[partition.topic].name.clone(),
+                partition: partition.index,
+                replicas: assignment,
+                adding,
+                removing,
+            },
+        );
+    }
+}
+
+/// Completes each reassignment whose target replicas are all in the ISR
+/// (`PartitionChangeBuilder.maybeCompleteReassignment`, run as the controller takes the leader's
+/// AlterPartition): the replicas become the target, the removed ones leave the ISR and are
+/// deleted (a broker that no longer finds itself among the replicas deletes its log,
+/// `ReplicaManager.applyDelta`), and if the leader was removed, the first target replica in the
+/// ISR leads (or none: the partition goes offline).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn controller_completes_reassignments(
+    clock: &SimClock,
+    cluster: &mut Cluster,
+    events: &mut EventLog,
+    metrics: &mut Metrics,
+    controllers: &mut Query<&mut Controller>,
+    brokers: &Query<&mut Broker>,
+    partitions: &mut Query<&mut Partition>,
+    replicas: &mut Query<&mut Replica>,
+    commands: &mut Commands,
+) {
+    let now = clock.now_ms;
+    let mut controller = controllers.get_mut(cluster.controller).expect("controller");
+    if controller.reassigning.is_empty() {
+        return;
+    }
+    let views = super::cluster::broker_views(brokers.iter());
+    let mut completed = 0;
+    let pending = std::mem::take(&mut controller.reassigning);
+    for entity in pending {
+        let mut partition = partitions.get_mut(entity).expect("partition entity");
+        let Some(reassignment) = partition.reassignment.clone() else {
+            continue;
+        };
+        if !reassignment.target.iter().all(|b| partition.in_isr(*b)) {
+            controller.reassigning.push(entity);
+            continue;
+        }
+        let mut kept = Vec::new();
+        let mut followers = Vec::new();
+        for &b in &reassignment.target {
+            let i = partition
+                .position(b)
+                .expect("a target replica is a replica");
+            kept.push(partition.replicas[i]);
+            followers.push(partition.followers[i]);
+        }
+        for &b in &reassignment.removing {
+            if let Some(replica) = partition.replica_on(b) {
+                commands.entity(replica).despawn();
+            }
+        }
+        partition.assignment = reassignment.target.clone();
+        partition.replicas = kept;
+        partition.followers = followers;
+        partition.isr.retain(|b| reassignment.target.contains(b));
+        partition.elr.retain(|b| reassignment.target.contains(b));
+        partition.sort_isr();
+        partition.reassignment = None;
+        completed += 1;
+        if partition
+            .leader
+            .is_some_and(|l| !reassignment.target.contains(&l))
+        {
+            let mut ctx = ElectionContext {
+                now,
+                cluster,
+                brokers: &views,
+                events,
+                metrics,
+                metadata: &mut controller.metadata,
+                reason: "reassignment",
+            };
+            let next =
+                choose_leader(&partition, ctx.brokers, false).filter(|(_, unclean)| !unclean);
+            set_leader(&mut partition, next, replicas, &mut ctx);
+        }
+        events.push(
+            now,
+            EventKind::ReassignmentCompleted {
+                topic: cluster.topics[partition.topic].name.clone(),
+                partition: partition.index,
+                replicas: partition.assignment.clone(),
+                isr: partition.isr.clone(),
+            },
+        );
+    }
+    cluster.assignments_version += completed;
 }
 
 /// `unclean.leader.election.interval.ms` (internal, 5 minutes): while some partition has no

@@ -96,6 +96,27 @@ pub enum EventKind {
         group: String,
         members: u32,
     },
+    /// An operator asked to move a partition's replicas (`kafka-reassign-partitions`).
+    ReassignmentRequested {
+        topic: String,
+        partition: u32,
+        target: Vec<u32>,
+    },
+    /// A partition's reassignment begins: its replicas are the target's and those it removes.
+    ReassignmentStarted {
+        topic: String,
+        partition: u32,
+        replicas: Vec<u32>,
+        adding: Vec<u32>,
+        removing: Vec<u32>,
+    },
+    /// Every target replica joined the ISR: the removed replicas are dropped.
+    ReassignmentCompleted {
+        topic: String,
+        partition: u32,
+        replicas: Vec<u32>,
+        isr: Vec<u32>,
+    },
     /// A rolling restart begins: these brokers, in turn.
     RollingRestartStarted {
         brokers: Vec<u32>,

@@ -39,6 +39,7 @@ fn can_alter_partition(partition: &Partition, network: &Network) -> bool {
 pub(super) fn expand_isr(
     clock: &SimClock,
     cluster: &Cluster,
+    wake: &mut Wake,
     events: &mut EventLog,
     metrics: &mut Metrics,
     network: &Network,
@@ -83,6 +84,10 @@ pub(super) fn expand_isr(
         }
         partition.isr.extend(&joining);
         partition.sort_isr();
+        // The controller takes the AlterPartition and may complete a reassignment.
+        if partition.reassignment.is_some() {
+            wake.standing_at(Standing::Controller, clock.now_ms + 1);
+        }
         partition.elr.retain(|b| !joining.contains(b));
         // KIP-966: with the ISR back at min.insync.replicas, the ELR is no longer needed.
         if partition.isr.len() >= partition.effective_min_isr() {

@@ -203,6 +203,7 @@ pub fn load(world: &mut World, scenario: &Scenario) {
         producers,
         groups,
         consumers,
+        assignments_version: 0,
     });
 }
 
@@ -243,6 +244,7 @@ fn spawn_partition(
             elected_uncleanly: false,
             offline_since_ms: None,
             dead_leader_since_ms: None,
+            reassignment: None,
             // Every replica starts in the ISR of a leader elected at 0.
             followers: vec![FollowerState::reset(true, 0); assignment.len()],
             history: vec![crate::sim::cluster::LeaderRecord {

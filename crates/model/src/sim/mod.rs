@@ -224,7 +224,7 @@ pub fn plugin(app: &mut App) {
 #[allow(clippy::too_many_arguments)]
 fn controller_phase(
     clock: Res<SimClock>,
-    cluster: Res<Cluster>,
+    mut cluster: ResMut<Cluster>,
     mut network: ResMut<Network>,
     mut wake: ResMut<Wake>,
     mut events: ResMut<EventLog>,
@@ -236,6 +236,7 @@ fn controller_phase(
     mut partitions: Query<&mut Partition>,
     mut replicas: Query<&mut Replica>,
     mut due: Local<Vec<u64>>,
+    mut commands: Commands,
 ) {
     use controller::*;
     controller_publishes_metadata(
@@ -292,6 +293,26 @@ fn controller_phase(
         &brokers,
         &mut partitions,
         &mut replicas,
+    );
+    controller_starts_reassignments(
+        &clock,
+        &mut cluster,
+        &mut wake,
+        &mut events,
+        &mut controllers,
+        &mut partitions,
+        &replicas,
+    );
+    controller_completes_reassignments(
+        &clock,
+        &mut cluster,
+        &mut events,
+        &mut metrics,
+        &mut controllers,
+        &brokers,
+        &mut partitions,
+        &mut replicas,
+        &mut commands,
     );
     // What this step's elections wrote reaches the brokers a network latency later.
     let controller = controllers.get(cluster.controller).expect("controller");
@@ -397,6 +418,7 @@ fn isr_phase(
     expand_isr(
         &clock,
         &cluster,
+        &mut wake,
         &mut events,
         &mut metrics,
         &network,

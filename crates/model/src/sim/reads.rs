@@ -25,6 +25,18 @@ fn may_serve(partition: &Partition, broker: u32, cluster: &Cluster) -> bool {
 }
 
 /// What a broker answers a consumer's fetch now: (from, count, error), or `None` to hold it.
+/// The replica a consumer fetch asks, while it is still one of the partition's.
+fn served_by<'a>(
+    request: &ConsumerFetch,
+    partition: &Partition,
+    replicas: &'a Query<&Replica>,
+) -> Option<&'a Replica> {
+    if !partition.replicas.contains(&request.replica) {
+        return None;
+    }
+    replicas.get(request.replica).ok()
+}
+
 fn answer(
     wire: &Wire,
     request: &ConsumerFetch,
@@ -80,7 +92,9 @@ pub(super) fn serve_consumer_fetches(
         for id in held.into_iter().filter(|id| due.binary_search(id).is_err()) {
             let (wire, request) = wires.get_of::<ConsumerFetch>(id).expect("a consumer fetch");
             let partition = partitions.get(request.partition).expect("partition entity");
-            let replica = replicas.get(request.replica).expect("replica entity");
+            let Some(replica) = served_by(request, partition, replicas) else {
+                continue;
+            };
             debug_assert_eq!(
                 answer(wire, request, partition, replica, cluster, now),
                 None,
@@ -94,9 +108,13 @@ pub(super) fn serve_consumer_fetches(
     for &id in due.iter() {
         let (&wire, request) = wires.get_of::<ConsumerFetch>(id).expect("a consumer fetch");
         let partition = partitions.get(request.partition).expect("partition entity");
-        let replica = replicas.get(request.replica).expect("replica entity");
-        let Some((from, count, error)) = answer(&wire, request, partition, replica, cluster, now)
-        else {
+        let answered = match served_by(request, partition, replicas) {
+            Some(replica) => answer(&wire, request, partition, replica, cluster, now)
+                .map(|(from, count, error)| (from, count, error, replica.high_watermark)),
+            // A reassignment removed the replica while the fetch was on its way or held.
+            None => Some((request.offset, 0, Some(KafkaError::NotLeaderOrFollower), 0)),
+        };
+        let Some((from, count, error, high_watermark)) = answered else {
             if !wire.held() {
                 wires.hold(id, now + FETCH_MAX_WAIT_MS);
             }
@@ -119,7 +137,7 @@ pub(super) fn serve_consumer_fetches(
                 partition: request.partition,
                 from,
                 count,
-                high_watermark: replica.high_watermark,
+                high_watermark,
                 error,
                 current_leader,
             },

@@ -338,6 +338,10 @@ pub(super) fn followers_take_responses(
             if fetched.error.is_some() || partition.leader_seen(seen).leader != Some(leader) {
                 continue; // Leadership moved: the partition is fetched from its new leader.
             }
+            // A replica a reassignment removed while the fetch was on its way is gone.
+            if !partition.replicas.contains(&fetched.replica) {
+                continue;
+            }
             let mut replica = replicas.get_mut(fetched.replica).expect("replica entity");
             if let Some(d) = fetched.diverging {
                 let to = truncates_to(&replica, d);
@@ -366,8 +370,10 @@ pub(super) fn followers_take_responses(
                 metrics.records_replicated += records.len() as u64;
                 let sealed = replica.log.sealed_len();
                 replica.append(records.iter().cloned());
-                if replica.log.sealed_len() > sealed {
-                    let leader = partition.replica_on(leader).expect("answered as leader");
+                // (A reassignment may have removed the answering leader's replica since.)
+                if replica.log.sealed_len() > sealed
+                    && let Some(leader) = partition.replica_on(leader)
+                {
                     share.push((fetched.replica, leader, sealed));
                 }
             }
@@ -432,6 +438,7 @@ pub(super) struct Followed {
     /// entities), and how far each broker had applied the metadata log, by id - 1.
     partitions: Vec<Entity>,
     seen: Vec<u64>,
+    assignments_version: u64,
     /// By broker id - 1: (leader, [(partition, the follower's replica)]), by leader.
     by_broker: Vec<Vec<(BrokerId, Followers)>>,
 }
@@ -444,6 +451,7 @@ impl Followed {
         let mut followed = Followed {
             partitions: cluster.partitions.clone(),
             seen: seen.to_vec(),
+            assignments_version: cluster.assignments_version,
             by_broker: vec![Vec::new(); cluster.brokers.len()],
         };
         for (&p, partition) in cluster
@@ -476,6 +484,7 @@ impl Followed {
     /// are written past every broker's offset, so a broker's view changes only with its offset.
     fn refresh(&mut self, cluster: &Cluster, partitions: &Query<&Partition>, seen: &[u64]) {
         let current = self.partitions == cluster.partitions
+            && self.assignments_version == cluster.assignments_version
             && self.by_broker.len() == cluster.brokers.len()
             && self.seen == seen;
         if !current {

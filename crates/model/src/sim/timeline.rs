@@ -7,7 +7,7 @@ use bevy_ecs::system::SystemParam;
 use super::SimClock;
 use super::cluster::{Broker, Cluster, Partition, Replica};
 use super::consumer::Consumer;
-use super::controller::Controller;
+use super::controller::{Controller, RequestedReassignment};
 use super::events::{EventKind, EventLog, Metrics};
 use super::group_coordinator::ConsumerGroup;
 use super::ledger::AckLedger;
@@ -153,6 +153,7 @@ pub(super) fn apply_actions(
             | Action::WipeBroker(_)
             | Action::RestartBroker(_)
             | Action::ControlledShutdown(_) => broker_action(&mut targets, now, &action),
+            Action::Reassign(..) => reassign(&mut targets, &action),
             Action::PreferredElection
             | Action::SetMinIsr(..)
             | Action::SetUncleanElection(..)
@@ -488,6 +489,58 @@ fn controller_action(t: &mut Targets, action: &Action) -> Outcome {
             EventKind::EligibleLeaderReplicasChanged { enabled: *enabled }
         }
         _ => return Err(misrouted(action)),
+    })
+}
+
+/// Asks the controller to reassign a partition (`AlterPartitionReassignments`), refused as Kafka
+/// refuses a replica list; the controller starts it (`controller_starts_reassignments`).
+fn reassign(t: &mut Targets, action: &Action) -> Outcome {
+    let Action::Reassign(topic, index, target) = action else {
+        return Err(misrouted(action));
+    };
+    let entity = t
+        .cluster
+        .topics
+        .iter()
+        .find(|tp| tp.name == *topic)
+        .and_then(|tp| tp.partitions.get(*index as usize).copied())
+        .ok_or_else(|| format!("no partition {topic}-{index}"))?;
+    let brokers = t.cluster.brokers.len() as u32;
+    if let Some(why) = crate::scenario::reassignment_refusal(topic, *index, target, brokers) {
+        return Err(why);
+    }
+    let partition = t.partitions.get(entity).expect("partition entity");
+    let mut controller = t
+        .controllers
+        .get_mut(t.cluster.controller)
+        .expect("controller");
+    if partition.reassignment.is_some()
+        || controller.requested.iter().any(|r| r.partition == entity)
+    {
+        return Err(format!(
+            "a reassignment of {topic}-{index} is under way (Kafka would replace it; the model \
+             runs one at a time)"
+        ));
+    }
+    // The new replicas' entities exist from the next step on, when the controller starts it.
+    let added = target
+        .iter()
+        .filter(|b| partition.position(**b).is_none())
+        .map(|&b| {
+            let name = format!("{topic}-{index} on broker {b}");
+            let replica = t.commands.spawn((Name::new(name), Replica::new(entity, b)));
+            (b, replica.id())
+        })
+        .collect();
+    controller.requested.push(RequestedReassignment {
+        partition: entity,
+        target: target.clone(),
+        added,
+    });
+    Ok(EventKind::ReassignmentRequested {
+        topic: topic.clone(),
+        partition: *index,
+        target: target.clone(),
     })
 }
 

@@ -14,14 +14,48 @@ const BASE: &str = r#"(
     producers: [(name: "p", topic: "t", acks: All, records_per_sec: 100, keys: Sequence("k"))],
 )"#;
 
-/// A schedule of 2 to 7 faults in the first 15 s, drawn from `seed`.
-fn schedule(seed: u64) -> Vec<TimelineEntry> {
+/// `n` distinct brokers of `1..=brokers` in a random order, for a reassignment.
+fn some_brokers(rng: &mut SimRng, brokers: u32, n: u32) -> Vec<u32> {
+    let mut all: Vec<u32> = (1..=brokers).collect();
+    for i in (1..all.len()).rev() {
+        all.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    all.truncate(n as usize);
+    all
+}
+
+/// One of Kafka's operations, drawn from `rng`, that keeps the safe settings safe: controlled
+/// shutdowns, rolling restarts, reassignments to two or three brokers, `min.insync.replicas` 2
+/// or 3, and eligible leader replicas on or off.
+fn operation(rng: &mut SimRng, brokers: u32, partitions: u64) -> Action {
+    use kafkascope_model::scenario::Stop;
+    match rng.below(6) {
+        0 => Action::ControlledShutdown(1 + rng.below(u64::from(brokers)) as u32),
+        1 => Action::RollingRestart(if rng.below(2) == 0 {
+            Stop::Controlled
+        } else {
+            Stop::Crash
+        }),
+        2 | 3 => {
+            let n = 2 + rng.below(2) as u32;
+            let partition = rng.below(partitions) as u32;
+            Action::Reassign("t".into(), partition, some_brokers(rng, brokers, n))
+        }
+        4 => Action::SetMinIsr("t".into(), 2 + rng.below(2) as u32),
+        _ => Action::SetEligibleLeaderReplicas(rng.below(2) == 0),
+    }
+}
+
+/// A schedule of 2 to 7 faults, and with `operations` Kafka's operations too, in the first 15 s,
+/// drawn from `seed`.
+fn schedule(seed: u64, operations: bool) -> Vec<TimelineEntry> {
     let mut rng = SimRng::new(seed);
     let broker = |rng: &mut SimRng| 1 + rng.below(3) as u32;
     (0..2 + rng.below(6))
         .map(|_| {
             let at_ms = 500 + rng.below(14_500);
-            let action = match rng.below(10) {
+            let action = match rng.below(if operations { 14 } else { 10 }) {
+                10..=13 => operation(&mut rng, 3, 2),
                 0 | 1 => Action::CrashBroker(broker(&mut rng)),
                 2 | 3 => Action::RestartBroker(broker(&mut rng)),
                 4 => Action::IsolateBroker(broker(&mut rng)),
@@ -39,10 +73,10 @@ fn schedule(seed: u64) -> Vec<TimelineEntry> {
         .collect()
 }
 
-fn run(seed: u64, adjust: impl Fn(&mut Scenario)) -> Report {
+fn run(seed: u64, operations: bool, adjust: impl Fn(&mut Scenario)) -> Report {
     let mut scenario = crate::scenario(BASE);
     scenario.seed = seed;
-    scenario.timeline = schedule(seed);
+    scenario.timeline = schedule(seed, operations);
     adjust(&mut scenario);
     scenario.validate("faults", scenario.duration_ms).unwrap();
     crate::run(&scenario)
@@ -50,12 +84,13 @@ fn run(seed: u64, adjust: impl Fn(&mut Scenario)) -> Report {
 
 /// Metadata travels: every other schedule runs on 5 ms links, so brokers and clients learn of
 /// each leadership change later; `SlowBroker` delays a broker's metadata too, and
-/// `CutControllerLink` leaves a broker on its old view until the link heals.
+/// `CutControllerLink` leaves a broker on its old view until the link heals. The schedules hold
+/// Kafka's operations too: controlled shutdowns, rolling restarts, reassignments.
 #[test]
 fn safe_settings_never_lose_an_acknowledged_record() {
     let mut elections = 0;
     for seed in 0..200 {
-        let report = run(seed, |s| {
+        let report = run(seed, true, |s| {
             if seed % 2 == 1 {
                 s.cluster.network_latency_ms = 5;
             }
@@ -84,7 +119,7 @@ fn unsafe_settings_lose_records_in_some_runs() {
     let mut acks_one_losses = 0;
     let mut unclean_losses = 0;
     for seed in 0..60 {
-        let acks_one = run(seed, |s| {
+        let acks_one = run(seed, false, |s| {
             s.producers[0].acks = kafkascope_model::scenario::Acks::One
         });
         assert!(
@@ -94,7 +129,7 @@ fn unsafe_settings_lose_records_in_some_runs() {
         );
         acks_one_losses += usize::from(acks_one.acked_records_lost > 0);
         // Followers that fall behind leave the ISR sooner, so out-of-sync replicas get elected.
-        let unclean = run(seed, |s| {
+        let unclean = run(seed, false, |s| {
             s.topics[0].min_insync_replicas = 1;
             s.topics[0].unclean_leader_election = true;
             s.cluster.replica_lag_time_max_ms = 3_000;
@@ -139,7 +174,7 @@ fn consumer_groups_keep_their_invariants_through_broker_and_member_faults() {
         ))
         .consumer_groups[0]
             .clone()];
-        let mut timeline = schedule(seed);
+        let mut timeline = schedule(seed, true);
         let mut rng = SimRng::new(seed + 1000);
         for _ in 0..3 {
             let action = match rng.below(3) {
@@ -286,7 +321,7 @@ fn committed_offsets_do_not_go_back_in_the_schedules_that_broke_them() {
 /// A random safe schedule with a consumer group, drawn from `seed`: 3 or 4 brokers, 1 to 4
 /// partitions at replication factor 3 and `min.insync.replicas` 2, acks=all, a group of 1 to 4
 /// members (eager, cooperative or consumer protocol, 6 s sessions), and 4 to 14 broker, link,
-/// controller and member faults over a minute, on 1 ms or 5 ms links.
+/// controller and member faults and operations over a minute, on 1 ms or 5 ms links.
 fn safe_schedule_with_a_group(seed: u64) -> Scenario {
     let mut rng = SimRng::new(seed);
     let brokers = 3 + rng.below(2) as u32;
@@ -312,7 +347,9 @@ fn safe_schedule_with_a_group(seed: u64) -> Scenario {
     let broker = |rng: &mut SimRng| 1 + rng.below(u64::from(brokers)) as u32;
     for _ in 0..4 + rng.below(11) {
         let at_ms = 500 + rng.below(55_000);
-        let action = match rng.below(14) {
+        let action = match rng.below(18) {
+            14..=16 => operation(&mut rng, brokers, partitions),
+            17 => Action::SetGroupMembers("g".into(), rng.below(5) as u32),
             0 | 1 => Action::CrashBroker(broker(&mut rng)),
             2 | 3 => Action::RestartBroker(broker(&mut rng)),
             4 => Action::IsolateBroker(broker(&mut rng)),

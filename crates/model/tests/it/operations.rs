@@ -328,3 +328,133 @@ fn a_rolling_restart_is_refused_while_a_broker_is_down_or_one_is_under_way() {
         ]
     );
 }
+
+/// The events of one partition's reassignment, in order, as (instant, what).
+fn reassignment_steps(report: &Report) -> Vec<(u64, String)> {
+    report
+        .events
+        .iter()
+        .filter_map(|e| {
+            let what = match &e.kind {
+                EventKind::ReassignmentRequested {
+                    partition: 0,
+                    target,
+                    ..
+                } => {
+                    format!("requested {target:?}")
+                }
+                EventKind::ReassignmentStarted {
+                    partition: 0,
+                    replicas,
+                    adding,
+                    removing,
+                    ..
+                } => format!("started {replicas:?} adding {adding:?} removing {removing:?}"),
+                EventKind::IsrExpand {
+                    partition: 0,
+                    topic,
+                    added,
+                    ..
+                } if topic == "orders" => {
+                    format!("isr adds {added:?}")
+                }
+                EventKind::LeaderElected {
+                    partition: 0,
+                    topic,
+                    leader,
+                    reason,
+                    ..
+                } if topic == "orders" => {
+                    format!("leader {leader} ({reason})")
+                }
+                EventKind::ReassignmentCompleted {
+                    partition: 0,
+                    replicas,
+                    isr,
+                    ..
+                } => format!("completed {replicas:?} isr {isr:?}"),
+                _ => return None,
+            };
+            Some((e.at_ms, what))
+        })
+        .collect()
+}
+
+#[test]
+fn a_reassignment_goes_through_kafkas_steps_in_order() {
+    // KIP-455 as `ReplicationControlManager` runs it: the replicas become the target followed by
+    // those removed; the added replica copies the log outside the ISR and joins it; then the
+    // reassignment completes (`PartitionChangeBuilder.maybeCompleteReassignment`), moving the
+    // leadership first when the leader is removed.
+    let scenario = crate::built_in("reassign");
+    let report = crate::run(&scenario);
+    let steps = reassignment_steps(&report);
+    let whats: Vec<&str> = steps.iter().map(|(_, w)| w.as_str()).collect();
+    assert_eq!(
+        whats,
+        [
+            "requested [1, 2, 4]",
+            "started [1, 2, 4] adding [4] removing []",
+            "isr adds [4]",
+            "completed [1, 2, 4] isr [1, 2, 4]",
+            "requested [2, 4]",
+            "started [2, 4, 1] adding [] removing [1]",
+            "leader 2 (reassignment)",
+            "completed [2, 4] isr [2, 4]",
+        ]
+    );
+    let at: Vec<u64> = steps.iter().map(|(t, _)| *t).collect();
+    assert!(at.windows(2).all(|w| w[0] <= w[1]), "{steps:?}");
+    // The new replica needs time to copy 20 s of records from 20 ms farther away.
+    assert!(at[2] > at[1] + 100, "{steps:?}");
+
+    // Midway, the partition has three replicas and an ISR of two: under-replicated.
+    let mut midway = scenario.clone();
+    midway.duration_ms = at[1] + 50;
+    let p = &crate::run(&midway).partitions[0];
+    let brokers: Vec<u32> = p.replicas.iter().map(|r| r.broker).collect();
+    assert_eq!((brokers, p.isr.clone()), (vec![1, 2, 4], vec![1, 2]));
+
+    let p = &report.partitions[0];
+    let brokers: Vec<u32> = p.replicas.iter().map(|r| r.broker).collect();
+    assert_eq!((brokers, p.leader), (vec![2, 4], Some(2)));
+    assert_eq!(report.acked_records_lost, 0);
+    assert!(
+        report.invariant_violations.is_empty(),
+        "{:?}",
+        report.invariant_violations
+    );
+}
+
+#[test]
+fn a_reassignment_is_refused_as_kafka_refuses_it() {
+    for (target, why) in [
+        ("[]", "includes an empty replica list."),
+        (
+            "[1, 9]",
+            "includes broker 9, but no such broker is registered.",
+        ),
+        ("[2, 2]", "includes the broker 2 more than once."),
+    ] {
+        let source = format!(
+            r#"(name: "x", cluster: (brokers: 3), topics: [(name: "t", replication_factor: 2)],
+                timeline: [(at_ms: 10, action: Reassign("t", 0, {target}))])"#
+        );
+        let e = kafkascope_model::scenario::Scenario::parse(&source, "x.ron")
+            .expect_err("refused")
+            .to_string();
+        assert!(
+            e.contains("timeline[0].action") && e.contains(why),
+            "{target}: {e}"
+        );
+    }
+    // One at a time: a second while the first is under way is refused at its instant.
+    let mut scenario = crate::built_in("reassign");
+    scenario.timeline.push(TimelineEntry {
+        at_ms: 20_010,
+        action: Action::Reassign("orders".into(), 0, vec![3, 4]),
+    });
+    let refused = refusals(&crate::run(&scenario));
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(refused[0].2.contains("is under way"), "{refused:?}");
+}
