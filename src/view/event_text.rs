@@ -82,6 +82,13 @@ pub fn describe(kind: &EventKind) -> (Severity, String) {
         E::GroupMembersSet { group, members } => {
             (Info, format!("group {group}: {members} members wanted"))
         }
+        E::PartitionsRequested { topic, partitions } => {
+            (Info, format!("{topic}: {partitions} partitions asked for"))
+        }
+        E::PartitionsCreated { topic, partitions } => (
+            Info,
+            format!("{topic}: now {partitions} partitions; clients learn of them from metadata"),
+        ),
         E::ReassignmentRequested {
             topic,
             partition,

@@ -112,6 +112,10 @@ pub const BUILT_IN: &[BuiltIn] = &[
         source: include_str!("../../../../scenarios/reassign.ron"),
     },
     BuiltIn {
+        name: "add-partitions",
+        source: include_str!("../../../../scenarios/add-partitions.ron"),
+    },
+    BuiltIn {
         name: "leader-reads",
         source: include_str!("../../../../scenarios/leader-reads.ron"),
     },

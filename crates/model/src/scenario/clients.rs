@@ -276,6 +276,10 @@ pub struct ConsumerGroupConfig {
     /// Members get a `group.instance.id` (static membership, KIP-345).
     #[serde(default)]
     pub static_members: bool,
+    /// `metadata.max.age.ms`: members ask for metadata at least this often, and so learn of
+    /// partitions added to their topics.
+    #[serde(default = "defaults::metadata_max_age_ms")]
+    pub metadata_max_age_ms: u64,
 }
 
 /// `group.protocol`.
@@ -546,6 +550,7 @@ pub(super) fn validate_groups(s: &Scenario, check: &Check) -> Result<u64, Scenar
         }
         for (field, value) in [
             ("auto_commit_interval_ms", g.auto_commit_interval_ms),
+            ("metadata_max_age_ms", g.metadata_max_age_ms),
             ("session_timeout_ms", g.session_timeout_ms()),
             ("heartbeat_interval_ms", g.heartbeat_interval_ms()),
             ("max_poll_interval_ms", g.max_poll_interval_ms),

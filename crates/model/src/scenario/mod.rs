@@ -22,7 +22,7 @@ pub use cluster::ClusterConfig;
 use cluster::{given, present};
 pub use file::{ScenarioError, parse_ron, read_named_file};
 pub use timeline::{Action, Stop, TimelineEntry, reassignment_refusal};
-pub use topics::TopicConfig;
+pub use topics::{TopicConfig, rack_unaware_assignment};
 
 pub use crate::assignor::Assignor;
 

@@ -69,6 +69,9 @@ pub enum Action {
     /// (`kafka-reassign-partitions`, KIP-455): the new replicas catch up and join the ISR, then
     /// the old ones are dropped. Also how a replication factor changes.
     Reassign(String, u32, Vec<u32>),
+    /// Give a topic this many partitions in all (`kafka-topics --alter --partitions`,
+    /// CreatePartitions): keyed records map by the new count once producers learn of it.
+    AddPartitions(String, u32),
 }
 
 /// How a rolling restart stops each broker.
@@ -247,6 +250,39 @@ pub(super) fn validate(
                 }
             }
             Action::SetEligibleLeaderReplicas(_) | Action::RollingRestart(_) => {}
+            Action::AddPartitions(topic, total) => {
+                let Some(t) = s.topic_index(topic) else {
+                    return Err(bad(field, format!("no topic named {topic:?}")));
+                };
+                let topics: u64 = s.topics.iter().map(|t| u64::from(t.partitions)).sum();
+                let more = u64::from(total.saturating_sub(s.topics[t].partitions));
+                if topics + more > u64::from(limits::PARTITIONS) {
+                    return Err(bad(
+                        field,
+                        format!(
+                            "{} partitions in all: at most {} fit",
+                            topics + more,
+                            limits::PARTITIONS
+                        ),
+                    ));
+                }
+                let rf = u64::from(s.topics[t].replication_factor);
+                let replicas: u64 = s
+                    .topics
+                    .iter()
+                    .map(|t| u64::from(t.partitions) * u64::from(t.replication_factor))
+                    .sum();
+                if replicas + more * rf > limits::REPLICAS {
+                    return Err(bad(
+                        field,
+                        format!(
+                            "{} replicas in all (partitions x replication factor): at most {} fit",
+                            replicas + more * rf,
+                            limits::REPLICAS
+                        ),
+                    ));
+                }
+            }
             Action::Reassign(topic, partition, target) => {
                 let Some(t) = s.topic_index(topic) else {
                     return Err(bad(field, format!("no topic named {topic:?}")));

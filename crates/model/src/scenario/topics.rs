@@ -34,16 +34,29 @@ impl Scenario {
         if let Some(assignment) = &topic.assignment {
             return assignment.clone();
         }
-        let n = self.cluster.brokers;
+        rack_unaware_assignment(
+            self.cluster.brokers,
+            topic.partitions,
+            topic.replication_factor,
+        )
+    }
+}
+
+/// Kafka's rack-unaware placement (`AdminUtils.assignReplicasToBrokers`) of `partitions`
+/// partitions on brokers `1..=brokers`, with start index and replica shift 0 where Kafka draws
+/// both at random.
+pub fn rack_unaware_assignment(brokers: u32, partitions: u32, rf: u32) -> Vec<Vec<u32>> {
+    {
+        let n = brokers;
         let mut replica_shift = 0;
-        (0..topic.partitions)
+        (0..partitions)
             .map(|p| {
                 if p > 0 && p % n == 0 {
                     replica_shift += 1;
                 }
                 let first = p % n;
                 let mut replicas = vec![first + 1];
-                for j in 0..topic.replication_factor.saturating_sub(1) {
+                for j in 0..rf.saturating_sub(1) {
                     let shift = 1 + (replica_shift + j) % (n - 1);
                     replicas.push((first + shift) % n + 1);
                 }

@@ -45,6 +45,9 @@ no_entities!(Name, Broker, Consumer);
 impl Remap for Controller {
     fn remap(&mut self, map: &EntityHashMap<Entity>) {
         self.reassigning.iter_mut().for_each(|e| remap(e, map));
+        for (_, created) in &mut self.requested_partitions {
+            created.iter_mut().for_each(|e| remap(e, map));
+        }
         for request in &mut self.requested {
             remap(&mut request.partition, map);
             request.added.iter_mut().for_each(|(_, e)| remap(e, map));

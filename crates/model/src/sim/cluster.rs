@@ -325,6 +325,51 @@ impl Partition {
     }
 
     /// The leader and epoch as seen by one who has applied the metadata log up to `offset`.
+    /// A partition led by its first replica with every replica in sync, in epoch 0, created by
+    /// the metadata record at `created_offset`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        topic: usize,
+        index: u32,
+        ordinal: u32,
+        assignment: Vec<BrokerId>,
+        replicas: Vec<Entity>,
+        min_insync_replicas: u32,
+        unclean_leader_election: bool,
+        created: (u64, u64),
+    ) -> Self {
+        let (created_offset, now) = created;
+        Partition {
+            topic,
+            index,
+            ordinal,
+            leader: assignment.first().copied(),
+            leader_epoch: 0,
+            isr: assignment.clone(),
+            elr: Vec::new(),
+            unclean_leader_election,
+            elected_uncleanly: false,
+            offline_since_ms: None,
+            dead_leader_since_ms: None,
+            reassignment: None,
+            followers: vec![FollowerState::reset(true, now); assignment.len()],
+            history: vec![LeaderRecord {
+                offset: created_offset,
+                leader: assignment.first().copied(),
+                leader_epoch: 0,
+            }],
+            assignment,
+            replicas,
+            min_insync_replicas,
+        }
+    }
+
+    /// Whether a broker that has applied the metadata log up to `offset` knows the partition
+    /// exists (one added by `AddPartitions` is created by a record in the log).
+    pub fn known_at(&self, offset: u64) -> bool {
+        self.history[0].offset <= offset
+    }
+
     pub fn leader_seen(&self, offset: u64) -> LeaderRecord {
         *self
             .history

@@ -31,8 +31,6 @@ use crate::scenario::{GroupProtocol, OffsetReset};
 /// `retry.backoff.ms` of the consumer: the pause before asking again when there is no
 /// coordinator or leader to ask.
 const RETRY_BACKOFF_MS: u64 = 100;
-/// The consumer's `metadata.max.age.ms`.
-const METADATA_MAX_AGE_MS: u64 = 300_000;
 /// The consumer's `request.timeout.ms`: a request unanswered this long is given up.
 const REQUEST_TIMEOUT_MS: u64 = 30_000;
 /// A JoinGroup may wait at the coordinator for the whole rebalance timeout, so the client gives
@@ -92,6 +90,10 @@ pub struct Consumer {
     /// The assignment a SyncGroup brought, applied at the next poll
     /// (`ConsumerCoordinator.onJoinComplete`), as ordinals.
     pending_assignment: Option<Vec<u32>>,
+    /// As a classic group's leader: how many partitions its subscribed topics had when it last
+    /// assigned them (`ConsumerCoordinator.assignmentSnapshot`). A Metadata answer with more asks
+    /// for a rebalance (`rejoinNeededOrPending`).
+    assigned_partitions: Option<u32>,
     pub records_per_sec: u32,
     /// Partitions it consumes now, by ordinal.
     pub assigned: BTreeMap<u32, Progress>,
@@ -162,6 +164,7 @@ impl Consumer {
             generation: 0,
             rejoin_requested: false,
             pending_assignment: None,
+            assigned_partitions: None,
             records_per_sec: config.records_per_sec,
             assigned: BTreeMap::new(),
             buffered: VecDeque::new(),
@@ -417,6 +420,7 @@ pub(super) fn handle_group_responses(
                                     .map(|x| (t.clone(), x.partitions.len() as u32))
                             })
                             .collect();
+                        consumer.assigned_partitions = Some(topics.values().sum());
                         assignor::assign(group.config.assignor(), &topics, members)
                     });
                 let Some(coordinator) = wire_from_broker(wire) else {
@@ -1157,7 +1161,7 @@ pub(super) fn send_requests(
             now,
             round_trip_ms: 2 * cluster.config.network_latency_ms,
             backoff_ms: RETRY_BACKOFF_MS,
-            max_age_ms: METADATA_MAX_AGE_MS,
+            max_age_ms: config.metadata_max_age_ms,
             node,
             network,
             brokers: &views,
@@ -1165,6 +1169,28 @@ pub(super) fn send_requests(
         wake.at(c
             .metadata
             .refresh(&refresh, |_| 0, partitions.iter_many(&cluster.partitions)));
+        // A classic group's leader that learns of partitions added to its topics since it
+        // assigned them asks for a rebalance (`ConsumerCoordinator.rejoinNeededOrPending`).
+        if c.metadata.refreshed_ms == now
+            && let Some(assigned) = c.assigned_partitions
+        {
+            let seen = c.metadata.answered_offset;
+            let known: u32 = config
+                .topics
+                .iter()
+                .filter_map(|t| cluster.topics.iter().find(|x| x.name == *t))
+                .map(|t| {
+                    partitions
+                        .iter_many(&t.partitions)
+                        .filter(|p| p.known_at(seen))
+                        .count() as u32
+                })
+                .sum();
+            if known > assigned && c.state == MemberState::Stable {
+                c.assigned_partitions = None;
+                c.rejoin_requested = true;
+            }
+        }
         // Field by field: the loop below borrows the partitions mutably.
         let member = Membership {
             member_id: &c.member_id,

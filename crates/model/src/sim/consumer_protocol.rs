@@ -220,7 +220,12 @@ pub(super) fn update_state(group: &mut ConsumerGroup) {
 
 /// A membership change bumps the group epoch (`consumerGroupHeartbeat`, `consumerGroupFenceMember`),
 /// which Kafka counts as a rebalance.
-fn bump_group_epoch(group: &mut ConsumerGroup, now: u64, events: &mut EventLog, reason: String) {
+pub(super) fn bump_group_epoch(
+    group: &mut ConsumerGroup,
+    now: u64,
+    events: &mut EventLog,
+    reason: String,
+) {
     group.generation += 1;
     group.rebalances += 1;
     events.push(

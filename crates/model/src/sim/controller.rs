@@ -27,6 +27,7 @@ use super::cluster::{
     Replica,
 };
 use super::events::{EventKind, EventLog, Metrics};
+use super::group_coordinator::ConsumerGroup;
 use super::network::{Network, Node};
 use super::protocol::{Heartbeat, HeartbeatResponse};
 use super::timeline::Timeline;
@@ -50,6 +51,8 @@ pub struct Controller {
     /// `auto.leader.rebalance.enable` and some partition is led by a broker other than its first
     /// replica.
     pub next_balance_check_ms: Option<u64>,
+    /// Partitions asked for, by topic index, created once their entities exist.
+    pub requested_partitions: Vec<(usize, Vec<Entity>)>,
     /// Reassignments asked for, which start once their new replicas exist.
     pub requested: Vec<RequestedReassignment>,
     /// Partitions whose reassignment is under way.
@@ -101,7 +104,7 @@ impl MetadataLog {
 
 impl MetadataLog {
     /// Writes a record; it reaches the brokers after `latency_ms`. Returns its offset.
-    fn append(&mut self, now: u64, latency_ms: u64) -> u64 {
+    pub(super) fn append(&mut self, now: u64, latency_ms: u64) -> u64 {
         self.end += 1;
         self.deliveries.push_back((now + latency_ms, self.end));
         self.end
@@ -119,6 +122,7 @@ impl Controller {
             // Every partition starts led by its first replica: nothing to balance.
             next_balance_check_ms: None,
             next_unclean_check_ms: None,
+            requested_partitions: Vec::new(),
             requested: Vec::new(),
             reassigning: Vec::new(),
             metadata: MetadataLog::default(),
@@ -879,6 +883,82 @@ pub(super) fn controller_balances_leaders(
     if let Some(at) = controller.next_unclean_check_ms {
         wake.standing_at(Standing::Controller, at);
     }
+}
+
+/// Creates the partitions asked for once their entities exist: each gets the next ordinal and a
+/// record in the metadata log, from which brokers and clients learn of it. The group coordinators
+/// take them into their groups' subscriptions at once; a consumer-protocol group's epoch is
+/// bumped, so its next heartbeat computes an assignment with them
+/// (`GroupMetadataManager.onNewMetadataImage`, then `consumerGroupHeartbeat`).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn controller_creates_partitions(
+    clock: &SimClock,
+    cluster: &mut Cluster,
+    wake: &mut Wake,
+    events: &mut EventLog,
+    controllers: &mut Query<&mut Controller>,
+    partitions: &mut Query<&mut Partition>,
+    replicas: &Query<&mut Replica>,
+    groups: &mut Query<&mut ConsumerGroup>,
+) {
+    let now = clock.now_ms;
+    let mut controller = controllers.get_mut(cluster.controller).expect("controller");
+    if controller.requested_partitions.is_empty() {
+        return;
+    }
+    let requested = std::mem::take(&mut controller.requested_partitions);
+    for (topic, created) in requested {
+        let exists = created.iter().all(|e| {
+            partitions
+                .get(*e)
+                .is_ok_and(|p| p.replicas.iter().all(|r| replicas.get(*r).is_ok()))
+        });
+        if !exists {
+            // Spawned this step: they exist from the next.
+            wake.standing_at(Standing::Controller, now + 1);
+            controller.requested_partitions.push((topic, created));
+            continue;
+        }
+        let mut ordinals = Vec::new();
+        for &entity in &created {
+            let ordinal = cluster.partitions.len() as u32;
+            cluster.partitions.push(entity);
+            cluster.topics[topic].partitions.push(entity);
+            let offset = controller
+                .metadata
+                .append(now, cluster.config.network_latency_ms);
+            let mut partition = partitions.get_mut(entity).expect("partition entity");
+            partition.ordinal = ordinal;
+            partition.history[0].offset = offset;
+            ordinals.push(ordinal);
+        }
+        let name = cluster.topics[topic].name.clone();
+        for mut group in groups.iter_mut() {
+            if !group.config.topics.contains(&name) {
+                continue;
+            }
+            group.partitions.extend(&ordinals);
+            if group.config.protocol == crate::scenario::GroupProtocol::Consumer {
+                super::consumer_protocol::bump_group_epoch(
+                    &mut group,
+                    now,
+                    events,
+                    format!(
+                        "{name} has {} partitions",
+                        cluster.topics[topic].partitions.len()
+                    ),
+                );
+            }
+        }
+        events.push(
+            now,
+            EventKind::PartitionsCreated {
+                topic: name,
+                partitions: cluster.topics[topic].partitions.len() as u32,
+            },
+        );
+    }
+    cluster.assignments_version += 1;
 }
 
 /// Starts each reassignment asked for whose new replicas exist

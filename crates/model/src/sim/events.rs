@@ -96,6 +96,16 @@ pub enum EventKind {
         group: String,
         members: u32,
     },
+    /// An operator asked for more partitions (`kafka-topics --alter --partitions`).
+    PartitionsRequested {
+        topic: String,
+        partitions: u32,
+    },
+    /// The controller created the new partitions: the topic has this many.
+    PartitionsCreated {
+        topic: String,
+        partitions: u32,
+    },
     /// An operator asked to move a partition's replicas (`kafka-reassign-partitions`).
     ReassignmentRequested {
         topic: String,

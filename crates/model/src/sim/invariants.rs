@@ -100,6 +100,15 @@ impl Invariants {
         }
     }
 
+    /// Makes room for partitions added since (`AddPartitions`).
+    pub fn fit(&mut self, partitions: usize) {
+        if self.partitions.len() < partitions {
+            self.partitions.resize(partitions, Seen::default());
+            self.order.resize(partitions, Order::default());
+            self.agreed.resize(partitions, Agreed::default());
+        }
+    }
+
     /// Each replica entity the checks remember (a restored checkpoint points them at the entities
     /// restored in their place).
     pub fn entities_mut(&mut self, mut f: impl FnMut(&mut Entity)) {

@@ -173,15 +173,16 @@ pub(super) fn count_paused(
     for (i, &entity) in cluster.groups.iter().enumerate() {
         let group = groups.get(entity).expect("group");
         let lag = &mut monitor.groups[i];
+        // A group's partitions only grow (`AddPartitions`): what was counted is kept.
         if lag.partitions.len() != group.partitions.len() {
-            lag.partitions = group
-                .partitions
-                .iter()
-                .map(|o| PartitionLag {
+            let known = lag.partitions.len();
+            lag.partitions
+                .extend(group.partitions[known..].iter().map(|o| PartitionLag {
                     ordinal: *o,
+                    paused_since: lag.counting_since.map(|_| now),
+                    pauses: u64::from(lag.counting_since.is_some()),
                     ..Default::default()
-                })
-                .collect();
+                }));
         }
         let consumed = |o: u32| owners.owners(group.index, o) > 0;
         if lag.counting_since.is_none() {

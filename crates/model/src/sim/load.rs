@@ -5,9 +5,7 @@
 use bevy_ecs::prelude::*;
 
 use super::clock::{SimClock, SimRng, Wake};
-use super::cluster::{
-    Broker, BrokerId, Cluster, FollowerState, OFFSETS_TOPIC, Partition, Replica, Topic,
-};
+use super::cluster::{Broker, BrokerId, Cluster, OFFSETS_TOPIC, Partition, Replica, Topic};
 use super::events::{EventLog, Metrics};
 use super::invariants::Invariants;
 use super::network::Network;
@@ -169,10 +167,15 @@ pub fn load(world: &mut World, scenario: &Scenario) {
         .map(|(i, config)| {
             let topic = scenario.topic_index(&config.topic).expect("validated");
             let partitions = topics[topic].partitions.clone();
-            let first = all_partitions
+            let ordinals = partitions
                 .iter()
-                .position(|p| *p == partitions[0])
-                .expect("the topic's partitions are listed") as u32;
+                .map(|e| {
+                    all_partitions
+                        .iter()
+                        .position(|p| p == e)
+                        .expect("the topic's partitions are listed") as u32
+                })
+                .collect();
             // Its first Metadata answer: every partition led by its first replica.
             let leaders = partitions
                 .iter()
@@ -181,7 +184,7 @@ pub fn load(world: &mut World, scenario: &Scenario) {
                     (p.leader, p.leader_epoch)
                 })
                 .collect();
-            let mut producer = Producer::new(i as u32, config, topic, partitions, first);
+            let mut producer = Producer::new(i as u32, config, topic, partitions, ordinals);
             producer.metadata.leaders = leaders;
             world
                 .spawn((Name::new(format!("producer {}", config.name)), producer))
@@ -232,30 +235,16 @@ fn spawn_partition(
         .collect();
     world.entity_mut(partition).insert((
         Name::new(format!("{name}-{index}")),
-        Partition {
+        Partition::new(
             topic,
             index,
             ordinal,
-            leader: assignment.first().copied(),
-            leader_epoch: 0,
-            isr: assignment.clone(),
-            elr: Vec::new(),
-            unclean_leader_election: config.unclean_leader_election,
-            elected_uncleanly: false,
-            offline_since_ms: None,
-            dead_leader_since_ms: None,
-            reassignment: None,
-            // Every replica starts in the ISR of a leader elected at 0.
-            followers: vec![FollowerState::reset(true, 0); assignment.len()],
-            history: vec![crate::sim::cluster::LeaderRecord {
-                offset: 0,
-                leader: assignment.first().copied(),
-                leader_epoch: 0,
-            }],
             assignment,
             replicas,
-            min_insync_replicas: config.min_insync_replicas,
-        },
+            config.min_insync_replicas,
+            config.unclean_leader_election,
+            (0, 0),
+        ),
     ));
     partition
 }

@@ -24,6 +24,9 @@ pub struct ClientMetadata {
     pub refreshed_ms: u64,
     /// Metadata requests sent: where the next one starts looking for the least loaded broker.
     pub requests: u64,
+    /// How far the broker that gave the last answer had applied the metadata log: which
+    /// partitions it knew of.
+    pub answered_offset: u64,
 }
 
 impl ClientMetadata {
@@ -95,6 +98,7 @@ impl ClientMetadata {
                 Some(b) => {
                     let seen = r.brokers[b as usize].metadata_offset;
                     self.take_answer(partitions.map(|p| p.leader_seen(seen)), now);
+                    self.answered_offset = seen;
                 }
                 // No broker to ask: try again after the back-off.
                 None => self.answer_at = Some(now + r.backoff_ms),

@@ -236,6 +236,7 @@ fn controller_phase(
     mut partitions: Query<&mut Partition>,
     mut replicas: Query<&mut Replica>,
     mut due: Local<Vec<u64>>,
+    mut groups: Query<&mut ConsumerGroup>,
     mut commands: Commands,
 ) {
     use controller::*;
@@ -293,6 +294,16 @@ fn controller_phase(
         &brokers,
         &mut partitions,
         &mut replicas,
+    );
+    controller_creates_partitions(
+        &clock,
+        &mut cluster,
+        &mut wake,
+        &mut events,
+        &mut controllers,
+        &mut partitions,
+        &replicas,
+        &mut groups,
     );
     controller_starts_reassignments(
         &clock,
@@ -712,6 +723,7 @@ fn checks_phase(
     mut touched: Local<Vec<Entity>>,
 ) {
     use invariants::*;
+    invariants.fit(cluster.partitions.len());
     check(
         &clock,
         &cluster,

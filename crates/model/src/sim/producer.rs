@@ -209,7 +209,8 @@ pub struct Producer {
     next_batch_id: u64,
     records_made: u64,
     /// Index of the topic's first partition in `Cluster::partitions`.
-    pub first_partition_index: u32,
+    /// The ordinal of each of its partitions (in `Cluster::partitions`).
+    pub ordinals: Vec<u32>,
     /// Where draining starts for each broker, so partitions take turns (`drainIndex`).
     drain_start: BTreeMap<BrokerId, usize>,
     /// Who leads its partitions, as far as it knows: it sends each batch there.
@@ -223,7 +224,7 @@ impl Producer {
         config: &ProducerConfig,
         topic: usize,
         partitions: Vec<Entity>,
-        first_partition_index: u32,
+        ordinals: Vec<u32>,
     ) -> Self {
         let n = partitions.len();
         let mut producer = Producer {
@@ -249,7 +250,7 @@ impl Producer {
             producer_epoch: 0,
             next_batch_id: 0,
             records_made: 0,
-            first_partition_index,
+            ordinals,
             drain_start: BTreeMap::new(),
             metadata: ClientMetadata {
                 leaders: vec![(None, 0); n],
@@ -297,6 +298,21 @@ impl Producer {
         self.config = config;
         self.set_acks(acks);
         Ok(())
+    }
+
+    /// A partition of its topic it learnt of from a Metadata answer (`AddPartitions`): keyed
+    /// records map by the new count from now on.
+    pub fn learn_partition(
+        &mut self,
+        entity: Entity,
+        ordinal: u32,
+        leader: (Option<BrokerId>, u32),
+    ) {
+        self.partitions.push(entity);
+        self.ordinals.push(ordinal);
+        self.queues.push(VecDeque::new());
+        self.sequences.push(Sequences::default());
+        self.metadata.leaders.push(leader);
     }
 
     pub fn set_rate(&mut self, now: u64, records_per_sec: u32) {
@@ -638,7 +654,7 @@ impl Producer {
 
     /// Writes a batch the producer saw succeed into the ledger of acknowledged records.
     fn record_acked(&self, batch: &Batch, base: Option<u64>, ledger: &mut AckLedger) {
-        let partition = self.first_partition_index + batch.partition;
+        let partition = self.ordinals[batch.partition as usize];
         ledger
             .records
             .extend(batch.records.iter().enumerate().map(|(i, r)| {
@@ -817,6 +833,20 @@ pub(super) fn refresh_metadata(
                 .map(|p| partitions.get(*p).expect("partition entity")),
         );
         wake.at(next);
+        // The answer lists the topic's partitions the answering broker knows of: those added
+        // since are used from now on (`Metadata.update`).
+        if producer.metadata.refreshed_ms == clock.now_ms {
+            let seen = producer.metadata.answered_offset;
+            let topic = &cluster.topics[producer.topic];
+            for &e in &topic.partitions[producer.partitions.len().min(topic.partitions.len())..] {
+                let p = partitions.get(e).expect("partition entity");
+                if !p.known_at(seen) {
+                    break;
+                }
+                let record = p.leader_seen(seen);
+                producer.learn_partition(e, p.ordinal, (record.leader, record.leader_epoch));
+            }
+        }
     }
 }
 

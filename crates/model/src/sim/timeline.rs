@@ -154,6 +154,7 @@ pub(super) fn apply_actions(
             | Action::RestartBroker(_)
             | Action::ControlledShutdown(_) => broker_action(&mut targets, now, &action),
             Action::Reassign(..) => reassign(&mut targets, &action),
+            Action::AddPartitions(..) => add_partitions(&mut targets, now, &action),
             Action::PreferredElection
             | Action::SetMinIsr(..)
             | Action::SetUncleanElection(..)
@@ -541,6 +542,90 @@ fn reassign(t: &mut Targets, action: &Action) -> Outcome {
         topic: topic.clone(),
         partition: *index,
         target: target.clone(),
+    })
+}
+
+/// Asks the controller for more partitions (CreatePartitions), refused as
+/// `ReplicationControlManager.createPartitions` refuses it. The new partitions are placed as a
+/// topic of the new count would be (the model's placement, `rack_unaware_assignment`, where Kafka
+/// stripes them from a random start), led by their first replica; the controller creates them
+/// once their entities exist (`controller_creates_partitions`).
+fn add_partitions(t: &mut Targets, now: u64, action: &Action) -> Outcome {
+    let Action::AddPartitions(name, total) = action else {
+        return Err(misrouted(action));
+    };
+    let Some(topic) = t
+        .cluster
+        .topics
+        .iter()
+        .position(|tp| tp.name == *name && tp.name != super::cluster::OFFSETS_TOPIC)
+    else {
+        return Err(format!("no topic named {name:?}"));
+    };
+    let mut controller = t
+        .controllers
+        .get_mut(t.cluster.controller)
+        .expect("controller");
+    let asked: usize = controller
+        .requested_partitions
+        .iter()
+        .filter(|(tp, _)| *tp == topic)
+        .map(|(_, new)| new.len())
+        .sum();
+    let current = (t.cluster.topics[topic].partitions.len() + asked) as u32;
+    // `ReplicationControlManager.createPartitions`: InvalidPartitionsException.
+    if *total == current {
+        return Err(format!("Topic already has {current} partition(s)."));
+    }
+    if *total < current {
+        return Err(format!(
+            "The topic {name} currently has {current} partition(s); {total} would not be an increase."
+        ));
+    }
+    let brokers = t.cluster.brokers.len() as u32;
+    let first = t.cluster.topics[topic].partitions[0];
+    let (rf, min_isr, unclean) = {
+        let p = t.partitions.get(first).expect("partition entity");
+        (
+            t.cluster.topics[topic].replication_factor,
+            p.min_insync_replicas,
+            p.unclean_leader_election,
+        )
+    };
+    let placement = crate::scenario::rack_unaware_assignment(brokers, *total, rf);
+    let mut created = Vec::new();
+    for index in current..*total {
+        let assignment = placement[index as usize].clone();
+        let entity = t.commands.spawn_empty().id();
+        let replicas = assignment
+            .iter()
+            .map(|b| {
+                let replica_name = format!("{name}-{index} on broker {b}");
+                t.commands
+                    .spawn((Name::new(replica_name), Replica::new(entity, *b)))
+                    .id()
+            })
+            .collect();
+        // Its ordinal and creating record are set when the controller creates it.
+        let partition = Partition::new(
+            topic,
+            index,
+            u32::MAX,
+            assignment,
+            replicas,
+            min_isr,
+            unclean,
+            (u64::MAX, now),
+        );
+        t.commands
+            .entity(entity)
+            .insert((Name::new(format!("{name}-{index}")), partition));
+        created.push(entity);
+    }
+    controller.requested_partitions.push((topic, created));
+    Ok(EventKind::PartitionsRequested {
+        topic: name.clone(),
+        partitions: *total,
     })
 }
 

@@ -458,3 +458,100 @@ fn a_reassignment_is_refused_as_kafka_refuses_it() {
     assert_eq!(refused.len(), 1, "{refused:?}");
     assert!(refused[0].2.contains("is under way"), "{refused:?}");
 }
+
+/// Every record in the topic's leaders' logs, as (partition, send id, key text).
+fn keyed_records(sim: &kafkascope_model::sim::Sim, topic: &str) -> Vec<(u32, u64, String)> {
+    use kafkascope_model::sim::producer::Producer;
+    use kafkascope_model::sim::{Cluster, Partition, Replica};
+    let world = sim.world();
+    let cluster = world.resource::<Cluster>();
+    let producer = world
+        .get::<Producer>(cluster.producers[0])
+        .expect("a producer");
+    let topic = cluster
+        .topics
+        .iter()
+        .find(|t| t.name == topic)
+        .expect("topic");
+    let mut out = Vec::new();
+    for &entity in &topic.partitions {
+        let p = world.get::<Partition>(entity).expect("partition");
+        let leader = p.leader_replica().expect("a leader");
+        let replica = world.get::<Replica>(leader).expect("replica");
+        for record in replica.log.iter_from(0) {
+            let key = producer.key_text(record.key).expect("keyed records");
+            out.push((p.index, record.id, key));
+        }
+    }
+    out
+}
+
+#[test]
+fn after_adding_partitions_keys_map_by_murmur2_of_the_new_count_and_both_protocols_consume_them() {
+    use kafkascope_model::partitioner::partition_for_key;
+    use kafkascope_model::scenario::GroupProtocol;
+    for protocol in [GroupProtocol::Classic, GroupProtocol::Consumer] {
+        let mut scenario = crate::built_in("add-partitions");
+        scenario.consumer_groups[0].protocol = protocol;
+        let mut sim = kafkascope_model::sim::Sim::new(&scenario);
+        sim.run_until(scenario.duration_ms);
+        let records = keyed_records(&sim, "orders");
+        // The producer's first send that went to a new partition: every later send maps by
+        // murmur2 % 4 (`BuiltInPartitioner.partitionForKey`), every earlier one by % 2.
+        let learnt = records
+            .iter()
+            .filter(|(p, ..)| *p >= 2)
+            .map(|(_, id, _)| *id)
+            .min()
+            .expect("records in the new partitions");
+        let mut moved = 0;
+        for (p, id, key) in &records {
+            let count = if *id >= learnt { 4 } else { 2 };
+            assert_eq!(
+                partition_for_key(key.as_bytes(), count),
+                *p,
+                "{key} (send {id}) in orders-{p}"
+            );
+            moved += usize::from(*id >= learnt && partition_for_key(key.as_bytes(), 2) != *p);
+        }
+        assert!(moved > 1000, "keys moved to another partition: {moved}");
+        let report = kafkascope_model::report::Report::of(&sim);
+        let offsets = &report.consumer_groups[0].offsets;
+        assert_eq!(offsets.len(), 4, "{protocol:?}: {offsets:?}");
+        for o in offsets {
+            assert!(
+                o.committed.is_some_and(|c| c > 0),
+                "{protocol:?}: the group consumes orders-{}: {o:?}",
+                o.partition
+            );
+        }
+        assert!(
+            report.invariant_violations.is_empty(),
+            "{:?}",
+            report.invariant_violations
+        );
+        assert_eq!(report.acked_records_lost, 0);
+    }
+}
+
+#[test]
+fn fewer_partitions_are_refused_with_kafkas_reason() {
+    let mut scenario = crate::built_in("add-partitions");
+    for (at_ms, total) in [(30_000, 4), (31_000, 3)] {
+        scenario.timeline.push(TimelineEntry {
+            at_ms,
+            action: Action::AddPartitions("orders".into(), total),
+        });
+    }
+    let refused: Vec<String> = refusals(&crate::run(&scenario))
+        .into_iter()
+        .map(|(_, _, why)| why)
+        .collect();
+    assert_eq!(
+        refused,
+        [
+            "Topic already has 4 partition(s).",
+            "The topic orders currently has 4 partition(s); 3 would not be an increase.",
+        ]
+    );
+}
