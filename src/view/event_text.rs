@@ -82,6 +82,12 @@ pub fn describe(kind: &EventKind) -> (Severity, String) {
         E::GroupMembersSet { group, members } => {
             (Info, format!("group {group}: {members} members wanted"))
         }
+        E::BrokerAdded { broker } => (
+            Info,
+            format!(
+                "broker {broker} added: it registers with the controller and hosts nothing yet"
+            ),
+        ),
         E::PartitionsRequested { topic, partitions } => {
             (Info, format!("{topic}: {partitions} partitions asked for"))
         }

@@ -72,6 +72,9 @@ pub enum Action {
     /// Give a topic this many partitions in all (`kafka-topics --alter --partitions`,
     /// CreatePartitions): keyed records map by the new count once producers learn of it.
     AddPartitions(String, u32),
+    /// A new broker, the next id, joins the cluster: it registers with the controller and hosts
+    /// nothing until partitions are created or reassigned onto it.
+    AddBroker,
 }
 
 /// How a rolling restart stops each broker.
@@ -129,6 +132,24 @@ pub(super) fn validate(
 ) -> Result<(), ScenarioError> {
     let bad = |field: String, message: String| check.bad(field, message);
     let c = &s.cluster;
+    // Brokers an `AddBroker` adds may be named by any entry; one named before it joins is
+    // refused when the action applies.
+    let added = s
+        .timeline
+        .iter()
+        .filter(|e| e.action == Action::AddBroker)
+        .count() as u32;
+    let brokers = c.brokers + added;
+    if brokers > limits::BROKERS {
+        return Err(bad(
+            "timeline".into(),
+            format!(
+                "{} brokers with those AddBroker adds: a cluster has at most {}",
+                brokers,
+                limits::BROKERS
+            ),
+        ));
+    }
     for (i, entry) in s.timeline.iter().enumerate() {
         let field = format!("timeline[{i}].action");
         if entry.at_ms > s.duration_ms {
@@ -141,10 +162,10 @@ pub(super) fn validate(
             ));
         }
         let broker = |b: u32| -> Result<(), ScenarioError> {
-            if b == 0 || b > c.brokers {
+            if b == 0 || b > brokers {
                 Err(bad(
                     field.clone(),
-                    format!("broker {b} does not exist (brokers are 1 to {})", c.brokers),
+                    format!("broker {b} does not exist (brokers are 1 to {brokers})"),
                 ))
             } else {
                 Ok(())
@@ -249,7 +270,9 @@ pub(super) fn validate(
                     return Err(bad(field, format!("no topic named {topic:?}")));
                 }
             }
-            Action::SetEligibleLeaderReplicas(_) | Action::RollingRestart(_) => {}
+            Action::SetEligibleLeaderReplicas(_)
+            | Action::RollingRestart(_)
+            | Action::AddBroker => {}
             Action::AddPartitions(topic, total) => {
                 let Some(t) = s.topic_index(topic) else {
                     return Err(bad(field, format!("no topic named {topic:?}")));
@@ -296,7 +319,7 @@ pub(super) fn validate(
                         ),
                     ));
                 }
-                if let Some(why) = reassignment_refusal(topic, *partition, target, c.brokers) {
+                if let Some(why) = reassignment_refusal(topic, *partition, target, brokers) {
                     return Err(bad(field, why));
                 }
             }

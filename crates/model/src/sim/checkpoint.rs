@@ -45,6 +45,7 @@ no_entities!(Name, Broker, Consumer);
 impl Remap for Controller {
     fn remap(&mut self, map: &EntityHashMap<Entity>) {
         self.reassigning.iter_mut().for_each(|e| remap(e, map));
+        self.new_brokers.iter_mut().for_each(|e| remap(e, map));
         for (_, created) in &mut self.requested_partitions {
             created.iter_mut().for_each(|e| remap(e, map));
         }

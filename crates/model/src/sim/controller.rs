@@ -51,6 +51,8 @@ pub struct Controller {
     /// `auto.leader.rebalance.enable` and some partition is led by a broker other than its first
     /// replica.
     pub next_balance_check_ms: Option<u64>,
+    /// Brokers started by `AddBroker`, which join the cluster once their entities exist.
+    pub new_brokers: Vec<Entity>,
     /// Partitions asked for, by topic index, created once their entities exist.
     pub requested_partitions: Vec<(usize, Vec<Entity>)>,
     /// Reassignments asked for, which start once their new replicas exist.
@@ -122,6 +124,7 @@ impl Controller {
             // Every partition starts led by its first replica: nothing to balance.
             next_balance_check_ms: None,
             next_unclean_check_ms: None,
+            new_brokers: Vec::new(),
             requested_partitions: Vec::new(),
             requested: Vec::new(),
             reassigning: Vec::new(),
@@ -883,6 +886,42 @@ pub(super) fn controller_balances_leaders(
     if let Some(at) = controller.next_unclean_check_ms {
         wake.standing_at(Standing::Controller, at);
     }
+}
+
+/// Brokers an `AddBroker` started join the cluster once their entities exist: the controller
+/// and the network make room for them, and their registration heartbeats go out.
+pub(super) fn controller_adds_brokers(
+    clock: &SimClock,
+    cluster: &mut Cluster,
+    network: &mut Network,
+    wake: &mut Wake,
+    controllers: &mut Query<&mut Controller>,
+    brokers: &Query<&mut Broker>,
+) {
+    let mut controller = controllers.get_mut(cluster.controller).expect("controller");
+    if controller.new_brokers.is_empty() {
+        return;
+    }
+    if controller
+        .new_brokers
+        .iter()
+        .any(|e| brokers.get(*e).is_err())
+    {
+        // Spawned this step: they exist from the next.
+        wake.standing_at(Standing::Controller, clock.now_ms + 1);
+        return;
+    }
+    for entity in std::mem::take(&mut controller.new_brokers) {
+        cluster.brokers.push(entity);
+        let n = cluster.brokers.len() + 1;
+        controller.last_heartbeat_ms.resize(n, 0);
+        controller.registered.resize(n, 0);
+        controller.refused.resize(n, 0);
+        controller.reported_offset.resize(n, 0);
+        controller.controlled_shutdown_offset.resize(n, None);
+        network.extra_ms.resize(n, 0);
+    }
+    wake.standing_at(Standing::Controller, clock.now_ms + 1);
 }
 
 /// Creates the partitions asked for once their entities exist: each gets the next ordinal and a

@@ -96,6 +96,10 @@ pub enum EventKind {
         group: String,
         members: u32,
     },
+    /// A new broker started; it registers with the controller.
+    BrokerAdded {
+        broker: u32,
+    },
     /// An operator asked for more partitions (`kafka-topics --alter --partitions`).
     PartitionsRequested {
         topic: String,

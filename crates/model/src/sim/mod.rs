@@ -295,6 +295,15 @@ fn controller_phase(
         &mut partitions,
         &mut replicas,
     );
+    // After the heartbeats, which collect the controller's wakes afresh.
+    controller_adds_brokers(
+        &clock,
+        &mut cluster,
+        &mut network,
+        &mut wake,
+        &mut controllers,
+        &brokers,
+    );
     controller_creates_partitions(
         &clock,
         &mut cluster,

@@ -155,6 +155,7 @@ pub(super) fn apply_actions(
             | Action::ControlledShutdown(_) => broker_action(&mut targets, now, &action),
             Action::Reassign(..) => reassign(&mut targets, &action),
             Action::AddPartitions(..) => add_partitions(&mut targets, now, &action),
+            Action::AddBroker => add_broker(&mut targets, now),
             Action::PreferredElection
             | Action::SetMinIsr(..)
             | Action::SetUncleanElection(..)
@@ -543,6 +544,34 @@ fn reassign(t: &mut Targets, action: &Action) -> Outcome {
         partition: *index,
         target: target.clone(),
     })
+}
+
+/// Starts a new broker with the next id: it registers with the controller (it has never been
+/// unfenced) and joins the cluster once its entity exists (`controller_adds_brokers`).
+fn add_broker(t: &mut Targets, now: u64) -> Outcome {
+    let mut controller = t
+        .controllers
+        .get_mut(t.cluster.controller)
+        .expect("controller");
+    let id = (t.cluster.brokers.len() + controller.new_brokers.len() + 1) as u32;
+    if id > crate::scenario::limits::BROKERS {
+        return Err(format!(
+            "a cluster has at most {} brokers",
+            crate::scenario::limits::BROKERS
+        ));
+    }
+    let mut broker = Broker::new(id);
+    broker.alive = false;
+    broker.starting = true;
+    broker.fenced = true;
+    broker.incarnation = 1;
+    broker.next_heartbeat_ms = now;
+    let entity = t
+        .commands
+        .spawn((Name::new(format!("broker {id}")), broker))
+        .id();
+    controller.new_brokers.push(entity);
+    Ok(EventKind::BrokerAdded { broker: id })
 }
 
 /// Asks the controller for more partitions (CreatePartitions), refused as

@@ -25,11 +25,12 @@ fn some_brokers(rng: &mut SimRng, brokers: u32, n: u32) -> Vec<u32> {
 }
 
 /// One of Kafka's operations, drawn from `rng`, that keeps the safe settings safe: controlled
-/// shutdowns, rolling restarts, reassignments to two or three brokers, added partitions,
+/// shutdowns, rolling restarts, reassignments to two or three brokers, added brokers and partitions,
 /// `min.insync.replicas` 2 or 3, and eligible leader replicas on or off.
 fn operation(rng: &mut SimRng, brokers: u32, partitions: u64) -> Action {
     use kafkascope_model::scenario::Stop;
-    match rng.below(7) {
+    match rng.below(8) {
+        7 => Action::AddBroker,
         6 => Action::AddPartitions("t".into(), (partitions + 1 + rng.below(2)) as u32),
         0 => Action::ControlledShutdown(1 + rng.below(u64::from(brokers)) as u32),
         1 => Action::RollingRestart(if rng.below(2) == 0 {

@@ -555,3 +555,54 @@ fn fewer_partitions_are_refused_with_kafkas_reason() {
         ]
     );
 }
+
+#[test]
+fn an_added_broker_registers_hosts_nothing_and_takes_a_reassigned_replica() {
+    let scenario = crate::scenario(
+        r#"(
+        name: "grow", seed: 5, duration_ms: 40000,
+        cluster: (brokers: 3),
+        topics: [(name: "orders", partitions: 3, replication_factor: 3, min_insync_replicas: 2)],
+        producers: [(name: "p", topic: "orders", acks: All, records_per_sec: 500, keys: Sequence("k"))],
+        timeline: [
+            (at_ms: 3000, action: ControlledShutdown(4)),
+            (at_ms: 5000, action: AddBroker),
+            (at_ms: 10000, action: Reassign("orders", 0, [4, 2, 3])),
+        ],
+    )"#,
+    );
+    let mut early = scenario.clone();
+    early.duration_ms = 9_000;
+    let report = crate::run(&early);
+    assert_eq!(report.brokers.len(), 4);
+    assert_eq!(report.brokers[3].state, "online");
+    // Nothing moves onto a new broker by itself.
+    assert!(
+        report
+            .partitions
+            .iter()
+            .all(|p| p.replicas.iter().all(|r| r.broker != 4))
+    );
+    let registered = report
+        .events
+        .iter()
+        .find(|e| matches!(e.kind, EventKind::BrokerRegistered { broker: 4 }))
+        .expect("registered")
+        .at_ms;
+    assert!(registered < 5_100, "{registered}");
+    let report = crate::run(&scenario);
+    let refused = refusals(&report);
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0].2, "broker 4 does not exist");
+    let p = &report.partitions[0];
+    assert_eq!(
+        p.leader,
+        Some(4),
+        "leader 1 was removed: the first target replica in the ISR leads: {p:?}"
+    );
+    assert!(
+        report.invariant_violations.is_empty(),
+        "{:?}",
+        report.invariant_violations
+    );
+}
