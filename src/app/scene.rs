@@ -119,7 +119,8 @@ fn flash(commands: &mut Commands, e: Entity, flash: Color, rest: Color) {
 
 fn broker_color(palette: &Palette, state: &str) -> Color {
     match state {
-        "online" => srgba(palette.panel),
+        // Still serving while its leaderships move.
+        "online" | "shutting down" => srgba(palette.panel),
         _ => with_alpha(palette.offline, 0.35),
     }
 }
@@ -726,7 +727,7 @@ pub(super) fn paint_scene(
         let state_color = match b.state {
             "online" if b.isolated => srgba(palette.out_of_sync),
             "online" => with_alpha(palette.muted, 0.6),
-            "fenced" => srgba(palette.out_of_sync),
+            "fenced" | "shutting down" => srgba(palette.out_of_sync),
             _ => srgba(palette.offline),
         };
         paint.frame(*r, 2.0, state_color, 0.5);
@@ -744,6 +745,8 @@ pub(super) fn paint_scene(
             ("online", true) => "ISOLATED".to_string(),
             ("online", false) if narrow => String::new(),
             ("online", false) => "online".to_string(),
+            // Kafka's PENDING_CONTROLLED_SHUTDOWN, in a word that fits beside the title.
+            ("shutting down", _) => "STOPPING".to_string(),
             (other, _) => other.to_uppercase(),
         };
         paint.text(
@@ -754,7 +757,9 @@ pub(super) fn paint_scene(
             // the text's own colour, to read on the tint.
             match (b.state, b.isolated) {
                 ("online", false) => muted,
-                ("online", true) => srgba(palette.readable(palette.out_of_sync)),
+                ("online", true) | ("shutting down", _) => {
+                    srgba(palette.readable(palette.out_of_sync))
+                }
                 _ => text,
             },
             Anchor::CENTER_RIGHT,
