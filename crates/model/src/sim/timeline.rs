@@ -440,17 +440,10 @@ fn controller_action(t: &mut Targets, action: &Action) -> Outcome {
         Action::SetMinIsr(topic, n) => {
             // No upper bound: above the replica count, brokers require every replica
             // (`Partition.effectiveMinIsr`, Kafka 3.7+).
-            let index = t.cluster.topics.iter().position(|tp| tp.name == *topic);
-            let entities = index.map_or(Vec::new(), |i| {
-                t.cluster.topics[i].min_insync_replicas = *n;
-                t.cluster.topics[i].partitions.clone()
-            });
-            for entity in entities {
-                t.partitions
-                    .get_mut(entity)
-                    .expect("partition entity")
-                    .min_insync_replicas = *n;
+            if let Some(tp) = t.cluster.topics.iter_mut().find(|tp| tp.name == *topic) {
+                tp.min_insync_replicas = *n;
             }
+            for_each_partition(t, topic, |p| p.min_insync_replicas = *n);
             EventKind::MinIsrChanged {
                 topic: topic.clone(),
                 min_insync_replicas: *n,
@@ -458,19 +451,8 @@ fn controller_action(t: &mut Targets, action: &Action) -> Outcome {
         }
         Action::SetUncleanElection(topic, enabled) => {
             // Takes effect at the next election; the controller's periodic check elects leaders
-            // for partitions left offline (`controller_elects_unclean_leaders`).
-            let entities = t
-                .cluster
-                .topics
-                .iter()
-                .find(|tp| tp.name == *topic)
-                .map_or(Vec::new(), |tp| tp.partitions.clone());
-            for entity in entities {
-                t.partitions
-                    .get_mut(entity)
-                    .expect("partition entity")
-                    .unclean_leader_election = *enabled;
-            }
+            // for partitions left offline (`controller_balances_leaders`).
+            for_each_partition(t, topic, |p| p.unclean_leader_election = *enabled);
             EventKind::UncleanElectionChanged {
                 topic: topic.clone(),
                 enabled: *enabled,
@@ -544,6 +526,16 @@ fn reassign(t: &mut Targets, action: &Action) -> Outcome {
         partition: *index,
         target: target.clone(),
     })
+}
+
+/// Changes every partition of a topic (a topic configuration every broker applies).
+fn for_each_partition(t: &mut Targets, topic: &str, mut change: impl FnMut(&mut Partition)) {
+    let Some(tp) = t.cluster.topics.iter().find(|tp| tp.name == topic) else {
+        return;
+    };
+    for &entity in &tp.partitions {
+        change(&mut t.partitions.get_mut(entity).expect("partition entity"));
+    }
 }
 
 /// Starts a new broker with the next id: it registers with the controller (it has never been

@@ -960,15 +960,10 @@ fn a_controlled_shutdown_of_a_broker_that_is_not_running_is_refused() {
         action: Action::RestartBroker(2),
     });
     let report = crate::run(&scenario);
-    let refusals: Vec<(u64, &str, &str)> = report
-        .events
+    let refused = crate::refusals(&report);
+    let refusals: Vec<(u64, &str, &str)> = refused
         .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::ActionRefused { action, why } => {
-                Some((e.at_ms, action.as_str(), why.as_str()))
-            }
-            _ => None,
-        })
+        .map(|(at, action, why)| (*at, action.as_str(), why.as_str()))
         .collect();
     assert_eq!(
         refusals,

@@ -24,6 +24,20 @@ pub fn scenario(source: &str) -> Scenario {
     Scenario::parse(source, "test.ron").unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// The actions a run refused: (instant, action, why).
+pub fn refusals(report: &Report) -> Vec<(u64, String, String)> {
+    report
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            kafkascope_model::sim::EventKind::ActionRefused { action, why } => {
+                Some((e.at_ms, action.clone(), why.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// Runs a scenario to its end.
 pub fn run(scenario: &Scenario) -> Report {
     let mut sim = Sim::new(scenario);

@@ -2,21 +2,10 @@
 //! refusals of what cannot apply.
 
 use kafkascope_model::report::Report;
+
+use crate::refusals;
 use kafkascope_model::scenario::{Action, Keys, ProducerSettings, TimelineEntry};
 use kafkascope_model::sim::EventKind;
-
-fn refusals(report: &Report) -> Vec<(u64, String, String)> {
-    report
-        .events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::ActionRefused { action, why } => {
-                Some((e.at_ms, action.clone(), why.clone()))
-            }
-            _ => None,
-        })
-        .collect()
-}
 
 #[test]
 fn min_insync_replicas_changes_live_and_is_capped_by_the_replica_count() {
