@@ -104,6 +104,29 @@ impl Scenario {
         Scenario::parse(built_in.source, &format!("scenarios/{}.ron", built_in.name))
     }
 
+    /// This scenario with `actions` (given while it ran, the sandbox's) added to its timeline
+    /// after its own: loaded again, it runs exactly as the run that was given them, since actions
+    /// of one instant apply in timeline order and the sandbox's came after the file's.
+    pub fn with_actions(&self, actions: &[(u64, Action)]) -> Scenario {
+        let mut scenario = self.clone();
+        scenario
+            .timeline
+            .extend(actions.iter().map(|(at_ms, action)| TimelineEntry {
+                at_ms: *at_ms,
+                action: action.clone(),
+            }));
+        scenario
+    }
+
+    /// The scenario as a RON file that [`Scenario::parse`] reads back.
+    pub fn to_ron(&self) -> String {
+        let config = ron::ser::PrettyConfig::new()
+            .depth_limit(3)
+            .struct_names(false)
+            .separate_tuple_members(false);
+        ron::ser::to_string_pretty(self, config).expect("a scenario always serializes")
+    }
+
     pub fn topic_index(&self, name: &str) -> Option<usize> {
         self.topics.iter().position(|t| t.name == name)
     }

@@ -7,6 +7,7 @@ mod golden;
 mod operations;
 mod partitioner;
 mod replication;
+mod sandbox;
 mod scenario;
 mod schedule;
 
