@@ -13,6 +13,7 @@ mod camera;
 mod frame_bench;
 mod input;
 mod narration;
+mod operations;
 pub mod options;
 mod overlay;
 mod painter;
@@ -55,7 +56,7 @@ pub fn plugin(app: &mut App) {
         shot::plugin,
         tour::plugin,
     ))
-    .add_plugins((camera::plugin, annotations::plugin));
+    .add_plugins((camera::plugin, annotations::plugin, operations::plugin));
     #[cfg(target_arch = "wasm32")]
     app.add_plugins(web_page::plugin);
 }

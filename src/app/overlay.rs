@@ -92,6 +92,7 @@ fn overlay(
     mut camera: Query<&mut Camera, Without<PrimaryEguiContext>>,
     window: Single<&Window, With<PrimaryWindow>>,
     options: Res<super::Options>,
+    mut form: ResMut<super::operations::OperationsForm>,
 ) -> Result {
     let ctx = contexts.ctx_mut()?;
     let palette = shown.palette();
@@ -228,6 +229,9 @@ fn overlay(
         }
         None => 0.0,
     };
+    // The sandbox's operations: a tour plays its scenario as written.
+    let in_sandbox = tour.is_none();
+    let mut operation = None;
     let right = if pointer.details_shown {
         egui::Panel::right("details")
             .resizable(true)
@@ -237,8 +241,17 @@ fn overlay(
             .show(&mut root, |ui| {
                 // The lag plot reads its history where the model keeps it, uncopied.
                 let lag = model.sim.world().resource::<LagMonitor>();
-                egui::ScrollArea::vertical()
-                    .show(ui, |ui| details(ui, &shown, events, lag, &palette));
+                egui::ScrollArea::vertical().show(ui, |ui| {
+                    if in_sandbox {
+                        egui::CollapsingHeader::new(RichText::new("Operations").strong())
+                            .default_open(false)
+                            .show(ui, |ui| {
+                                operation =
+                                    super::operations::operations(ui, &shown.snapshot, &mut form);
+                            });
+                    }
+                    details(ui, &shown, events, lag, &palette)
+                });
             })
             .response
             .rect
@@ -246,6 +259,9 @@ fn overlay(
     } else {
         0.0
     } + narration_right;
+    if let Some(action) = operation {
+        controls.write(Control::Act(action));
+    }
 
     // The scene's camera draws into what the panels leave.
     let k = window.scale_factor() * shown.text_factor();
@@ -985,6 +1001,15 @@ fn broker_menu(
         .resizable(false)
         .show(ctx, |ui| {
             // A broker still registering after a restart runs too: it can crash again.
+            if view.alive
+                && view.state != "shutting down"
+                && ui
+                    .button("Controlled shutdown")
+                    .on_hover_text("Its leaderships move to in-sync replicas, then it stops")
+                    .clicked()
+            {
+                chosen = Some(Action::ControlledShutdown(b));
+            }
             if view.alive || view.state == "starting" {
                 if ui.button("Crash (the disk is kept)").clicked() {
                     chosen = Some(Action::CrashBroker(b));
@@ -1051,7 +1076,10 @@ fn help(ctx: &egui::Context, pointer: &mut Pointer, in_tour: bool) {
                     ("?", "this list"),
                     ("Esc", "close menus"),
                     ("click a log cell", "follow that record"),
-                    ("click a broker", "crash, restart, wipe, isolate"),
+                    (
+                        "click a broker",
+                        "controlled shutdown, crash, restart, wipe, isolate",
+                    ),
                 ];
                 let first: &[(&str, &str)] = if in_tour { &tour_keys } else { &sandbox_keys };
                 for &(key, what) in first.iter().chain(&common) {

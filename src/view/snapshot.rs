@@ -162,6 +162,8 @@ pub struct PartitionView {
     pub internal: bool,
     /// Since when its leader, as the controller sees it, has been down or cut off.
     pub dead_leader_since_ms: Option<u64>,
+    /// `unclean.leader.election.enable`.
+    pub unclean_leader_election: bool,
 }
 
 impl Snapshot {
@@ -375,6 +377,8 @@ pub struct Snapshot {
     pub groups: Vec<GroupView>,
     pub messages: Vec<MessageView>,
     pub metrics: Metrics,
+    /// Eligible leader replicas (KIP-966) are on.
+    pub eligible_leader_replicas: bool,
     pub cut_links: Vec<(u32, u32)>,
     /// When each broker's last heartbeat reached the controller, by broker id (index 0 unused).
     pub last_heartbeat_ms: Vec<u64>,
@@ -538,6 +542,7 @@ impl Snapshot {
                     followers,
                     internal: cluster.topics[p.topic].name == crate::sim::cluster::OFFSETS_TOPIC,
                     dead_leader_since_ms: p.dead_leader_since_ms,
+                    unclean_leader_election: p.unclean_leader_election,
                 }
             })
             .collect();
@@ -667,6 +672,7 @@ impl Snapshot {
             groups,
             messages,
             metrics: world.resource::<Metrics>().clone(),
+            eligible_leader_replicas: cluster.config.eligible_leader_replicas,
             cut_links: network.cut.iter().copied().collect(),
             last_heartbeat_ms: world
                 .get::<crate::sim::controller::Controller>(cluster.controller)
