@@ -29,8 +29,11 @@ struct UiState {
     /// The scenario file field (native only: the web build has no files).
     #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
     path: String,
-    /// Why the last scenario could not be loaded.
+    /// Why the last scenario could not be loaded or saved.
     load_error: Option<String>,
+    /// Where the last save went.
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
+    saved: Option<String>,
     /// The narration's height when last shown, unscrolled.
     narration_height: f32,
 }
@@ -424,6 +427,8 @@ fn transport(
     }
     if let Some(e) = &state.load_error {
         ui.colored_label(Color32::from_rgb(0xd5, 0x5e, 0x00), e);
+    } else if let Some(saved) = &state.saved {
+        ui.label(RichText::new(saved).weak());
     }
 }
 
@@ -467,7 +472,62 @@ fn scenario_picker(
                 Err(e) => state.load_error = Some(e.to_string()),
             }
         }
+        if ui
+            .button("Save")
+            .on_hover_text("The scenario and every change made to it, as a scenario file")
+            .clicked()
+        {
+            let text = model.scenario.with_actions(model.sim.actions()).to_ron();
+            let wanted = match state.path.trim() {
+                "" => format!("{}-sandbox.ron", model.scenario.name),
+                path => path.to_string(),
+            };
+            match save_new(&wanted, &text) {
+                Ok(path) => {
+                    state.load_error = None;
+                    state.saved = Some(format!("saved to {path}"));
+                }
+                Err(e) => {
+                    state.saved = None;
+                    state.load_error = Some(format!("{wanted}: not saved: {e}"));
+                }
+            }
+        }
     }
+}
+
+/// Writes `text` to `wanted`, or, when a file of that name exists, to the first free
+/// `stem-N.ext` beside it: saving never overwrites what the user has. Returns the path written.
+#[cfg(not(target_arch = "wasm32"))]
+fn save_new(wanted: &str, text: &str) -> std::io::Result<String> {
+    use std::io::Write;
+    let path = std::path::Path::new(wanted);
+    let stem = path
+        .file_stem()
+        .map_or("scenario".into(), |s| s.to_string_lossy());
+    let ext = path
+        .extension()
+        .map_or("ron".into(), |e| e.to_string_lossy());
+    for n in 0..1000 {
+        let candidate = if n == 0 {
+            path.to_path_buf()
+        } else {
+            path.with_file_name(format!("{stem}-{n}.{ext}"))
+        };
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&candidate)
+        {
+            Ok(mut file) => {
+                file.write_all(text.as_bytes())?;
+                return Ok(candidate.display().to_string());
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other("a thousand files of that name exist"))
 }
 
 /// The scenario's time as a bar: scripted actions and what happened so far are marked; a click
@@ -1091,5 +1151,25 @@ fn help(ctx: &egui::Context, pointer: &mut Pointer, in_tour: bool) {
         });
     if !open {
         pointer.show_help = false;
+    }
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod save_tests {
+    use super::save_new;
+
+    #[test]
+    fn saving_never_overwrites_a_file() {
+        let dir = std::env::temp_dir().join(format!("kafkascope-save-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let wanted = dir.join("run.ron");
+        std::fs::write(&wanted, "mine").unwrap();
+        let first = save_new(wanted.to_str().unwrap(), "(name: \"a\")").unwrap();
+        let second = save_new(wanted.to_str().unwrap(), "(name: \"b\")").unwrap();
+        assert!(first.ends_with("run-1.ron"), "{first}");
+        assert!(second.ends_with("run-2.ron"), "{second}");
+        assert_eq!(std::fs::read_to_string(&wanted).unwrap(), "mine");
+        assert_eq!(std::fs::read_to_string(&first).unwrap(), "(name: \"a\")");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

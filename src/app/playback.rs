@@ -239,8 +239,8 @@ fn apply_controls(
                 };
                 playback.carry_ms = 0.0;
                 shown.jumps += 1;
-                // The only time the layout changes: a run never adds brokers, partitions,
-                // producers or groups.
+                // A new cluster (a run's own changes, added brokers or moved replicas, are laid
+                // out again as the snapshot is read).
                 let snapshot = Snapshot::of(model.sim.world_mut());
                 shown.layout = layout_for(&snapshot, shown.area, shown.text_factor());
                 shown.layout_version += 1;
