@@ -1087,6 +1087,27 @@ fn broker_menu(
             } else if ui.button("Isolate from every other node").clicked() {
                 chosen = Some(Action::IsolateBroker(b));
             }
+            if view.controller_cut {
+                if ui.button("Heal its controller link").clicked() {
+                    chosen = Some(Action::HealControllerLink(b));
+                }
+            } else if ui
+                .button("Cut it from the controller")
+                .on_hover_text("It goes on serving; the controller fences it after its session")
+                .clicked()
+            {
+                chosen = Some(Action::CutControllerLink(b));
+            }
+            if view.slowed_ms > 0 {
+                if ui
+                    .button(format!("Remove its {} ms delay", view.slowed_ms))
+                    .clicked()
+                {
+                    chosen = Some(Action::SlowBroker(b, 0));
+                }
+            } else if ui.button("Slow every message by 50 ms").clicked() {
+                chosen = Some(Action::SlowBroker(b, 50));
+            }
         });
     if let Some(action) = chosen {
         controls.write(Control::Act(action));

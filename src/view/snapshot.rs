@@ -111,9 +111,13 @@ pub struct BrokerView {
     pub id: u32,
     pub alive: bool,
     pub fenced: bool,
-    /// `online`, `crashed` or `fenced`.
+    /// `online`, `starting`, `crashed`, `stopped`, `shutting down` or `fenced`.
     pub state: &'static str,
     pub isolated: bool,
+    /// Its link to the controller is cut.
+    pub controller_cut: bool,
+    /// Extra delay on every message to or from it, in ms.
+    pub slowed_ms: u64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -475,6 +479,8 @@ impl Snapshot {
                     fenced: b.fenced,
                     state: b.state(),
                     isolated: network.isolated.contains(&b.id),
+                    controller_cut: network.controller_cut.contains(&b.id),
+                    slowed_ms: network.extra_ms.get(b.id as usize).copied().unwrap_or(0),
                 }
             })
             .collect();
