@@ -218,6 +218,18 @@ pub(super) fn operations(
                 settings.batch_size = Some(batch);
             }
         });
+        let mut idempotent = p.idempotent;
+        // Refused in the control itself, as Kafka's client refuses the config.
+        if ui
+            .add_enabled(
+                p.acks == "all",
+                egui::Checkbox::new(&mut idempotent, "enable.idempotence"),
+            )
+            .on_disabled_hover_text("The idempotent producer needs acks=all")
+            .changed()
+        {
+            settings.enable_idempotence = Some(Some(idempotent));
+        }
         if settings != ProducerSettings::default() {
             act = Some(Action::SetProducer(p.name.clone(), settings));
         }
