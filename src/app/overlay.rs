@@ -32,7 +32,6 @@ struct UiState {
     /// Why the last scenario could not be loaded or saved.
     load_error: Option<String>,
     /// Where the last save went.
-    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
     saved: Option<String>,
     /// The narration's height when last shown, unscrolled.
     narration_height: f32,
@@ -491,6 +490,25 @@ fn scenario_picker(
                     state.saved = None;
                     state.load_error = Some(format!("{wanted}: not saved: {e}"));
                 }
+            }
+        }
+    }
+    #[cfg(target_arch = "wasm32")]
+    if ui
+        .button("Save")
+        .on_hover_text("Download the scenario and every change made to it, as a scenario file")
+        .clicked()
+    {
+        let text = model.scenario.with_actions(model.sim.actions()).to_ron();
+        let name = format!("{}-sandbox.ron", model.scenario.name);
+        match super::web_page::download(&name, &text) {
+            Ok(()) => {
+                state.load_error = None;
+                state.saved = Some(format!("downloaded as {name}"));
+            }
+            Err(e) => {
+                state.saved = None;
+                state.load_error = Some(format!("not saved: {e}"));
             }
         }
     }

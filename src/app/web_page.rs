@@ -119,3 +119,26 @@ fn replace_address(window: &web_sys::Window, url: &str) {
         );
     }
 }
+
+/// Offers `text` to the reader as a file named `name` (the web build's Save: a page has no
+/// files of its own to write).
+pub(super) fn download(name: &str, text: &str) -> Result<(), String> {
+    use wasm_bindgen::JsCast;
+    let document = web_sys::window()
+        .and_then(|w| w.document())
+        .ok_or("the page has no document")?;
+    let link = document
+        .create_element("a")
+        .map_err(|_| "the page cannot make a link")?;
+    let href = format!(
+        "data:text/plain;charset=utf-8,{}",
+        String::from(js_sys::encode_uri_component(text))
+    );
+    link.set_attribute("href", &href)
+        .and_then(|()| link.set_attribute("download", name))
+        .map_err(|_| "the page refused the link")?;
+    link.dyn_into::<web_sys::HtmlElement>()
+        .map_err(|_| "the page's link is not clickable")?
+        .click();
+    Ok(())
+}
