@@ -76,15 +76,15 @@ pub struct Shown {
     /// Acknowledged records the cluster no longer has, and the event count it was computed at.
     pub lost: Vec<crate::sim::ledger::LostRecord>,
     lost_at_events: Option<usize>,
-    /// The brokers and the partitions' replicas the layout was made for.
-    placed: (usize, Vec<PartitionInfo>),
+    /// The broker count and the replica sets' version the layout was made for.
+    placed: (usize, u64),
 }
 
 impl Shown {
     pub fn new(snapshot: Snapshot, theme: Theme, text_scale: f32) -> Self {
         let area = DEFAULT_AREA;
         Shown {
-            placed: (snapshot.brokers.len(), shown_partitions(&snapshot)),
+            placed: (snapshot.brokers.len(), snapshot.assignments_version),
             layout: layout_for(&snapshot, area, text_scale),
             area,
             display_ms: snapshot.now_ms.saturating_sub(1) as f64,
@@ -305,7 +305,7 @@ pub(super) fn read_model(
     // fraction of a millisecond the playhead has moved on.
     shown.display_ms = snapshot.now_ms.saturating_sub(1) as f64 + playback.carry_ms;
     // A reassignment moves replicas between brokers: the scene is laid out for the new ones.
-    let placed = (snapshot.brokers.len(), shown_partitions(&snapshot));
+    let placed = (snapshot.brokers.len(), snapshot.assignments_version);
     if placed != shown.placed {
         shown.layout = layout_for(&snapshot, shown.area, shown.text_factor());
         shown.layout_version += 1;

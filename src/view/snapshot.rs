@@ -383,6 +383,8 @@ pub struct Snapshot {
     pub metrics: Metrics,
     /// Eligible leader replicas (KIP-966) are on.
     pub eligible_leader_replicas: bool,
+    /// Counts the changes of replica sets and partitions (`Cluster::assignments_version`).
+    pub assignments_version: u64,
     pub cut_links: Vec<(u32, u32)>,
     /// When each broker's last heartbeat reached the controller, by broker id (index 0 unused).
     pub last_heartbeat_ms: Vec<u64>,
@@ -679,6 +681,7 @@ impl Snapshot {
             messages,
             metrics: world.resource::<Metrics>().clone(),
             eligible_leader_replicas: cluster.config.eligible_leader_replicas,
+            assignments_version: cluster.assignments_version,
             cut_links: network.cut.iter().copied().collect(),
             last_heartbeat_ms: world
                 .get::<crate::sim::controller::Controller>(cluster.controller)

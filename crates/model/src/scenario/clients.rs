@@ -154,50 +154,103 @@ impl ProducerSettings {
         if let Some(idempotence) = self.enable_idempotence {
             next.enable_idempotence = idempotence;
         }
-        producer_refusal(&next).map_or(Ok(next), Err)
+        match producer_refusal(&next) {
+            Some((field, why)) => Err(format!("{field} {why}")),
+            None => Ok(next),
+        }
     }
 }
 
-/// Why Kafka's producer (or the model's limits) would refuse a config, for the settings a running
-/// producer may change.
-pub(super) fn producer_refusal(p: &ProducerConfig) -> Option<String> {
+/// Why Kafka's producer (or the model's limits) refuses a producer's config, and the field:
+/// the checks of a file's producer and of a running one's new settings (`SetProducer`) alike.
+pub(super) fn producer_refusal(p: &ProducerConfig) -> Option<(&'static str, String)> {
     if let Some(why) = rate_too_high(p.records_per_sec) {
-        return Some(format!("records_per_sec {why}"));
+        return Some(("records_per_sec", why));
+    }
+    if p.record_bytes == 0 || p.record_bytes > limits::RECORD_BYTES {
+        return Some((
+            "record_bytes",
+            format!(
+                "{}: a record has 1 to {} bytes",
+                p.record_bytes,
+                limits::RECORD_BYTES
+            ),
+        ));
     }
     if p.batch_size == 0 || p.batch_size > limits::BATCH_SIZE {
-        return Some(format!(
-            "batch_size {}: must be 1 to {}",
-            p.batch_size,
-            limits::BATCH_SIZE
+        return Some((
+            "batch_size",
+            format!("{}: must be 1 to {}", p.batch_size, limits::BATCH_SIZE),
         ));
     }
     if let Keys::Sequence(key) | Keys::Fixed(key) = &p.keys
         && let Some(why) = key_too_long(key)
     {
-        return Some(why);
+        return Some(("keys", why));
     }
     if let Keys::Random(0) = p.keys {
-        return Some("keys Random(0): needs at least one key".into());
+        return Some(("keys", "Random(0): needs at least one key".into()));
     }
     if p.enable_idempotence == Some(true) && p.acks != Acks::All {
-        return Some(format!(
-            "idempotence needs acks=all, this producer would have acks={} (Kafka refuses the config)",
-            p.acks.as_config()
+        return Some((
+            "enable_idempotence",
+            format!(
+                "idempotence needs acks=all, this producer has acks={} (Kafka refuses the config)",
+                p.acks.as_config()
+            ),
         ));
     }
-    if p.linger_ms > limits::DURATION_MS {
-        return Some(format!(
-            "linger_ms {}: at most {} ms (a week)",
-            p.linger_ms,
-            limits::DURATION_MS
+    if p.max_in_flight_requests_per_connection == 0 {
+        return Some((
+            "max_in_flight_requests_per_connection",
+            "0: a producer needs at least one request in flight".into(),
+        ));
+    }
+    // Kafka 4.0 refuses this even when idempotence is only on by default, with any acks
+    // (`ProducerConfig.postProcessAndValidateIdempotenceConfigs`).
+    let in_flight = p.max_in_flight_requests_per_connection;
+    if p.enable_idempotence != Some(false) && in_flight > 5 {
+        return Some((
+            "max_in_flight_requests_per_connection",
+            format!(
+                "{in_flight}: the idempotent producer allows at most 5 requests in flight; set enable_idempotence: Some(false) for more (Kafka refuses the config)"
+            ),
+        ));
+    }
+    for (field, value) in [
+        ("linger_ms", p.linger_ms),
+        ("request_timeout_ms", p.request_timeout_ms),
+        ("delivery_timeout_ms", p.delivery_timeout_ms),
+        ("retry_backoff_ms", p.retry_backoff_ms),
+        ("retry_backoff_max_ms", p.retry_backoff_max_ms),
+    ] {
+        if let Some(why) = limits::longer_than_a_week(value) {
+            return Some((field, why));
+        }
+    }
+    for (field, value) in [
+        ("request_timeout_ms", p.request_timeout_ms),
+        ("retry_backoff_ms", p.retry_backoff_ms),
+    ] {
+        if value == 0 {
+            return Some((field, "must be at least 1 ms".into()));
+        }
+    }
+    if p.retry_backoff_max_ms < p.retry_backoff_ms {
+        return Some((
+            "retry_backoff_max_ms",
+            "must be at least retry_backoff_ms".into(),
         ));
     }
     // `KafkaProducer.configureDeliveryTimeout` refuses this combination.
     if p.delivery_timeout_ms < p.linger_ms + p.request_timeout_ms {
-        return Some(format!(
-            "delivery_timeout_ms {} is below linger_ms + request_timeout_ms ({}): Kafka refuses the config",
-            p.delivery_timeout_ms,
-            p.linger_ms + p.request_timeout_ms
+        return Some((
+            "delivery_timeout_ms",
+            format!(
+                "{} is below linger_ms + request_timeout_ms ({}): Kafka refuses the config",
+                p.delivery_timeout_ms,
+                p.linger_ms + p.request_timeout_ms
+            ),
         ));
     }
     None
@@ -333,7 +386,6 @@ pub(super) fn validate_producers(
     until_ms: u64,
 ) -> Result<RecordMemory, ScenarioError> {
     let bad = |field: String, message: String| check.bad(field, message);
-    let too_long = |field: String, value: u64| check.at_most_a_week(field, value);
     if s.producers.len() > limits::PRODUCERS {
         return Err(bad(
             "producers".into(),
@@ -359,92 +411,8 @@ pub(super) fn validate_producers(
         let Some(topic) = s.topic_index(&p.topic) else {
             return Err(bad(at("topic"), format!("no topic named {:?}", p.topic)));
         };
-        if let Some(why) = rate_too_high(p.records_per_sec) {
-            return Err(bad(at("records_per_sec"), why));
-        }
-        if p.record_bytes == 0 || p.record_bytes > limits::RECORD_BYTES {
-            return Err(bad(
-                at("record_bytes"),
-                format!(
-                    "{}: a record has 1 to {} bytes",
-                    p.record_bytes,
-                    limits::RECORD_BYTES
-                ),
-            ));
-        }
-        if p.batch_size == 0 || p.batch_size > limits::BATCH_SIZE {
-            return Err(bad(
-                at("batch_size"),
-                format!("{}: must be 1 to {}", p.batch_size, limits::BATCH_SIZE),
-            ));
-        }
-        if let Keys::Sequence(key) | Keys::Fixed(key) = &p.keys
-            && let Some(why) = key_too_long(key)
-        {
-            return Err(bad(at("keys"), why));
-        }
-        if let Keys::Random(0) = p.keys {
-            return Err(bad(at("keys"), "Random(0): needs at least one key".into()));
-        }
-        if p.enable_idempotence == Some(true) && p.acks != Acks::All {
-            return Err(bad(
-                at("enable_idempotence"),
-                format!(
-                    "idempotence needs acks=all, this producer has acks={} (Kafka refuses the config)",
-                    p.acks.as_config()
-                ),
-            ));
-        }
-        if p.max_in_flight_requests_per_connection == 0 {
-            return Err(bad(
-                at("max_in_flight_requests_per_connection"),
-                "0: a producer needs at least one request in flight".into(),
-            ));
-        }
-        // Kafka 4.0 refuses this even when idempotence is only on by default, with any acks
-        // (`ProducerConfig.postProcessAndValidateIdempotenceConfigs`).
-        let in_flight = p.max_in_flight_requests_per_connection;
-        if p.enable_idempotence != Some(false) && in_flight > 5 {
-            return Err(bad(
-                at("max_in_flight_requests_per_connection"),
-                format!(
-                    "{in_flight}: the idempotent producer allows at most 5 requests in flight; set enable_idempotence: Some(false) for more (Kafka refuses the config)"
-                ),
-            ));
-        }
-        for (field, value) in [
-            ("linger_ms", p.linger_ms),
-            ("request_timeout_ms", p.request_timeout_ms),
-            ("delivery_timeout_ms", p.delivery_timeout_ms),
-            ("retry_backoff_ms", p.retry_backoff_ms),
-            ("retry_backoff_max_ms", p.retry_backoff_max_ms),
-        ] {
-            too_long(at(field), value)?;
-        }
-        for (field, value) in [
-            ("request_timeout_ms", p.request_timeout_ms),
-            ("retry_backoff_ms", p.retry_backoff_ms),
-        ] {
-            if value == 0 {
-                return Err(bad(at(field), "must be at least 1 ms".into()));
-            }
-        }
-        if p.retry_backoff_max_ms < p.retry_backoff_ms {
-            return Err(bad(
-                at("retry_backoff_max_ms"),
-                "must be at least retry_backoff_ms".into(),
-            ));
-        }
-        // `KafkaProducer.configureDeliveryTimeout` refuses this combination.
-        if p.delivery_timeout_ms < p.linger_ms + p.request_timeout_ms {
-            return Err(bad(
-                at("delivery_timeout_ms"),
-                format!(
-                    "{} is below linger_ms + request_timeout_ms ({}): Kafka refuses the config",
-                    p.delivery_timeout_ms,
-                    p.linger_ms + p.request_timeout_ms
-                ),
-            ));
+        if let Some((field, why)) = producer_refusal(p) {
+            return Err(bad(at(field), why));
         }
         memory.add(
             u64::from(p.records_per_sec).saturating_mul(until_ms / 1000 + 1),

@@ -57,6 +57,11 @@ pub(super) fn key_too_long(key: &str) -> Option<String> {
     (key.len() > KEY_BYTES).then(|| format!("a key of {} bytes: at most {}", key.len(), KEY_BYTES))
 }
 
+/// Why a duration is refused: above [`DURATION_MS`].
+pub(super) fn longer_than_a_week(value: u64) -> Option<String> {
+    (value > DURATION_MS).then(|| format!("{value} ms: at most {DURATION_MS} ms (a week)"))
+}
+
 /// Refuses a run whose consumers or records do not fit, once every section has been counted.
 pub(super) fn check_totals(
     check: &Check,

@@ -65,13 +65,9 @@ impl Check<'_> {
 
     /// Refuses a duration above [`limits::DURATION_MS`].
     pub(crate) fn at_most_a_week(&self, field: String, value: u64) -> Result<(), ScenarioError> {
-        if value > limits::DURATION_MS {
-            Err(self.bad(
-                field,
-                format!("{value} ms: at most {} ms (a week)", limits::DURATION_MS),
-            ))
-        } else {
-            Ok(())
+        match limits::longer_than_a_week(value) {
+            Some(why) => Err(self.bad(field, why)),
+            None => Ok(()),
         }
     }
 }

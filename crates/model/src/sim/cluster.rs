@@ -364,6 +364,31 @@ impl Partition {
         }
     }
 
+    /// Makes `brokers` the replicas, in order (a reassignment's steps): each kept replica keeps
+    /// its entity and what the leader knows of it, each new one takes its entity from `added`
+    /// and starts outside the ISR; the ISR and ELR keep only replicas.
+    pub fn set_replicas(&mut self, brokers: &[BrokerId], added: &[(BrokerId, Entity)], now: u64) {
+        let (replicas, followers) = brokers
+            .iter()
+            .map(|b| match self.position(*b) {
+                Some(i) => (self.replicas[i], self.followers[i]),
+                None => {
+                    let (_, e) = added
+                        .iter()
+                        .find(|(a, _)| a == b)
+                        .expect("an entity for each added replica");
+                    (*e, FollowerState::reset(false, now))
+                }
+            })
+            .unzip();
+        self.assignment = brokers.to_vec();
+        self.replicas = replicas;
+        self.followers = followers;
+        self.isr.retain(|b| brokers.contains(b));
+        self.elr.retain(|b| brokers.contains(b));
+        self.sort_isr();
+    }
+
     /// Whether a broker that has applied the metadata log up to `offset` knows the partition
     /// exists (one added by `AddPartitions` is created by a record in the log).
     pub fn known_at(&self, offset: u64) -> bool {

@@ -1045,29 +1045,7 @@ pub(super) fn controller_starts_reassignments(
         adding.sort_unstable();
         removing.sort_unstable();
         let assignment: Vec<BrokerId> = target.iter().chain(&removing).copied().collect();
-        let mut entities = Vec::with_capacity(assignment.len());
-        let mut followers = Vec::with_capacity(assignment.len());
-        for &b in &assignment {
-            match partition.position(b) {
-                Some(i) => {
-                    entities.push(partition.replicas[i]);
-                    followers.push(partition.followers[i]);
-                }
-                None => {
-                    let (_, e) = request
-                        .added
-                        .iter()
-                        .find(|(a, _)| *a == b)
-                        .expect("a replica was made for each added broker");
-                    entities.push(*e);
-                    followers.push(FollowerState::reset(false, now));
-                }
-            }
-        }
-        partition.assignment = assignment.clone();
-        partition.replicas = entities;
-        partition.followers = followers;
-        partition.sort_isr();
+        partition.set_replicas(&assignment, &request.added, now);
         partition.reassignment = Some(Reassignment {
             target,
             adding: adding.clone(),
@@ -1123,26 +1101,12 @@ pub(super) fn controller_completes_reassignments(
             controller.reassigning.push(entity);
             continue;
         }
-        let mut kept = Vec::new();
-        let mut followers = Vec::new();
-        for &b in &reassignment.target {
-            let i = partition
-                .position(b)
-                .expect("a target replica is a replica");
-            kept.push(partition.replicas[i]);
-            followers.push(partition.followers[i]);
-        }
         for &b in &reassignment.removing {
             if let Some(replica) = partition.replica_on(b) {
                 commands.entity(replica).despawn();
             }
         }
-        partition.assignment = reassignment.target.clone();
-        partition.replicas = kept;
-        partition.followers = followers;
-        partition.isr.retain(|b| reassignment.target.contains(b));
-        partition.elr.retain(|b| reassignment.target.contains(b));
-        partition.sort_isr();
+        partition.set_replicas(&reassignment.target, &[], now);
         partition.reassignment = None;
         completed += 1;
         if partition

@@ -171,11 +171,7 @@ pub(super) fn apply_actions(
             | Action::SetGroupMembers(..) => group_action(&mut targets, now, &action),
             Action::RollingRestart(stop) => start_rolling(&mut timeline, &targets, now, stop),
         };
-        let kind = outcome.unwrap_or_else(|why| EventKind::ActionRefused {
-            action: action.to_string(),
-            why,
-        });
-        targets.events.push(now, kind);
+        log(&mut targets.events, now, &action, outcome);
     }
     if timeline
         .rolling
@@ -187,17 +183,22 @@ pub(super) fn apply_actions(
     }
 }
 
+/// What an action did, or why it was refused, into the event log.
+fn log(events: &mut EventLog, now: u64, action: &Action, outcome: Outcome) {
+    let kind = outcome.unwrap_or_else(|why| EventKind::ActionRefused {
+        action: action.to_string(),
+        why,
+    });
+    events.push(now, kind);
+}
+
 /// Applies one action for a rolling restart, as the timeline would, and logs it.
 fn apply_for_rolling(t: &mut Targets, now: u64, action: Action) {
     let outcome = match action {
         Action::PreferredElection => controller_action(t, &action),
         _ => broker_action(t, now, &action),
     };
-    let kind = outcome.unwrap_or_else(|why| EventKind::ActionRefused {
-        action: action.to_string(),
-        why,
-    });
-    t.events.push(now, kind);
+    log(&mut t.events, now, &action, outcome);
 }
 
 /// A rolling restart's look at the cluster: the current broker moves on a stage when it can, and
