@@ -76,6 +76,10 @@ fn visuals(theme: Theme, palette: &Palette) -> egui::Visuals {
     v.panel_fill = color(palette.panel);
     v.window_fill = color(palette.panel);
     v.override_text_color = Some(color(palette.text));
+    // On the light panel, egui's light grey controls all but vanish: outline them.
+    if theme == Theme::Light {
+        v.widgets.inactive.bg_stroke = egui::Stroke::new(1.0, color(palette.muted));
+    }
     v
 }
 
