@@ -461,7 +461,7 @@ fn controller_action(t: &mut Targets, action: &Action) -> Outcome {
         }
         Action::SetEligibleLeaderReplicas(enabled) => {
             t.cluster.config.eligible_leader_replicas = *enabled;
-            // Off, the controller keeps no ELR (`PartitionChangeBuilder` writes it empty).
+            // Off, no ELR is kept: elections no longer read it (the model's rule, docs/model.md).
             if !*enabled {
                 for &entity in &t.cluster.partitions {
                     t.partitions
