@@ -303,6 +303,8 @@ pub struct Metrics {
     pub dead_leader_ms: u64,
     /// Records removed from followers' logs by truncation.
     pub records_truncated: u64,
+    /// Records consumers were sent by a follower (KIP-392's fetch from the closest replica).
+    pub records_read_from_followers: u64,
 }
 
 pub(super) fn plugin(app: &mut App) {

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use bevy_ecs::prelude::*;
 use serde::Serialize;
 
-use super::cluster::{BrokerId, Cluster, Partition, Replica};
+use super::cluster::{Broker, BrokerId, Cluster, Partition, Replica};
 use super::producer::{Producer, producer_name};
 use crate::scenario::Acks;
 
@@ -67,8 +67,10 @@ pub struct AckLedger {
 pub enum Missing {
     /// No replica will ever serve it again.
     Lost,
-    /// Only replicas that may not lead hold it (out of the ISR and ELR, unclean election off):
-    /// the partition is offline, and an unclean election would bring it back.
+    /// The partition is offline and no replica that could lead it now holds it, but another one
+    /// does: an in-sync replica on a broker that is down (it comes back when the broker does),
+    /// or one that may not lead (out of the ISR and ELR, unclean election off: only an unclean
+    /// election would bring it back).
     Unavailable,
 }
 
@@ -95,12 +97,20 @@ pub fn lost_in(world: &World) -> Vec<LostRecord> {
     let mut producers = read::<&Producer>(world);
     let mut partitions = read::<&Partition>(world);
     let mut replicas = read::<&Replica>(world);
+    let mut brokers = read::<&Broker>(world);
+    let running: HashSet<BrokerId> = brokers
+        .query(world)
+        .iter()
+        .filter(|b| b.alive || b.starting)
+        .map(|b| b.id)
+        .collect();
     lost_records(
         world.resource::<AckLedger>(),
         world.resource::<Cluster>(),
         &producers.query(world),
         &partitions.query(world),
         &replicas.query(world),
+        &|b| running.contains(&b),
     )
 }
 
@@ -113,8 +123,9 @@ pub fn read<D: bevy_ecs::query::QueryData>(world: &World) -> QueryState<D> {
 }
 
 /// The acknowledged records absent from the log of their partition's current leader, or, for a
-/// partition without a leader, from every replica that could still lead it (its ISR and ELR, and
-/// with unclean election any replica). Those another replica still holds are unavailable, the
+/// partition without a leader, from every replica that could lead it now (its ISR and ELR, and
+/// with unclean election any replica, on a broker that `up` says runs). Those another replica
+/// still holds (one that may not lead, or one on a broker that is down) are unavailable, the
 /// others lost.
 pub fn lost_records(
     ledger: &AckLedger,
@@ -122,6 +133,7 @@ pub fn lost_records(
     producers: &Query<&Producer>,
     partitions: &Query<&Partition>,
     replicas: &Query<&Replica>,
+    up: &dyn Fn(BrokerId) -> bool,
 ) -> Vec<LostRecord> {
     let mut lost = Vec::new();
     // Records per partition, to look at each partition's logs once.
@@ -136,6 +148,9 @@ pub fn lost_records(
         let partition = partitions
             .get(cluster.partitions[i])
             .expect("partition entity");
+        let eligible = |b: BrokerId| {
+            partition.in_isr(b) || partition.elr.contains(&b) || partition.unclean_leader_election
+        };
         let (holders, others): (Vec<(BrokerId, &Replica)>, Vec<_>) = partition
             .assignment
             .iter()
@@ -143,11 +158,7 @@ pub fn lost_records(
             .map(|(b, r)| (*b, replicas.get(*r).expect("replica entity")))
             .partition(|(b, _)| match partition.leader {
                 Some(leader) => *b == leader,
-                None => {
-                    partition.in_isr(*b)
-                        || partition.elr.contains(b)
-                        || partition.unclean_leader_election
-                }
+                None => eligible(*b) && up(*b),
             });
         // With a leader, the other replicas follow its log: what it lacks is gone from theirs too.
         let others = if partition.leader.is_some() {
@@ -169,12 +180,26 @@ pub fn lost_records(
             ),
             None => "partition offline: no replica that could lead has it".to_string(),
         };
-        let unavailable = "partition offline: only out-of-sync replicas, which may not lead with \
-                           unclean election off, hold it"
-            .to_string();
+        // An eligible replica on a broker that is down gives the record back when it returns.
+        let down: Vec<(BrokerId, &Replica)> = others
+            .iter()
+            .filter(|(b, _)| eligible(*b))
+            .copied()
+            .collect();
+        let down_have = holds(&records, &down);
+        let out_of_sync = "partition offline: only out-of-sync replicas, which may not lead with \
+                           unclean election off, hold it";
         for record in records.iter().filter(|r| !has(r)) {
-            let (state, why) = if others_have(record) {
-                (Missing::Unavailable, unavailable.clone())
+            let (state, why) = if down_have(record) {
+                let brokers: Vec<BrokerId> = down.iter().map(|(b, _)| *b).collect();
+                (
+                    Missing::Unavailable,
+                    format!(
+                        "partition offline: held by in-sync replicas on brokers {brokers:?}, which are down"
+                    ),
+                )
+            } else if others_have(record) {
+                (Missing::Unavailable, out_of_sync.to_string())
             } else {
                 (Missing::Lost, why.clone())
             };

@@ -486,6 +486,7 @@ fn delayed_phase(
     replicas: Query<&Replica>,
     changed_partitions: Query<Entity, Changed<Partition>>,
     changed_replicas: Query<&Replica, Changed<Replica>>,
+    mut metrics: ResMut<Metrics>,
     mut scratch: Local<DelayedScratch>,
 ) {
     let (due, arriving, touched, answers) = &mut *scratch;
@@ -518,6 +519,7 @@ fn delayed_phase(
             &cluster,
             &mut network,
             &mut wires,
+            &mut metrics,
             &partitions,
             &replicas,
             &changed_partitions,

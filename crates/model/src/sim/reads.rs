@@ -6,11 +6,11 @@
 
 use bevy_ecs::prelude::*;
 
-use super::SimClock;
 use super::cluster::{Cluster, Partition, Replica};
 use super::network::{Network, Node, Wire, WireState};
 use super::protocol::{ConsumerFetch, ConsumerFetchResponse, KafkaError};
 use super::wires::Wires;
+use super::{Metrics, SimClock};
 
 /// `fetch.max.wait.ms`.
 const FETCH_MAX_WAIT_MS: u64 = 500;
@@ -70,6 +70,7 @@ pub(super) fn serve_consumer_fetches(
     cluster: &Cluster,
     network: &mut Network,
     wires: &mut Wires,
+    metrics: &mut Metrics,
     partitions: &Query<&Partition>,
     replicas: &Query<&Replica>,
     changed_partitions: &Query<Entity, Changed<Partition>>,
@@ -127,6 +128,9 @@ pub(super) fn serve_consumer_fetches(
             .then(|| partition.leader.map(|l| (l, partition.leader_epoch)))
             .flatten()
             .filter(|(l, _)| Node::Broker(*l) != wire.to);
+        if error.is_none() && partition.leader.is_none_or(|l| wire.to != Node::Broker(l)) {
+            metrics.records_read_from_followers += count;
+        }
         network.send(
             now,
             wire.to,
