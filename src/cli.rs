@@ -111,6 +111,10 @@ enum Command {
         /// Print the tour's beats as JSON instead of opening the window.
         #[arg(long)]
         json: bool,
+        /// Print a lab's closing table (Kafka's metrics of each run, was → now), counted
+        /// headless, instead of opening the window.
+        #[arg(long, conflicts_with = "json")]
+        table: bool,
         #[command(flatten)]
         look: Look,
     },
@@ -139,13 +143,16 @@ enum Command {
         #[arg(
             long,
             value_name = "MS",
-            required_unless_present = "beat",
-            conflicts_with = "beat"
+            required_unless_present_any = ["beat", "end"],
+            conflicts_with_all = ["beat", "end"]
         )]
         at_ms: Option<u64>,
         /// The beat (from 1) of a tour to show, at its end, with its narration and focus.
-        #[arg(long, value_name = "N")]
+        #[arg(long, value_name = "N", conflicts_with = "end")]
         beat: Option<usize>,
+        /// A tour's end, past its last beat: a lab's table, and the ways out.
+        #[arg(long)]
+        end: bool,
         /// The PNG file to write.
         #[arg(long, value_name = "FILE.png")]
         out: std::path::PathBuf,
@@ -354,11 +361,23 @@ fn run(cli: Cli) -> Result<(), String> {
             name,
             beat,
             json,
+            table,
             look,
         }) => {
             let (tour, scenario, beat) = load_tour(&name, beat)?;
             if json {
                 outln!("{}", tour.to_json());
+                return Ok(());
+            }
+            if table {
+                let Some(lab) = &tour.lab else {
+                    return Err(format!(
+                        "{name}: a lab has a table, and this tour is not one"
+                    ));
+                };
+                let base = tour.base_scenario().map_err(|e| e.to_string())?;
+                let table = crate::view::lab::table(lab, &base)?;
+                outln!("{}", table.to_text());
                 return Ok(());
             }
             check_display()?;
@@ -384,11 +403,21 @@ fn run(cli: Cli) -> Result<(), String> {
             scenario,
             at_ms,
             beat,
+            end,
             out,
             places,
             look,
         }) => {
             let mut options = match (beat, at_ms) {
+                _ if end => {
+                    let (tour, _, _) = load_tour(&scenario, None)?;
+                    let last = tour.beats.len();
+                    let mut options = tour_options(&scenario, Some(last), true, &look)?;
+                    if let Some(open) = options.tour.as_mut() {
+                        open.finished = true;
+                    }
+                    options
+                }
                 (Some(beat), _) => tour_options(&scenario, Some(beat), true, &look)?,
                 (None, at_ms) => {
                     let scenario = Scenario::load(&scenario).map_err(|e| e.to_string())?;

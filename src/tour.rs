@@ -13,11 +13,38 @@ pub struct BuiltInTour {
     pub source: &'static str,
 }
 
-/// The tours in `scenarios/tours/`, embedded. The walkthrough comes first: it is the front door.
-pub const BUILT_IN_TOURS: &[BuiltInTour] = &[BuiltInTour {
-    name: "walkthrough",
-    source: include_str!("../scenarios/tours/walkthrough.ron"),
-}];
+/// The tours in `scenarios/tours/`, embedded. The walkthrough comes first: it is the front door;
+/// the labs follow, in the order the walkthrough's end offers them.
+pub const BUILT_IN_TOURS: &[BuiltInTour] = &[
+    BuiltInTour {
+        name: "walkthrough",
+        source: include_str!("../scenarios/tours/walkthrough.ron"),
+    },
+    BuiltInTour {
+        name: "lab-acks-all",
+        source: include_str!("../scenarios/tours/lab-acks-all.ron"),
+    },
+    BuiltInTour {
+        name: "lab-leader-reads",
+        source: include_str!("../scenarios/tours/lab-leader-reads.ron"),
+    },
+    BuiltInTour {
+        name: "lab-unclean-election",
+        source: include_str!("../scenarios/tours/lab-unclean-election.ron"),
+    },
+    BuiltInTour {
+        name: "lab-rebalance-storm",
+        source: include_str!("../scenarios/tours/lab-rebalance-storm.ron"),
+    },
+    BuiltInTour {
+        name: "lab-add-partitions",
+        source: include_str!("../scenarios/tours/lab-add-partitions.ron"),
+    },
+    BuiltInTour {
+        name: "lab-rolling-restart",
+        source: include_str!("../scenarios/tours/lab-rolling-restart.ron"),
+    },
+];
 
 use crate::app::options::{MAX_SPEED, MIN_SPEED};
 
@@ -37,7 +64,71 @@ pub struct Tour {
     /// Where the reader can go after the last beat.
     #[serde(default)]
     pub after: Vec<Exit>,
+    /// A lab: the runs it compares and the table it ends with.
+    #[serde(default)]
+    pub lab: Option<Lab>,
 }
+
+/// What makes a tour a lab: the same scenario run as variants (the beats narrate the first; the
+/// first two play side by side), a "was → now" table of Kafka's metrics at the decisive moment,
+/// and the settings that prevent what it shows.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Lab {
+    pub runs: Vec<LabRun>,
+    /// Just before the decisive moment, and after it.
+    pub was_ms: u64,
+    pub now_ms: u64,
+    pub metrics: Vec<LabMetric>,
+    /// How to prevent it in a real cluster, a setting a line.
+    pub prevent: Vec<String>,
+}
+
+/// One variant of a lab's scenario.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LabRun {
+    /// The column's heading (`min.insync.replicas=2`).
+    pub label: String,
+    /// The built-in scenario it plays, when not the tour's own.
+    #[serde(default)]
+    pub scenario: Option<String>,
+    /// Changes to that scenario's set-up.
+    #[serde(default)]
+    pub edits: Vec<crate::scenario::Edit>,
+}
+
+/// A number a lab's table reads from the model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LabMetric {
+    UnderReplicatedPartitions,
+    UnderMinIsrPartitionCount,
+    OfflinePartitionsCount,
+    /// Summed over partitions, the current stretch included.
+    OfflineTime,
+    DeadLeaderTime,
+    AckedLost,
+    AckedUnavailable,
+    /// A producer's acknowledged records.
+    Acked(String),
+    /// A producer's records given up on.
+    Failed(String),
+    /// A producer's errors of one of Kafka's names.
+    Errors(String, String),
+    LeaderElections,
+    UncleanLeaderElections,
+    RecordsTruncated,
+    ReadFromFollowers,
+    Rebalances(String),
+    PausedTime(String),
+    Pauses(String),
+    MaxLag(String),
+    /// Keys whose records are in more than one partition of a topic.
+    KeysSplit(String),
+}
+
+/// The most runs a lab compares: the table stays readable.
+pub const MAX_LAB_RUNS: usize = 3;
 
 /// A record, named before it exists.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -157,15 +248,19 @@ pub enum Annotation {
     Note(Focus, String),
 }
 
-/// A way out of the tour when it ends: a scenario to open in the sandbox.
+/// A way out of the tour when it ends: a lab, or a scenario to open in the sandbox.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Exit {
     pub label: String,
     /// One line on what it shows.
     pub about: String,
-    /// The scenario it opens (a built-in's name).
-    pub scenario: String,
+    /// The scenario it opens in the sandbox (a built-in's name), when it opens no tour.
+    #[serde(default)]
+    pub scenario: Option<String>,
+    /// The built-in tour it opens (a lab).
+    #[serde(default)]
+    pub tour: Option<String>,
 }
 
 /// The beats as `kafkascope tour NAME --json` prints them.
@@ -187,15 +282,91 @@ struct TourJson<'a> {
 
 impl Tour {
     /// Reads and checks a tour: its scenario must load, and every beat must fit it.
+    /// A lab's scenario is its first run's.
     pub fn parse(source: &str, origin: &str) -> Result<(Tour, Scenario), ScenarioError> {
         let tour: Tour = parse_ron(source, origin)?;
-        let scenario = Scenario::load(&tour.scenario).map_err(|e| ScenarioError::Invalid {
+        let bad = |field: String, message: String| ScenarioError::Invalid {
             origin: origin.to_string(),
-            field: "scenario".into(),
-            message: e.to_string(),
-        })?;
+            field,
+            message,
+        };
+        let base =
+            Scenario::load(&tour.scenario).map_err(|e| bad("scenario".into(), e.to_string()))?;
+        let scenario = match &tour.lab {
+            Some(lab) => {
+                tour.validate_lab(lab, &base).map_err(|(f, m)| bad(f, m))?;
+                crate::view::lab::run_scenario(&base, &lab.runs[0])
+                    .map_err(|m| bad("lab.runs[0].edits".into(), m))?
+            }
+            None => base,
+        };
         tour.validate(origin, &scenario)?;
         Ok((tour, scenario))
+    }
+
+    /// The base scenario a lab's runs edit (the tour's `scenario`).
+    pub fn base_scenario(&self) -> Result<Scenario, ScenarioError> {
+        Scenario::load(&self.scenario)
+    }
+
+    /// The scenarios of a lab's runs, or the tour's one scenario.
+    pub fn run_scenarios(&self) -> Result<Vec<(String, Scenario)>, String> {
+        let base = self.base_scenario().map_err(|e| e.to_string())?;
+        match &self.lab {
+            Some(lab) => lab
+                .runs
+                .iter()
+                .map(|r| crate::view::lab::run_scenario(&base, r).map(|s| (r.label.clone(), s)))
+                .collect(),
+            None => Ok(vec![(self.title.clone(), base)]),
+        }
+    }
+
+    fn validate_lab(&self, lab: &Lab, base: &Scenario) -> Result<(), (String, String)> {
+        if lab.runs.is_empty() || lab.runs.len() > MAX_LAB_RUNS {
+            return Err((
+                "lab.runs".into(),
+                format!("a lab compares 1 to {MAX_LAB_RUNS} runs"),
+            ));
+        }
+        for (i, run) in lab.runs.iter().enumerate() {
+            if run.label.trim().is_empty() {
+                return Err((format!("lab.runs[{i}].label"), "a run needs a label".into()));
+            }
+            let scenario = crate::view::lab::run_scenario(base, run)
+                .map_err(|m| (format!("lab.runs[{i}].edits"), m))?;
+            if lab.now_ms > scenario.duration_ms {
+                return Err((
+                    "lab.now_ms".into(),
+                    format!(
+                        "{} ms is past the end of run {:?} ({} ms)",
+                        lab.now_ms, run.label, scenario.duration_ms
+                    ),
+                ));
+            }
+        }
+        if lab.was_ms >= lab.now_ms {
+            return Err((
+                "lab.was_ms".into(),
+                format!(
+                    "{} ms: \"was\" comes before \"now\" ({} ms)",
+                    lab.was_ms, lab.now_ms
+                ),
+            ));
+        }
+        if lab.metrics.is_empty() {
+            return Err((
+                "lab.metrics".into(),
+                "a lab's table has at least one metric".into(),
+            ));
+        }
+        if lab.prevent.iter().all(|p| p.trim().is_empty()) {
+            return Err((
+                "lab.prevent".into(),
+                "a lab says how to prevent what it shows".into(),
+            ));
+        }
+        Ok(())
     }
 
     /// A built-in tour by name, with its scenario.
@@ -339,8 +510,27 @@ impl Tour {
             }
         }
         for (i, exit) in self.after.iter().enumerate() {
-            Scenario::built_in(&exit.scenario)
-                .map_err(|e| bad(format!("after[{i}].scenario"), e.to_string()))?;
+            match (&exit.scenario, &exit.tour) {
+                (Some(scenario), None) => {
+                    Scenario::built_in(scenario)
+                        .map_err(|e| bad(format!("after[{i}].scenario"), e.to_string()))?;
+                }
+                // Only the name: the tour checks itself when it loads.
+                (None, Some(tour)) => {
+                    if !BUILT_IN_TOURS.iter().any(|b| b.name == tour) {
+                        return Err(bad(
+                            format!("after[{i}].tour"),
+                            format!("no built-in tour {tour:?} (built-in: {})", self::names()),
+                        ));
+                    }
+                }
+                _ => {
+                    return Err(bad(
+                        format!("after[{i}]"),
+                        "an exit opens a scenario or a tour: give one of the two".into(),
+                    ));
+                }
+            }
         }
         Ok(())
     }

@@ -39,7 +39,7 @@ pub(super) fn plugin(app: &mut App) {
         (marks_of_beat, paint_marks)
             .chain()
             .in_set(AppSet::Scene)
-            .after(super::scene::paint_scene),
+            .after(super::scene::paint_scene::<super::playback::Shown>),
     );
 }
 

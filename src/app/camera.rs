@@ -10,7 +10,7 @@ use bevy_tweening::{Lens, Tween, TweenAnim};
 use super::AppSet;
 use super::painter::to_world;
 use super::playback::DEFAULT_AREA;
-use super::playback::Shown;
+use super::playback::{Shown, TwinShown};
 use super::tour::{Following, TourPlay};
 
 /// How long the camera takes to move to a new framing (wall time).
@@ -45,10 +45,19 @@ impl Lens<Framing> for FramingLens {
     }
 }
 
+/// The camera of the run shown (order 0: it clears the window).
+#[derive(Component)]
+pub struct SceneCamera;
+
+/// The camera of a side-by-side's second run, in the right half (order 1, drawn over the first
+/// camera's clear; egui's is order 2). Inactive without a second run.
+#[derive(Component)]
+pub struct TwinCamera;
+
 pub(super) fn plugin(app: &mut App) {
-    app.add_systems(Startup, spawn_camera).add_systems(
+    app.add_systems(Startup, spawn_cameras).add_systems(
         Update,
-        (frame, apply)
+        (frame, frame_twin, apply)
             .chain()
             .in_set(AppSet::Scene)
             .after(super::annotations::marks_of_beat)
@@ -56,9 +65,8 @@ pub(super) fn plugin(app: &mut App) {
     );
 }
 
-fn spawn_camera(mut commands: Commands) {
-    let whole = Rect::from_corners(Vec2::ZERO, DEFAULT_AREA);
-    commands.spawn((
+fn framing_camera(whole: Rect) -> (Camera2d, Projection, Framing) {
+    (
         Camera2d,
         Projection::Orthographic(OrthographicProjection {
             scaling_mode: ScalingMode::AutoMin {
@@ -72,18 +80,59 @@ fn spawn_camera(mut commands: Commands) {
             target: whole,
             layout: None,
         },
+    )
+}
+
+fn spawn_cameras(mut commands: Commands) {
+    let whole = Rect::from_corners(Vec2::ZERO, DEFAULT_AREA);
+    commands.spawn((SceneCamera, framing_camera(whole)));
+    commands.spawn((
+        TwinCamera,
+        framing_camera(whole),
+        Camera {
+            order: 1,
+            clear_color: ClearColorConfig::None,
+            is_active: false,
+            ..default()
+        },
     ));
+}
+
+/// The second run's camera shows all of its scene, and only while there is one.
+fn frame_twin(
+    twin: Option<Res<TwinShown>>,
+    mut cameras: Query<(&mut Framing, &mut Camera), With<TwinCamera>>,
+) {
+    for (mut framing, mut camera) in &mut cameras {
+        camera.is_active = twin.is_some();
+        let Some(twin) = twin.as_deref() else {
+            continue;
+        };
+        let whole = twin.layout.whole();
+        if framing.rect != whole {
+            *framing = Framing {
+                rect: whole,
+                target: whole,
+                layout: Some(twin.layout_version),
+            };
+        }
+    }
 }
 
 /// What to frame now: the beat's focus and its marks, or the whole layout.
 fn target(
     shown: &Shown,
+    side_by_side: bool,
     tour: Option<&TourPlay>,
     following: &Following,
     marks: &super::annotations::BeatMarks,
 ) -> Rect {
     // The layout fills its area: the whole scene is all of it.
-    let whole = Rect::from_corners(Vec2::ZERO, shown.layout.area);
+    let whole = shown.layout.whole();
+    // Side by side, both halves show their whole run, to be read against each other.
+    if side_by_side {
+        return whole;
+    }
     let focus = tour.and_then(|t| {
         let beat = &t.tour.beats[t.place.beat];
         crate::view::tour::framing(
@@ -140,9 +189,10 @@ fn frame(
     following: Res<Following>,
     marks: Res<super::annotations::BeatMarks>,
     options: Res<super::Options>,
-    mut cameras: Query<(Entity, &mut Framing)>,
+    twin: Option<Res<TwinShown>>,
+    mut cameras: Query<(Entity, &mut Framing), With<SceneCamera>>,
 ) {
-    let to = target(&shown, tour.as_deref(), &following, &marks);
+    let to = target(&shown, twin.is_some(), tour.as_deref(), &following, &marks);
     for (e, mut framing) in &mut cameras {
         // A new layout (a scenario loaded, the first frame) snaps; so does a shot, which must
         // show the framing it asks for. Going from beat to beat moves the camera.

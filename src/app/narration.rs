@@ -165,10 +165,31 @@ fn finished(
     palette: &Palette,
     steps: &mut MessageWriter<TourControl>,
 ) {
+    match &tour.tour.lab {
+        // A lab's result on the left, the ways out on the right.
+        Some(lab) => {
+            ui.columns(2, |cols| {
+                let (left, right) = cols.split_at_mut(1);
+                lab_result(&mut left[0], tour, lab, palette);
+                where_next(&mut right[0], tour, palette, steps);
+            });
+        }
+        None => where_next(ui, tour, palette, steps),
+    }
+    ui.add_space(6.0);
+}
+
+fn where_next(
+    ui: &mut egui::Ui,
+    tour: &TourPlay,
+    palette: &Palette,
+    steps: &mut MessageWriter<TourControl>,
+) {
     ui.label(RichText::new("Where next").size(TITLE).strong());
     ui.label(
         RichText::new(
-            "Each of these opens a scenario in the sandbox: play it, pause it, break it further.",
+            "A lab tells a failure and counts what it cost; a scenario opens in the sandbox: play \
+             it, pause it, break it further.",
         )
         .size(WATCH)
         .color(color(palette.muted)),
@@ -181,10 +202,8 @@ fn finished(
             for exit in &tour.tour.after {
                 let button =
                     egui::Button::new(RichText::new(&exit.label).size(WATCH + 2.0).strong());
-                if ui.add(button).clicked()
-                    && let Ok(s) = Scenario::built_in(&exit.scenario)
-                {
-                    steps.write(TourControl::Leave(Box::new(s)));
+                if ui.add(button).clicked() {
+                    exit_to(exit, steps);
                 }
                 ui.label(RichText::new(&exit.about).size(WATCH));
                 ui.end_row();
@@ -204,7 +223,84 @@ fn finished(
             steps.write(TourControl::Step(Step::First));
         }
     });
-    ui.add_space(6.0);
+}
+
+/// Opens what an exit names: a lab at its first beat, or a scenario in the sandbox.
+pub(super) fn exit_to(exit: &crate::tour::Exit, steps: &mut MessageWriter<TourControl>) {
+    if let Some(name) = &exit.tour {
+        if let Ok((t, s)) = crate::tour::Tour::built_in(name) {
+            steps.write(TourControl::Open(Box::new(t), Box::new(s)));
+        }
+    } else if let Some(name) = &exit.scenario
+        && let Ok(s) = Scenario::built_in(name)
+    {
+        steps.write(TourControl::Leave(Box::new(s)));
+    }
+}
+
+/// A lab's ending: the "was → now" table of each run, and how to prevent what it showed.
+fn lab_result(ui: &mut egui::Ui, tour: &TourPlay, lab: &crate::tour::Lab, palette: &Palette) {
+    ui.label(RichText::new("What it cost").size(TITLE).strong());
+    match &tour.table {
+        None => {
+            ui.label(RichText::new("Counting…").size(WATCH));
+        }
+        Some(Err(why)) => {
+            ui.colored_label(color(palette.lost), why);
+        }
+        Some(Ok(table)) => {
+            ui.label(
+                RichText::new(format!(
+                    "Kafka's metrics at {:.1} s, just before -> at {:.1} s, after; each run from the start.",
+                    table.was_ms as f64 / 1000.0,
+                    table.now_ms as f64 / 1000.0
+                ))
+                .size(WATCH)
+                .color(color(palette.muted)),
+            );
+            egui::Grid::new("lab")
+                .striped(true)
+                .spacing([24.0, 6.0])
+                .show(ui, |ui| {
+                    ui.label("");
+                    for run in &table.runs {
+                        ui.label(RichText::new(run).size(WATCH).strong());
+                    }
+                    ui.end_row();
+                    for row in &table.rows {
+                        ui.label(RichText::new(row.metric.name()).size(WATCH).monospace());
+                        for (was, now) in &row.values {
+                            ui.horizontal(|ui| {
+                                ui.label(RichText::new(row.metric.format(*was)).size(WATCH));
+                                ui.label(
+                                    RichText::new("->").size(WATCH).color(color(palette.muted)),
+                                );
+                                let now_text = RichText::new(row.metric.format(*now))
+                                    .size(WATCH + 2.0)
+                                    .strong();
+                                // A cost that grew is what the lab is about.
+                                ui.label(if row.metric.is_cost() && now > was {
+                                    now_text.color(color(palette.out_of_sync))
+                                } else {
+                                    now_text
+                                });
+                            });
+                        }
+                        ui.end_row();
+                    }
+                });
+        }
+    }
+    ui.add_space(8.0);
+    ui.label(
+        RichText::new("How to prevent it")
+            .size(WATCH + 3.0)
+            .strong()
+            .color(color(palette.produce)),
+    );
+    for line in &lab.prevent {
+        ui.add(egui::Label::new(RichText::new(format!("•  {line}")).size(WATCH)).wrap());
+    }
 }
 
 /// What is known of a followed record, a line each.

@@ -40,6 +40,8 @@ pub struct TourOpen {
     pub beat: usize,
     /// At the beat's end, as a shot of the beat shows it, instead of paused at its start.
     pub at_end: bool,
+    /// Past the last beat: a lab's table and the ways out.
+    pub finished: bool,
 }
 
 impl Options {
@@ -71,7 +73,12 @@ impl Options {
         options.at_ms = if at_end { b.to_ms } else { b.from_ms };
         options.speed = b.speed;
         options.paused = true;
-        options.tour = Some(TourOpen { tour, beat, at_end });
+        options.tour = Some(TourOpen {
+            tour,
+            beat,
+            at_end,
+            finished: false,
+        });
         options
     }
 

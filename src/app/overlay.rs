@@ -56,7 +56,7 @@ fn spawn_ui_camera(mut commands: Commands, mut settings: ResMut<EguiGlobalSettin
         Camera2d,
         RenderLayers::none(),
         Camera {
-            order: 1,
+            order: 2,
             clear_color: ClearColorConfig::None,
             ..default()
         },
@@ -95,7 +95,11 @@ fn overlay(
     mut state: ResMut<UiState>,
     tour: Option<Res<TourPlay>>,
     mut following: ResMut<Following>,
-    mut camera: Query<&mut Camera, Without<PrimaryEguiContext>>,
+    mut camera: Query<(&mut Camera, Has<super::camera::TwinCamera>), Without<PrimaryEguiContext>>,
+    twins: (
+        Option<Res<super::playback::Twin>>,
+        Option<Res<super::playback::TwinShown>>,
+    ),
     window: Single<&Window, With<PrimaryWindow>>,
     options: Res<super::Options>,
     mut form: ResMut<super::operations::OperationsForm>,
@@ -278,17 +282,58 @@ fn overlay(
         h.saturating_sub(((top + bottom + narration) * k) as u32)
             .max(1),
     );
-    for mut cam in &mut camera {
-        if cam.order == 0 {
-            cam.viewport = Some(Viewport {
-                physical_position: pos,
-                physical_size: size,
-                ..default()
-            });
-        }
+    // Side by side, each run has half of it, a thin gap between them, under a band for the
+    // runs' headings.
+    let (twin, twin_shown) = twins;
+    let twin = twin.as_deref().zip(twin_shown.as_deref());
+    let halves = twin.is_some();
+    let gap = if halves { (4.0 * k) as u32 } else { 0 };
+    let band = if halves { (RUN_HEADING * k) as u32 } else { 0 };
+    let heading_at = pos;
+    let pos = pos + UVec2::new(0, band);
+    let size = UVec2::new(size.x, size.y.saturating_sub(band).max(1));
+    let each = if halves {
+        UVec2::new((size.x.saturating_sub(gap) / 2).max(1), size.y)
+    } else {
+        size
+    };
+    for (mut cam, is_twin) in &mut camera {
+        let position = if is_twin {
+            pos + UVec2::new(each.x + gap, 0)
+        } else {
+            pos
+        };
+        cam.viewport = Some(Viewport {
+            physical_position: position,
+            physical_size: each,
+            ..default()
+        });
     }
     // The scene is laid out for the room it has.
-    shown.fit(size.as_vec2() / window.scale_factor());
+    shown.fit(each.as_vec2() / window.scale_factor());
+    if let Some((twin, twin_shown)) = twin {
+        let at = |x: u32| egui::pos2(x as f32 / k, heading_at.y as f32 / k);
+        let width = each.x as f32 / k;
+        run_label(
+            ctx,
+            "left",
+            at(pos.x),
+            width,
+            &twin.labels[0],
+            &shown,
+            &palette,
+        );
+        let right = at(pos.x + each.x + gap);
+        run_label(
+            ctx,
+            "right",
+            right,
+            width,
+            &twin.labels[1],
+            twin_shown,
+            &palette,
+        );
+    }
 
     if options.shot.is_none() {
         hover_explanation(ctx, &shown.snapshot, &model.scenario.cluster, pointer.hover);
@@ -312,6 +357,79 @@ fn overlay(
     broker_menu(ctx, &shown.snapshot, &mut pointer, &mut controls);
     help(ctx, &mut pointer, tour.is_some());
     Ok(())
+}
+
+/// The height of the band over a side-by-side's halves, for the runs' headings (points).
+const RUN_HEADING: f32 = 64.0;
+
+/// A side-by-side run's heading, over its half of the scene: its label and the numbers that
+/// tell the runs apart.
+fn run_label(
+    ctx: &egui::Context,
+    id: &str,
+    at: egui::Pos2,
+    width: f32,
+    label: &str,
+    shown: &Shown,
+    palette: &Palette,
+) {
+    let s = &shown.snapshot;
+    let (lost, unavailable) = shown.missing();
+    let mut numbers = vec![
+        format!("lost {lost}"),
+        format!("unavailable {unavailable}"),
+        format!("offline {}", s.offline()),
+        format!("under min ISR {}", s.under_min_isr()),
+    ];
+    let dead = s.dead_leader_ms();
+    if dead > 0 {
+        numbers.push(format!("dead leader {:.1} s", dead as f64 / 1000.0));
+    }
+    for p in &s.producers {
+        numbers.push(format!("{} acked {}", p.name, p.acked));
+    }
+    for g in &s.groups {
+        numbers.push(format!("{} rebalances {}", g.name, g.rebalances));
+    }
+    egui::Area::new(egui::Id::new(("run label", id)))
+        .fixed_pos(at + egui::vec2(6.0, 4.0))
+        .interactable(false)
+        .show(ctx, |ui| {
+            egui::Frame::new()
+                .fill(color(palette.panel))
+                .stroke(egui::Stroke::new(1.5, color(palette.produce)))
+                .inner_margin(egui::Margin::symmetric(10, 4))
+                .corner_radius(4.0)
+                .show(ui, |ui| {
+                    ui.set_width(width - 32.0);
+                    ui.add(egui::Label::new(RichText::new(label).size(20.0).strong()).truncate());
+                    ui.add(
+                        egui::Label::new(RichText::new(numbers.join("  ·  ")).size(15.0))
+                            .truncate(),
+                    );
+                });
+        });
+}
+
+/// The labs, a click away from the sandbox.
+fn labs_menu(ui: &mut egui::Ui, steps: &mut MessageWriter<TourControl>) {
+    ui.menu_button("Labs", |ui| {
+        for built_in in crate::tour::BUILT_IN_TOURS {
+            let Ok((t, s)) = crate::tour::Tour::built_in(built_in.name) else {
+                continue;
+            };
+            if t.lab.is_none() {
+                continue;
+            }
+            let title = t.title.trim_start_matches("Lab: ").to_string();
+            if ui.button(title).clicked() {
+                steps.write(TourControl::Open(Box::new(t), Box::new(s)));
+                ui.close();
+            }
+        }
+    })
+    .response
+    .on_hover_text("The classic failures, told step by step and counted");
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -347,6 +465,7 @@ fn transport(
             {
                 steps.write(TourControl::Open(Box::new(t), Box::new(s)));
             }
+            labs_menu(ui, steps);
             scenario_picker(ui, model, controls, state);
         }
         ui.separator();

@@ -39,10 +39,32 @@ pub const TALK_TEXT: f32 = 1.5;
 /// The most sim time one frame runs: beyond it playback slows down rather than stalls.
 const MAX_MS_PER_FRAME: f64 = 2_000.0;
 
+/// The second run of a side-by-side: its own model, at the first one's instant, drawn in the
+/// right half of the scene. The playback and the user's actions drive both.
+#[derive(Resource)]
+pub struct Twin {
+    pub model: Model,
+    /// The runs' labels, left (the main model) then right.
+    pub labels: [String; 2],
+}
+
+/// What the second run shows: its snapshot and layout, laid out at [`TWIN_ORIGIN`].
+#[derive(Resource, Deref, DerefMut)]
+pub struct TwinShown(pub Shown);
+
+/// Where the second run's scene lies: far enough that the first run's camera never sees it.
+pub const TWIN_ORIGIN: Vec2 = Vec2::new(100_000.0, 0.0);
+
 /// What the playback asks of the model; the overlay, the keyboard and the mouse send these.
 #[derive(Message, Debug, Clone)]
 pub enum Control {
+    /// A scenario in place of the one shown (and of a side-by-side's second run).
     Load(Box<Scenario>),
+    /// Runs this scenario beside the one shown, in lock-step from its instant; the labels name
+    /// the runs, left then right.
+    Compare(Box<Scenario>, [String; 2]),
+    /// Back to one run.
+    EndCompare,
     Act(Action),
     Seek(u64),
     /// Run to the next instant at which anything happens.
@@ -78,6 +100,8 @@ pub struct Shown {
     lost_at_events: Option<usize>,
     /// The broker count and the replica sets' version the layout was made for.
     placed: (usize, u64),
+    /// Where the layout lies ([`TWIN_ORIGIN`] for a side-by-side's second run).
+    origin: Vec2,
 }
 
 impl Shown {
@@ -97,7 +121,37 @@ impl Shown {
             theme_before_talk: theme,
             lost: Vec::new(),
             lost_at_events: None,
+            origin: Vec2::ZERO,
         }
+    }
+
+    /// A side-by-side's second run, looking as `main` does, in the same area.
+    pub fn beside(snapshot: Snapshot, main: &Shown) -> Self {
+        let mut shown = Shown::new(snapshot, main.theme, main.text_scale);
+        shown.talk = main.talk;
+        shown.theme_before_talk = main.theme_before_talk;
+        shown.origin = TWIN_ORIGIN;
+        shown.area = main.area;
+        shown.relayout();
+        shown
+    }
+
+    /// Lays the scene out anew for the snapshot (a new cluster, moved replicas).
+    pub fn relayout(&mut self) {
+        self.layout = layout_for(&self.snapshot, self.area, self.text_factor()).at(self.origin);
+        self.layout_version += 1;
+        self.placed = (
+            self.snapshot.brokers.len(),
+            self.snapshot.assignments_version,
+        );
+    }
+
+    /// Takes the look (theme, text size, talk preset) of `main`.
+    pub fn look_like(&mut self, main: &Shown) {
+        self.theme = main.theme;
+        self.text_scale = main.text_scale;
+        self.talk = main.talk;
+        self.theme_before_talk = main.theme_before_talk;
     }
 
     pub fn palette(&self) -> Palette {
@@ -127,8 +181,7 @@ impl Shown {
             return;
         }
         self.area = area;
-        self.layout = layout_for(&self.snapshot, area, text);
-        self.layout_version += 1;
+        self.relayout();
     }
 
     /// The reader's own theme: the one the talk preset gives back (the web page's link keeps it).
@@ -223,11 +276,15 @@ fn setup(mut commands: Commands, options: Res<Options>) {
     });
 }
 
+#[allow(clippy::too_many_arguments)]
 fn apply_controls(
+    mut commands: Commands,
     mut controls: MessageReader<Control>,
     mut model: ResMut<Model>,
     mut playback: ResMut<Playback>,
     mut shown: ResMut<Shown>,
+    mut twin: Option<ResMut<Twin>>,
+    mut twin_shown: Option<ResMut<TwinShown>>,
 ) {
     for control in controls.read() {
         let duration = model.scenario.duration_ms;
@@ -241,15 +298,46 @@ fn apply_controls(
                 shown.jumps += 1;
                 // A new cluster (a run's own changes, added brokers or moved replicas, are laid
                 // out again as the snapshot is read).
-                let snapshot = Snapshot::of(model.sim.world_mut());
-                shown.layout = layout_for(&snapshot, shown.area, shown.text_factor());
-                shown.layout_version += 1;
+                shown.snapshot = Snapshot::of(model.sim.world_mut());
+                shown.relayout();
+                end_compare(&mut commands, &mut twin, &mut twin_shown);
             }
-            Control::Act(action) => model.sim.act(action.clone()),
+            Control::Compare(scenario, labels) => {
+                let mut sim = Sim::new(scenario);
+                sim.seek(model.sim.now_ms().min(scenario.duration_ms));
+                let snapshot = Snapshot::of(sim.world_mut());
+                let beside = Shown::beside(snapshot, &shown);
+                let new = Twin {
+                    model: Model {
+                        sim,
+                        scenario: (**scenario).clone(),
+                    },
+                    labels: labels.clone(),
+                };
+                // Later controls of this frame (an action, a seek) reach it too.
+                match (&mut twin, &mut twin_shown) {
+                    (Some(t), Some(s)) => {
+                        **t = new;
+                        s.0 = beside;
+                    }
+                    _ => {
+                        commands.insert_resource(new);
+                        commands.insert_resource(TwinShown(beside));
+                    }
+                }
+            }
+            Control::EndCompare => end_compare(&mut commands, &mut twin, &mut twin_shown),
+            Control::Act(action) => {
+                model.sim.act(action.clone());
+                if let Some(t) = twin.as_deref_mut() {
+                    t.model.sim.act(action.clone());
+                }
+            }
             Control::Seek(at) => {
                 model.sim.seek((*at).min(duration));
                 playback.carry_ms = 0.0;
                 shown.jumps += 1;
+                follow_main(&model, &mut twin, &mut twin_shown, true);
             }
             Control::StepForward => {
                 playback.paused = true;
@@ -260,6 +348,7 @@ fn apply_controls(
                     let after = model.sim.now_ms().min(duration);
                     model.sim.seek(after);
                 }
+                follow_main(&model, &mut twin, &mut twin_shown, false);
             }
             Control::StepBack => {
                 playback.paused = true;
@@ -267,12 +356,56 @@ fn apply_controls(
                 let now = model.sim.now_ms();
                 model.sim.seek(now.saturating_sub(1));
                 shown.jumps += 1;
+                follow_main(&model, &mut twin, &mut twin_shown, true);
             }
         }
     }
 }
 
-fn advance(time: Res<Time>, mut model: ResMut<Model>, mut playback: ResMut<Playback>) {
+fn end_compare(
+    commands: &mut Commands,
+    twin: &mut Option<ResMut<Twin>>,
+    twin_shown: &mut Option<ResMut<TwinShown>>,
+) {
+    if twin.is_some() || twin_shown.is_some() {
+        commands.remove_resource::<Twin>();
+        commands.remove_resource::<TwinShown>();
+        *twin = None;
+        *twin_shown = None;
+    }
+}
+
+/// Brings the second run to the first one's instant: by running on, or by a seek (`jump`).
+fn follow_main(
+    model: &Model,
+    twin: &mut Option<ResMut<Twin>>,
+    twin_shown: &mut Option<ResMut<TwinShown>>,
+    jump: bool,
+) {
+    let Some(t) = twin.as_deref_mut() else { return };
+    let at = model.sim.now_ms().min(t.model.scenario.duration_ms);
+    if jump || at < t.model.sim.now_ms() {
+        t.model.sim.seek(at);
+        if let Some(s) = twin_shown.as_deref_mut() {
+            s.jumps += 1;
+        }
+    } else {
+        t.model.sim.run_until(at);
+    }
+}
+
+fn advance(
+    time: Res<Time>,
+    mut model: ResMut<Model>,
+    mut playback: ResMut<Playback>,
+    mut twin: Option<ResMut<Twin>>,
+    mut twin_shown: Option<ResMut<TwinShown>>,
+) {
+    run_main(&time, &mut model, &mut playback);
+    follow_main(&model, &mut twin, &mut twin_shown, false);
+}
+
+fn run_main(time: &Time, model: &mut Model, playback: &mut Playback) {
     if playback.paused {
         return;
     }
@@ -299,19 +432,29 @@ pub(super) fn read_model(
     mut model: ResMut<Model>,
     playback: Res<Playback>,
     mut shown: ResMut<Shown>,
+    twin: Option<ResMut<Twin>>,
+    twin_shown: Option<ResMut<TwinShown>>,
 ) {
+    read(&mut model, &playback, &mut shown);
+    if let (Some(mut twin), Some(mut twin_shown)) = (twin, twin_shown) {
+        twin_shown.look_like(&shown);
+        let area = shown.area;
+        twin_shown.fit(area);
+        read(&mut twin.model, &playback, &mut twin_shown);
+    }
+}
+
+fn read(model: &mut Model, playback: &Playback, shown: &mut Shown) {
     let snapshot = Snapshot::of(model.sim.world_mut());
     // Steps before `now_ms` have run: the picture is of the instant before it, plus the
     // fraction of a millisecond the playhead has moved on.
     shown.display_ms = snapshot.now_ms.saturating_sub(1) as f64 + playback.carry_ms;
     // A reassignment moves replicas between brokers: the scene is laid out for the new ones.
     let placed = (snapshot.brokers.len(), snapshot.assignments_version);
-    if placed != shown.placed {
-        shown.layout = layout_for(&snapshot, shown.area, shown.text_factor());
-        shown.layout_version += 1;
-        shown.placed = placed;
-    }
     shown.snapshot = snapshot;
+    if placed != shown.placed {
+        shown.relayout();
+    }
     // Records are lost only by what the event log records (truncations, wipes, elections).
     let events = model
         .sim

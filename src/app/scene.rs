@@ -3,6 +3,7 @@
 //! leader's badge, are retained sprites animated with bevy_tweening when the state changes; the
 //! rest is painted anew each frame.
 
+use std::marker::PhantomData;
 use std::time::Duration;
 
 use bevy::prelude::*;
@@ -12,7 +13,7 @@ use bevy_tweening::{Tween, TweenAnim};
 
 use super::AppSet;
 use super::painter::{Paint, to_world};
-use super::playback::Shown;
+use super::playback::{Shown, TwinShown};
 use crate::sim::network::{Node, WireState};
 use crate::view::layout::{BROKER_HEADER, Layout, MEMBER_ROW, MEMBERS_TOP, text};
 use crate::view::log_strip::{Cell, StripPlace, beyond, epoch_starts, strip};
@@ -22,9 +23,38 @@ use crate::view::snapshot::{MessageKind, MessageView, PartitionView, Reconciling
 /// How long a state change takes on screen (wall time).
 const CHANGE: Duration = Duration::from_millis(450);
 
-/// Marks what the scene spawned for one layout; all of it goes when the layout changes.
+/// Where a scene's picture comes from: the run shown, or a side-by-side's second run. Each
+/// side keeps its own retained sprites.
+pub trait Side: Resource {
+    fn shown(&self) -> &Shown;
+    /// Draws the record the reader follows (the first run only).
+    const FOLLOWS: bool;
+}
+
+impl Side for Shown {
+    fn shown(&self) -> &Shown {
+        self
+    }
+    const FOLLOWS: bool = true;
+}
+
+impl Side for TwinShown {
+    fn shown(&self) -> &Shown {
+        &self.0
+    }
+    const FOLLOWS: bool = false;
+}
+
+/// Marks what the scene spawned for one layout of side `S`; all of it goes when the layout
+/// changes.
 #[derive(Component)]
-struct SceneItem;
+struct SceneItem<S: Side>(PhantomData<S>);
+
+impl<S: Side> SceneItem<S> {
+    fn new() -> Self {
+        SceneItem(PhantomData)
+    }
+}
 
 /// A replica row's background: its colour says the replica's role.
 #[derive(Component)]
@@ -58,21 +88,58 @@ struct LeaderBadge {
     leader: Option<u32>,
 }
 
-#[derive(Resource, Default)]
-struct Built {
+#[derive(Resource)]
+struct Built<S: Side> {
     /// The layout version and theme the retained items were made for (none yet: `None`), and
     /// the jump count they last snapped at.
     made_for: Option<(u64, crate::view::palette::Theme)>,
     jumps: u64,
+    side: PhantomData<S>,
+}
+
+impl<S: Side> Default for Built<S> {
+    fn default() -> Self {
+        Built {
+            made_for: None,
+            jumps: 0,
+            side: PhantomData,
+        }
+    }
 }
 
 pub(super) fn plugin(app: &mut App) {
-    app.init_resource::<Built>().add_systems(
-        Update,
-        (rebuild, animate_state, paint_scene)
-            .chain()
-            .in_set(AppSet::Scene),
-    );
+    app.init_resource::<Built<Shown>>()
+        .init_resource::<Built<TwinShown>>()
+        .add_systems(
+            Update,
+            (
+                rebuild::<Shown>,
+                animate_state::<Shown>,
+                paint_scene::<Shown>,
+                (
+                    rebuild::<TwinShown>,
+                    animate_state::<TwinShown>,
+                    paint_scene::<TwinShown>,
+                )
+                    .chain()
+                    .run_if(resource_exists::<TwinShown>),
+                clear_twin.run_if(resource_removed::<TwinShown>),
+            )
+                .chain()
+                .in_set(AppSet::Scene),
+        );
+}
+
+/// A side-by-side ended: its second run's sprites go.
+fn clear_twin(
+    mut commands: Commands,
+    mut built: ResMut<Built<TwinShown>>,
+    items: Query<Entity, With<SceneItem<TwinShown>>>,
+) {
+    for e in &items {
+        commands.entity(e).despawn();
+    }
+    *built = Built::default();
 }
 
 fn srgba(c: Srgba) -> Color {
@@ -151,13 +218,14 @@ fn badge_size(layout: &Layout) -> Vec2 {
     Vec2::new(5.0, h)
 }
 
-fn rebuild(
+fn rebuild<S: Side>(
     mut commands: Commands,
-    shown: Res<Shown>,
-    mut built: ResMut<Built>,
-    items: Query<Entity, With<SceneItem>>,
+    side: Res<S>,
+    mut built: ResMut<Built<S>>,
+    items: Query<Entity, With<SceneItem<S>>>,
     mut clear: ResMut<ClearColor>,
 ) {
+    let shown = side.shown();
     let s = &shown.snapshot;
     let wanted = (shown.layout_version, shown.theme);
     if built.made_for == Some(wanted) {
@@ -172,7 +240,7 @@ fn rebuild(
     for (i, rect) in layout.brokers.iter().enumerate() {
         let b = &s.brokers[i];
         commands.spawn((
-            SceneItem,
+            SceneItem::<S>::new(),
             BrokerBox {
                 id: b.id,
                 state: b.state,
@@ -185,7 +253,7 @@ fn rebuild(
         let replica = p.replicas.iter().find(|r| r.broker == slot.broker);
         let role = replica.map(|r| r.role);
         commands.spawn((
-            SceneItem,
+            SceneItem::<S>::new(),
             RowBackground {
                 ordinal: slot.ordinal,
                 broker: slot.broker,
@@ -209,7 +277,7 @@ fn rebuild(
         let mut index = 0;
         while let Some(rect) = layout.member(group, index) {
             commands.spawn((
-                SceneItem,
+                SceneItem::<S>::new(),
                 MemberRow {
                     group,
                     index,
@@ -234,7 +302,7 @@ fn rebuild(
         let leader = s.partitions[slot.ordinal as usize].leader;
         let at = badge_position(layout, slot.ordinal, leader);
         commands.spawn((
-            SceneItem,
+            SceneItem::<S>::new(),
             LeaderBadge {
                 ordinal: slot.ordinal,
                 leader,
@@ -255,6 +323,7 @@ fn rebuild(
     *built = Built {
         made_for: Some(wanted),
         jumps: shown.jumps,
+        side: PhantomData,
     };
 }
 
@@ -277,24 +346,32 @@ fn change_color(commands: &mut Commands, e: Entity, sprite: &mut Sprite, to: Col
 }
 
 #[allow(clippy::type_complexity)]
-fn animate_state(
+fn animate_state<S: Side>(
     mut commands: Commands,
-    shown: Res<Shown>,
-    mut built: ResMut<Built>,
+    side: Res<S>,
+    mut built: ResMut<Built<S>>,
     mut rows: Query<
         (Entity, &mut RowBackground, &mut Sprite),
-        (Without<LeaderBadge>, Without<MemberRow>),
+        (Without<LeaderBadge>, Without<MemberRow>, With<SceneItem<S>>),
     >,
     mut boxes: Query<
         (Entity, &mut BrokerBox, &mut Sprite),
-        (Without<RowBackground>, Without<LeaderBadge>),
+        (
+            Without<RowBackground>,
+            Without<LeaderBadge>,
+            With<SceneItem<S>>,
+        ),
     >,
     mut badges: Query<
         (Entity, &mut LeaderBadge, &mut Transform, &mut Visibility),
-        Without<MemberRow>,
+        (Without<MemberRow>, With<SceneItem<S>>),
     >,
-    mut members: Query<(Entity, &mut MemberRow, &mut Visibility), Without<LeaderBadge>>,
+    mut members: Query<
+        (Entity, &mut MemberRow, &mut Visibility),
+        (Without<LeaderBadge>, With<SceneItem<S>>),
+    >,
 ) {
+    let shown = side.shown();
     let s = &shown.snapshot;
     let palette = shown.palette();
     let snap = built.jumps != shown.jumps;
@@ -660,11 +737,12 @@ fn paint_partition_row(
     }
 }
 
-pub(super) fn paint_scene(
-    shown: Res<Shown>,
+pub(super) fn paint_scene<S: Side>(
+    side: Res<S>,
     following: Res<super::tour::Following>,
     mut paint: ResMut<Paint>,
 ) {
+    let shown = side.shown();
     let s = &shown.snapshot;
     let layout = &shown.layout;
     let palette = shown.palette();
@@ -1049,10 +1127,11 @@ pub(super) fn paint_scene(
             );
         }
         // The message carrying the followed record says what it is.
-        if following
-            .trace
-            .as_ref()
-            .is_some_and(|t| t.wires.contains(&m.wire.id))
+        if S::FOLLOWS
+            && following
+                .trace
+                .as_ref()
+                .is_some_and(|t| t.wires.contains(&m.wire.id))
         {
             let name = match (m.kind, m.acks) {
                 (MessageKind::Produce, Some(acks)) => format!("ProduceRequest acks={acks}"),

@@ -16,6 +16,18 @@ use crate::view::tour::{Cue, Place, Stage, Step};
 pub struct TourPlay {
     pub tour: Tour,
     pub place: Place,
+    /// A lab's closing table, counted when the reader reaches it.
+    pub table: Option<Result<crate::view::lab::Table, String>>,
+}
+
+impl TourPlay {
+    pub fn new(tour: Tour, place: Place) -> Self {
+        TourPlay {
+            tour,
+            place,
+            table: None,
+        }
+    }
 }
 
 /// The record the reader follows (the tour's, or one picked in the scene), and where it is now.
@@ -77,9 +89,18 @@ fn cue(playback: &mut Playback, controls: &mut MessageWriter<Control>, cue: Cue)
     playback.carry_ms = 0.0;
 }
 
-fn open(mut commands: Commands, options: Res<super::Options>, mut playback: ResMut<Playback>) {
+fn open(
+    mut commands: Commands,
+    options: Res<super::Options>,
+    mut playback: ResMut<Playback>,
+    mut controls: MessageWriter<Control>,
+) {
     let Some(open) = &options.tour else { return };
+    compare_runs(&open.tour, &mut controls);
     let mut place = Place::open(open.beat, open.at_end);
+    if open.finished {
+        place.stage = Stage::Finished;
+    }
     // Opened unpaused (the frame benchmark), the beat plays at once.
     if !options.paused && !open.at_end {
         place.stage = Stage::Playing;
@@ -88,10 +109,7 @@ fn open(mut commands: Commands, options: Res<super::Options>, mut playback: ResM
     playback.speed = c.speed;
     playback.stop_ms = Some(c.stop_ms);
     playback.paused = !c.play;
-    commands.insert_resource(TourPlay {
-        tour: open.tour.clone(),
-        place,
-    });
+    commands.insert_resource(TourPlay::new(open.tour.clone(), place));
 }
 
 fn steer(
@@ -108,7 +126,7 @@ fn steer(
                 let Some(tour) = tour.as_deref_mut() else {
                     continue;
                 };
-                let TourPlay { tour, place } = tour;
+                let TourPlay { tour, place, .. } = tour;
                 if let Some(c) = place.step(tour, *step) {
                     cue(&mut playback, &mut controls, c);
                 }
@@ -127,21 +145,42 @@ fn steer(
                 *following = Following::default();
                 controls.write(Control::Load(scenario.clone()));
                 cue(&mut playback, &mut controls, c);
-                commands.insert_resource(TourPlay {
-                    tour: (**t).clone(),
-                    place,
-                });
+                commands.insert_resource(TourPlay::new((**t).clone(), place));
+                compare_runs(t, &mut controls);
             }
         }
     }
 }
 
-/// A playing beat ends where the playback stopped.
+/// A lab of two runs or more plays its first two side by side.
+fn compare_runs(tour: &Tour, controls: &mut MessageWriter<Control>) {
+    if tour.lab.as_ref().is_some_and(|l| l.runs.len() >= 2)
+        && let Ok(runs) = tour.run_scenarios()
+    {
+        controls.write(Control::Compare(
+            Box::new(runs[1].1.clone()),
+            [runs[0].0.clone(), runs[1].0.clone()],
+        ));
+    }
+}
+
+/// A playing beat ends where the playback stopped; a lab's table is counted once its end is
+/// reached.
 fn track(model: Res<Model>, tour: Option<ResMut<TourPlay>>) {
     if let Some(mut tour) = tour {
         let now = model.sim.now_ms();
-        let TourPlay { tour, place } = &mut *tour;
+        let TourPlay { tour, place, table } = &mut *tour;
         place.reached(tour, now);
+        if place.stage == Stage::Finished
+            && table.is_none()
+            && let Some(lab) = &tour.lab
+        {
+            *table = Some(
+                tour.base_scenario()
+                    .map_err(|e| e.to_string())
+                    .and_then(|base| crate::view::lab::table(lab, &base)),
+            );
+        }
     }
 }
 

@@ -186,7 +186,7 @@ fn callout(rect: Rect, title: String, rows: Vec<Row>, from_right: bool, layout: 
     } else {
         Rect::new(rect.min.x, rect.min.y, rect.max.x + extra, rect.max.y)
     };
-    let area = Rect::from_corners(Vec2::ZERO, layout.area).inflate(-4.0);
+    let area = layout.whole().inflate(-4.0);
     let shift = |lo: f32, hi: f32, min: f32, max: f32| {
         if hi - lo > max - min {
             0.0

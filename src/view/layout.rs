@@ -87,8 +87,11 @@ pub struct ReplicaSlot {
 
 #[derive(Debug, Clone)]
 pub struct Layout {
-    /// The area laid out, in units from (0, 0), y down: what the camera shows whole.
+    /// The area laid out, in units from `origin`, y down: what the camera shows whole.
     pub area: Vec2,
+    /// Where the area starts: (0, 0), except for a second run drawn beside the first, which is
+    /// laid out far from it and shown by a camera of its own.
+    pub origin: Vec2,
     /// Pixels per unit on screen (logical pixels, before the display's density).
     pub scale: f32,
     /// Text sizes times this (the reader's text size, the talk preset's).
@@ -282,6 +285,7 @@ impl Layout {
         let group_x = size.x - MARGIN - group_w;
         Layout {
             area: size,
+            origin: Vec2::ZERO,
             scale: 1.0,
             text: t,
             controller,
@@ -306,6 +310,32 @@ impl Layout {
             replicas,
             hidden,
         }
+    }
+
+    /// The whole area, where it lies.
+    pub fn whole(&self) -> Rect {
+        Rect::from_corners(self.origin, self.origin + self.area)
+    }
+
+    /// The same layout moved to start at `origin`.
+    pub fn at(mut self, origin: Vec2) -> Layout {
+        let by = origin - self.origin;
+        let shift = |r: &mut Rect| {
+            r.min += by;
+            r.max += by;
+        };
+        shift(&mut self.controller);
+        self.brokers.iter_mut().for_each(shift);
+        self.producers.iter_mut().for_each(shift);
+        self.groups.iter_mut().for_each(shift);
+        if let Some(r) = self.lag_monitor.as_mut() {
+            shift(r);
+        }
+        self.replicas
+            .iter_mut()
+            .for_each(|slot| shift(&mut slot.rect));
+        self.origin = origin;
+        self
     }
 
     /// A text size of `text` (the scene's sizes) for this layout.

@@ -6,6 +6,7 @@ pub mod annotations;
 pub mod event_text;
 pub mod explain;
 pub mod follow;
+pub mod lab;
 pub mod layout;
 pub mod log_strip;
 pub mod motion;

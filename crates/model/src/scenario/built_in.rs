@@ -60,6 +60,10 @@ pub const BUILT_IN: &[BuiltIn] = &[
         source: include_str!("../../../../scenarios/isr-then-leader-wiped.ron"),
     },
     BuiltIn {
+        name: "lab-acks-all",
+        source: include_str!("../../../../scenarios/lab-acks-all.ron"),
+    },
+    BuiltIn {
         name: "unclean-election",
         source: include_str!("../../../../scenarios/unclean-election.ron"),
     },

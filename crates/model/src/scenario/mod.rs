@@ -9,6 +9,7 @@ mod built_in;
 mod clients;
 mod cluster;
 mod defaults;
+mod edit;
 mod file;
 pub mod limits;
 mod timeline;
@@ -20,6 +21,7 @@ pub use clients::{
 };
 pub use cluster::ClusterConfig;
 use cluster::{given, present};
+pub use edit::{Edit, MAX_BROKERS, MAX_MEMBERS, MAX_PARTITIONS, rack_name};
 pub use file::{ScenarioError, parse_ron, read_named_file};
 pub use timeline::{Action, Stop, TimelineEntry, reassignment_refusal};
 pub use topics::{TopicConfig, rack_unaware_assignment};
