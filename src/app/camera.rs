@@ -182,6 +182,7 @@ fn inward(focus: Rect, size: Vec2, whole: Rect) -> Rect {
     Rect::from_center_size(center, size)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn frame(
     mut commands: Commands,
     shown: Res<Shown>,

@@ -2,12 +2,72 @@
 //! one of the model's timeline actions (`Control::Act`), the same a scenario file holds, so a
 //! saved run replays them; what the model cannot apply it refuses, with the reason, in the event
 //! log. A reassignment's broker list is checked here first, with Kafka's reason.
+//!
+//! What a running cluster cannot change (the broker count, a topic's replication factor, a
+//! group's protocol) is an edit of the set-up: confirmed, it starts the run again with the
+//! actions taken so far, or runs beside it. Every control's change goes through [`control_for`].
 
 use bevy::prelude::*;
 use bevy_egui::egui::{self, RichText};
 
-use crate::scenario::{Acks, Action, ProducerSettings, Stop, reassignment_refusal};
+use super::playback::Control;
+use crate::scenario::{
+    Acks, Action, Assignor, Edit, GroupProtocol, Keys, MAX_BROKERS, MAX_MEMBERS, MAX_PARTITIONS,
+    ProducerSettings, Scenario, Stop, reassignment_refusal,
+};
 use crate::view::snapshot::Snapshot;
+
+/// What a sandbox control asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change {
+    /// A live action, as a timeline holds it.
+    Act(Action),
+    /// The set-up edited: the run starts again from 0 s.
+    Restart(Edit),
+    /// The set-up edited, run beside the one shown.
+    Compare(Edit),
+    /// Back to one run.
+    EndCompare,
+}
+
+/// The playback control for a change to the run of `scenario` that took `actions`, or why it
+/// cannot be made. An edited set-up keeps the actions, so the new run replays them.
+pub fn control_for(
+    change: &Change,
+    scenario: &Scenario,
+    actions: &[(u64, Action)],
+) -> Result<Control, String> {
+    let edited = |edit: &Edit| set_up_with(scenario, actions, edit).map(|(s, _)| Box::new(s));
+    Ok(match change {
+        Change::Act(action) => Control::Act(action.clone()),
+        Change::Restart(edit) => Control::Load(edited(edit)?),
+        Change::Compare(edit) => {
+            Control::Compare(edited(edit)?, ["as set up".to_string(), edit.describe()])
+        }
+        Change::EndCompare => Control::EndCompare,
+    })
+}
+
+/// `scenario` edited, with the `actions` taken so far that the new set-up can hold (not those
+/// that name a broker, topic or group it lacks), and those left out.
+pub fn set_up_with(
+    scenario: &Scenario,
+    actions: &[(u64, Action)],
+    edit: &Edit,
+) -> Result<(Scenario, Vec<(u64, Action)>), String> {
+    let set_up = scenario.edited(edit)?;
+    let fits = |a: &(u64, Action)| {
+        set_up
+            .with_actions(std::slice::from_ref(a))
+            .validate(&set_up.name, set_up.duration_ms)
+            .is_ok()
+    };
+    let (kept, left_out): (Vec<_>, Vec<_>) = actions.iter().cloned().partition(|a| fits(a));
+    let run = set_up.with_actions(&kept);
+    run.validate(&run.name, run.duration_ms)
+        .map_err(|e| e.to_string())?;
+    Ok((run, left_out))
+}
 
 /// What the panel's fields hold between frames.
 #[derive(Resource, Default)]
@@ -18,6 +78,18 @@ pub(super) struct OperationsForm {
     brokers: String,
     /// Why the typed list cannot be sent.
     refused: Option<String>,
+    /// An edit of the set-up waiting for the reader to confirm the restart (with how many of
+    /// the actions taken it leaves out), or why it cannot be made.
+    pending: Option<Result<(Edit, usize), (Edit, String)>>,
+}
+
+impl OperationsForm {
+    /// A change that could not be made: an edit's reason shows under the set-up.
+    pub(super) fn refuse(&mut self, change: Change, why: String) {
+        if let Change::Restart(edit) | Change::Compare(edit) = change {
+            self.pending = Some(Err((edit, why)));
+        }
+    }
 }
 
 pub(super) fn plugin(app: &mut App) {
@@ -35,12 +107,240 @@ fn parse_brokers(text: &str) -> Result<Vec<u32>, String> {
         .collect()
 }
 
-/// The panel; returns the action a control asked for this frame.
+/// The panel; returns the change a control asked for this frame. `scenario` and `actions` are
+/// the run's set-up and what was done to it; `side_by_side`: a second run is shown.
 pub(super) fn operations(
     ui: &mut egui::Ui,
     s: &Snapshot,
+    scenario: &Scenario,
+    actions: &[(u64, Action)],
+    side_by_side: bool,
     form: &mut OperationsForm,
-) -> Option<Action> {
+) -> Option<Change> {
+    let mut change = None;
+    if side_by_side
+        && ui
+            .button("End the side-by-side run")
+            .on_hover_text("Back to the run on the left alone")
+            .clicked()
+    {
+        change = Some(Change::EndCompare);
+    }
+    ui.label(RichText::new("Set-up").strong())
+        .on_hover_text("A running cluster cannot take these: the run starts again with them");
+    if let Some(edit) = set_up(ui, scenario) {
+        form.pending = Some(match set_up_with(scenario, actions, &edit) {
+            Ok((_, left_out)) => Ok((edit, left_out.len())),
+            Err(why) => Err((edit, why)),
+        });
+    }
+    match form.pending.clone() {
+        Some(Ok((edit, left_out))) => {
+            egui::Frame::group(ui.style()).show(ui, |ui| {
+                ui.label(format!(
+                    "{}: the run starts again from 0 s, and replays what was done to it.",
+                    edit.describe()
+                ));
+                if left_out > 0 {
+                    ui.colored_label(
+                        ui.visuals().warn_fg_color,
+                        format!(
+                            "{left_out} of those actions name what the new set-up lacks, and are left out."
+                        ),
+                    );
+                }
+                ui.horizontal_wrapped(|ui| {
+                    if ui.button("Restart with it").clicked() {
+                        change = Some(Change::Restart(edit.clone()));
+                        form.pending = None;
+                    }
+                    if ui
+                        .button("Run it side by side")
+                        .on_hover_text("This run on the left, the edited one on the right, in lock-step")
+                        .clicked()
+                    {
+                        change = Some(Change::Compare(edit.clone()));
+                        form.pending = None;
+                    }
+                    if ui.button("Cancel").clicked() {
+                        form.pending = None;
+                    }
+                });
+            });
+        }
+        Some(Err((edit, why))) => {
+            ui.colored_label(
+                ui.visuals().warn_fg_color,
+                format!("{}: refused. {why}", edit.describe()),
+            );
+        }
+        None => {}
+    }
+    ui.separator();
+    let act = live(ui, s, form);
+    change.or(act.map(Change::Act))
+}
+
+/// The set-up's controls; returns the edit one asked for. A setting that cannot be is
+/// refused in the control itself, with the reason.
+fn set_up(ui: &mut egui::Ui, scenario: &Scenario) -> Option<Edit> {
+    let mut edit = None;
+    let brokers = scenario.cluster.brokers;
+    let widest = scenario.topics.iter().max_by_key(|t| t.replication_factor);
+    ui.horizontal(|ui| {
+        ui.label(format!("{brokers} brokers"));
+        let fewer = match widest {
+            Some(t) if t.replication_factor >= brokers => Err(format!(
+                "Topic {} has {} replicas: lower its replication factor first",
+                t.name, t.replication_factor
+            )),
+            _ if brokers <= 1 => Err("A cluster has at least one broker".into()),
+            _ => Ok(()),
+        };
+        if ui
+            .add_enabled(fewer.is_ok(), egui::Button::new("-"))
+            .on_disabled_hover_text(fewer.err().unwrap_or_default())
+            .clicked()
+        {
+            edit = Some(Edit::Brokers(brokers - 1));
+        }
+        if ui
+            .add_enabled(brokers < MAX_BROKERS, egui::Button::new("+"))
+            .on_disabled_hover_text(format!("The sandbox has at most {MAX_BROKERS} brokers"))
+            .clicked()
+        {
+            edit = Some(Edit::Brokers(brokers + 1));
+        }
+    });
+    let mut racks = scenario.cluster.broker_racks.is_some();
+    if ui
+        .checkbox(&mut racks, "A rack per broker (broker.rack)")
+        .changed()
+    {
+        edit = Some(Edit::Racks(racks));
+    }
+    let mut selector = scenario.cluster.rack_aware_replica_selector;
+    if ui
+        .checkbox(
+            &mut selector,
+            "Followers serve reads (RackAwareReplicaSelector)",
+        )
+        .on_hover_text(
+            "KIP-392: a consumer with client.rack reads from an in-sync replica in its rack",
+        )
+        .changed()
+    {
+        edit = Some(Edit::RackAwareSelector(selector));
+    }
+    for t in &scenario.topics {
+        ui.horizontal(|ui| {
+            ui.label(format!("{}: {} partitions", t.name, t.partitions));
+            if ui
+                .add_enabled(t.partitions > 1, egui::Button::new("-"))
+                .on_disabled_hover_text("A topic has at least one partition")
+                .clicked()
+            {
+                edit = Some(Edit::Partitions(t.name.clone(), t.partitions - 1));
+            }
+            if ui
+                .add_enabled(t.partitions < MAX_PARTITIONS, egui::Button::new("+"))
+                .on_disabled_hover_text(format!(
+                    "The sandbox gives a topic at most {MAX_PARTITIONS} partitions"
+                ))
+                .clicked()
+            {
+                edit = Some(Edit::Partitions(t.name.clone(), t.partitions + 1));
+            }
+        });
+        ui.horizontal(|ui| {
+            let rf = t.replication_factor;
+            ui.label(format!("replication factor {rf}"));
+            if ui
+                .add_enabled(rf > 1, egui::Button::new("-"))
+                .on_disabled_hover_text("A topic has at least one replica")
+                .clicked()
+            {
+                edit = Some(Edit::ReplicationFactor(t.name.clone(), rf - 1));
+            }
+            // `StripedReplicaPlacer`'s refusal, in the control itself.
+            if ui
+                .add_enabled(rf < brokers, egui::Button::new("+"))
+                .on_disabled_hover_text(format!(
+                    "The target replication factor of {} cannot be reached because only {brokers} broker(s) are registered.",
+                    rf + 1
+                ))
+                .clicked()
+            {
+                edit = Some(Edit::ReplicationFactor(t.name.clone(), rf + 1));
+            }
+        });
+    }
+    let racks: Vec<String> = scenario.cluster.broker_racks.clone().unwrap_or_default();
+    for g in &scenario.consumer_groups {
+        ui.label(RichText::new(format!("Group {}", g.name)).italics());
+        ui.horizontal_wrapped(|ui| {
+            for protocol in [GroupProtocol::Classic, GroupProtocol::Consumer] {
+                if ui
+                    .selectable_label(
+                        g.protocol == protocol,
+                        format!("group.protocol={}", protocol.name()),
+                    )
+                    .clicked()
+                    && g.protocol != protocol
+                {
+                    edit = Some(Edit::Protocol(g.name.clone(), protocol));
+                }
+            }
+        });
+        let assignors: &[Assignor] = match g.protocol {
+            GroupProtocol::Classic => &[
+                Assignor::Range,
+                Assignor::RoundRobin,
+                Assignor::Sticky,
+                Assignor::CooperativeSticky,
+            ],
+            GroupProtocol::Consumer => &[Assignor::Uniform, Assignor::Range],
+        };
+        ui.horizontal_wrapped(|ui| {
+            ui.label("assignor");
+            for a in assignors {
+                if ui.selectable_label(g.assignor() == *a, a.name()).clicked() && g.assignor() != *a
+                {
+                    edit = Some(Edit::Assignor(g.name.clone(), Some(*a)));
+                }
+            }
+        });
+        ui.horizontal_wrapped(|ui| {
+            let mut each = g.commit_after_each_batch;
+            if ui
+                .checkbox(&mut each, "commit after each batch")
+                .on_hover_text("Off: auto-commit every auto.commit.interval.ms")
+                .changed()
+            {
+                edit = Some(Edit::CommitAfterEachBatch(g.name.clone(), each));
+            }
+        });
+        ui.horizontal_wrapped(|ui| {
+            ui.label("client.rack");
+            if ui.selectable_label(g.rack.is_none(), "none").clicked() && g.rack.is_some() {
+                edit = Some(Edit::GroupRack(g.name.clone(), None));
+            }
+            if racks.is_empty() {
+                ui.add_enabled(false, egui::Label::new("(the brokers have no racks)"));
+            }
+            for r in &racks {
+                let on = g.rack.as_ref() == Some(r);
+                if ui.selectable_label(on, r).clicked() && !on {
+                    edit = Some(Edit::GroupRack(g.name.clone(), Some(r.clone())));
+                }
+            }
+        });
+    }
+    edit
+}
+
+/// The live controls; returns the action one asked for.
+fn live(ui: &mut egui::Ui, s: &Snapshot, form: &mut OperationsForm) -> Option<Action> {
     let mut act = None;
     let brokers = s.brokers.len() as u32;
     ui.label(RichText::new("Cluster").strong());
@@ -190,6 +490,21 @@ pub(super) fn operations(
                 }
             }
         });
+        ui.horizontal_wrapped(|ui| {
+            ui.label("keys");
+            let modes = [
+                (Keys::None, "none (sticky)"),
+                (Keys::Sequence("key-".into()), "a new key each record"),
+                (Keys::Random(1000), "1000 random"),
+                (Keys::Fixed("hot".into()), "one hot key"),
+            ];
+            for (keys, name) in modes {
+                let on = std::mem::discriminant(&p.keys) == std::mem::discriminant(&keys);
+                if ui.selectable_label(on, name).clicked() && !on {
+                    settings.keys = Some(keys);
+                }
+            }
+        });
         let mut rate = p.records_per_sec;
         let mut linger = p.linger_ms;
         let mut batch = p.batch_size;
@@ -251,13 +566,23 @@ pub(super) fn operations(
                 act = Some(Action::SetGroupMembers(g.name.clone(), members - 1));
             }
             if ui
-                .add_enabled(
-                    members < crate::scenario::limits::CONSUMERS,
-                    egui::Button::new("+"),
-                )
+                .add_enabled(members < MAX_MEMBERS, egui::Button::new("+"))
+                .on_disabled_hover_text(format!(
+                    "The sandbox gives a group at most {MAX_MEMBERS} members"
+                ))
                 .clicked()
             {
                 act = Some(Action::SetGroupMembers(g.name.clone(), members + 1));
+            }
+        });
+        let mut rate = g.records_per_sec;
+        ui.horizontal(|ui| {
+            ui.label("records/s per member");
+            if ui
+                .add(egui::DragValue::new(&mut rate).range(0..=100_000))
+                .changed()
+            {
+                act = Some(Action::SetConsumerRate(g.name.clone(), rate));
             }
         });
     }

@@ -256,8 +256,14 @@ fn overlay(
                         egui::CollapsingHeader::new(RichText::new("Operations").strong())
                             .default_open(false)
                             .show(ui, |ui| {
-                                operation =
-                                    super::operations::operations(ui, &shown.snapshot, &mut form);
+                                operation = super::operations::operations(
+                                    ui,
+                                    &shown.snapshot,
+                                    &model.scenario,
+                                    model.sim.actions(),
+                                    twins.0.is_some(),
+                                    &mut form,
+                                );
                             });
                     }
                     details(ui, &shown, events, lag, &palette)
@@ -269,8 +275,13 @@ fn overlay(
     } else {
         0.0
     } + narration_right;
-    if let Some(action) = operation {
-        controls.write(Control::Act(action));
+    if let Some(change) = operation {
+        match super::operations::control_for(&change, &model.scenario, model.sim.actions()) {
+            Ok(control) => {
+                controls.write(control);
+            }
+            Err(why) => form.refuse(change, why),
+        }
     }
 
     // The scene's camera draws into what the panels leave.

@@ -276,6 +276,75 @@ fn setup(mut commands: Commands, options: Res<Options>) {
     });
 }
 
+/// What applying a control did, for the window to follow.
+pub enum Applied {
+    /// The model ran on or took an action; `jumped`: the first run, the second, were restored
+    /// to an instant rather than run to it.
+    Moved { jumped: bool, twin_jumped: bool },
+    /// A new scenario: a new cluster to lay out, and no second run.
+    Loaded,
+    /// A side-by-side begins with this second run.
+    Compare(Box<Twin>),
+    /// Back to one run.
+    EndCompare,
+}
+
+/// Applies a control to the model and a side-by-side's second run: the one way the overlay,
+/// the keyboard, the tours and the tests change them.
+pub fn apply(control: &Control, model: &mut Model, twin: Option<&mut Twin>) -> Applied {
+    let duration = model.scenario.duration_ms;
+    let (jumped, twin_jumped) = match control {
+        Control::Load(scenario) => {
+            *model = Model {
+                sim: Sim::new(scenario),
+                scenario: (**scenario).clone(),
+            };
+            return Applied::Loaded;
+        }
+        Control::Compare(scenario, labels) => {
+            let mut sim = Sim::new(scenario);
+            sim.seek(model.sim.now_ms().min(scenario.duration_ms));
+            return Applied::Compare(Box::new(Twin {
+                model: Model {
+                    sim,
+                    scenario: (**scenario).clone(),
+                },
+                labels: labels.clone(),
+            }));
+        }
+        Control::EndCompare => return Applied::EndCompare,
+        Control::Act(action) => {
+            model.sim.act(action.clone());
+            if let Some(t) = twin {
+                t.model.sim.act(action.clone());
+            }
+            (false, false)
+        }
+        Control::Seek(at) => {
+            model.sim.seek((*at).min(duration));
+            (true, follow_main(model, twin, true))
+        }
+        Control::StepForward => {
+            let now = model.sim.now_ms();
+            if now < duration {
+                model.sim.step();
+                let after = model.sim.now_ms().min(duration);
+                model.sim.seek(after);
+            }
+            (false, follow_main(model, twin, false))
+        }
+        Control::StepBack => {
+            let now = model.sim.now_ms();
+            model.sim.seek(now.saturating_sub(1));
+            (true, follow_main(model, twin, true))
+        }
+    };
+    Applied::Moved {
+        jumped,
+        twin_jumped,
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn apply_controls(
     mut commands: Commands,
@@ -287,14 +356,26 @@ fn apply_controls(
     mut twin_shown: Option<ResMut<TwinShown>>,
 ) {
     for control in controls.read() {
-        let duration = model.scenario.duration_ms;
-        match control {
-            Control::Load(scenario) => {
-                *model = Model {
-                    sim: Sim::new(scenario),
-                    scenario: (**scenario).clone(),
-                };
-                playback.carry_ms = 0.0;
+        if !matches!(
+            control,
+            Control::Act(_) | Control::Compare(..) | Control::EndCompare
+        ) {
+            playback.carry_ms = 0.0;
+        }
+        if matches!(control, Control::StepForward | Control::StepBack) {
+            playback.paused = true;
+        }
+        match apply(control, &mut model, twin.as_deref_mut()) {
+            Applied::Moved {
+                jumped,
+                twin_jumped,
+            } => {
+                shown.jumps += u64::from(jumped);
+                if let Some(s) = twin_shown.as_deref_mut() {
+                    s.jumps += u64::from(twin_jumped);
+                }
+            }
+            Applied::Loaded => {
                 shown.jumps += 1;
                 // A new cluster (a run's own changes, added brokers or moved replicas, are laid
                 // out again as the snapshot is read).
@@ -302,62 +383,21 @@ fn apply_controls(
                 shown.relayout();
                 end_compare(&mut commands, &mut twin, &mut twin_shown);
             }
-            Control::Compare(scenario, labels) => {
-                let mut sim = Sim::new(scenario);
-                sim.seek(model.sim.now_ms().min(scenario.duration_ms));
-                let snapshot = Snapshot::of(sim.world_mut());
-                let beside = Shown::beside(snapshot, &shown);
-                let new = Twin {
-                    model: Model {
-                        sim,
-                        scenario: (**scenario).clone(),
-                    },
-                    labels: labels.clone(),
-                };
+            Applied::Compare(mut new) => {
+                let beside = Shown::beside(Snapshot::of(new.model.sim.world_mut()), &shown);
                 // Later controls of this frame (an action, a seek) reach it too.
                 match (&mut twin, &mut twin_shown) {
                     (Some(t), Some(s)) => {
-                        **t = new;
+                        **t = *new;
                         s.0 = beside;
                     }
                     _ => {
-                        commands.insert_resource(new);
+                        commands.insert_resource(*new);
                         commands.insert_resource(TwinShown(beside));
                     }
                 }
             }
-            Control::EndCompare => end_compare(&mut commands, &mut twin, &mut twin_shown),
-            Control::Act(action) => {
-                model.sim.act(action.clone());
-                if let Some(t) = twin.as_deref_mut() {
-                    t.model.sim.act(action.clone());
-                }
-            }
-            Control::Seek(at) => {
-                model.sim.seek((*at).min(duration));
-                playback.carry_ms = 0.0;
-                shown.jumps += 1;
-                follow_main(&model, &mut twin, &mut twin_shown, true);
-            }
-            Control::StepForward => {
-                playback.paused = true;
-                playback.carry_ms = 0.0;
-                let now = model.sim.now_ms();
-                if now < duration {
-                    model.sim.step();
-                    let after = model.sim.now_ms().min(duration);
-                    model.sim.seek(after);
-                }
-                follow_main(&model, &mut twin, &mut twin_shown, false);
-            }
-            Control::StepBack => {
-                playback.paused = true;
-                playback.carry_ms = 0.0;
-                let now = model.sim.now_ms();
-                model.sim.seek(now.saturating_sub(1));
-                shown.jumps += 1;
-                follow_main(&model, &mut twin, &mut twin_shown, true);
-            }
+            Applied::EndCompare => end_compare(&mut commands, &mut twin, &mut twin_shown),
         }
     }
 }
@@ -375,22 +415,17 @@ fn end_compare(
     }
 }
 
-/// Brings the second run to the first one's instant: by running on, or by a seek (`jump`).
-fn follow_main(
-    model: &Model,
-    twin: &mut Option<ResMut<Twin>>,
-    twin_shown: &mut Option<ResMut<TwinShown>>,
-    jump: bool,
-) {
-    let Some(t) = twin.as_deref_mut() else { return };
+/// Brings the second run to the first one's instant: by running on, or by a seek (`jump`, or
+/// when it is ahead). Says whether it jumped.
+fn follow_main(model: &Model, twin: Option<&mut Twin>, jump: bool) -> bool {
+    let Some(t) = twin else { return false };
     let at = model.sim.now_ms().min(t.model.scenario.duration_ms);
     if jump || at < t.model.sim.now_ms() {
         t.model.sim.seek(at);
-        if let Some(s) = twin_shown.as_deref_mut() {
-            s.jumps += 1;
-        }
+        true
     } else {
         t.model.sim.run_until(at);
+        false
     }
 }
 
@@ -398,11 +433,16 @@ fn advance(
     time: Res<Time>,
     mut model: ResMut<Model>,
     mut playback: ResMut<Playback>,
-    mut twin: Option<ResMut<Twin>>,
-    mut twin_shown: Option<ResMut<TwinShown>>,
+    twin: Option<ResMut<Twin>>,
+    twin_shown: Option<ResMut<TwinShown>>,
 ) {
     run_main(&time, &mut model, &mut playback);
-    follow_main(&model, &mut twin, &mut twin_shown, false);
+    let mut twin = twin;
+    if follow_main(&model, twin.as_deref_mut(), false)
+        && let Some(mut s) = twin_shown
+    {
+        s.jumps += 1;
+    }
 }
 
 fn run_main(time: &Time, model: &mut Model, playback: &mut Playback) {

@@ -1074,7 +1074,7 @@ pub(super) fn paint_scene<S: Side>(
 
     // Messages on the wire.
     for m in &s.messages {
-        let Some((at, alpha)) = message_at(&shown, m) else {
+        let Some((at, alpha)) = message_at(shown, m) else {
             continue;
         };
         let lost = matches!(m.wire.state, WireState::Lost { .. });

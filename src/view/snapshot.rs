@@ -261,6 +261,8 @@ pub struct ProducerView {
     pub records_per_sec: u32,
     pub linger_ms: u64,
     pub batch_size: u32,
+    /// How it picks its records' keys.
+    pub keys: crate::scenario::Keys,
     pub sent: u64,
     pub acked: u64,
     pub failed: u64,
@@ -323,6 +325,9 @@ pub struct GroupView {
     /// Consumer protocol: the target assignment's epoch.
     pub target_epoch: Option<u32>,
     pub rebalances: u64,
+    /// The records a second each member processes (the newest member's rate: `SetConsumerRate`
+    /// sets every member's).
+    pub records_per_sec: u32,
     /// The `__consumer_offsets` partition its coordinator writes commits to.
     pub offsets_partition: u32,
     pub members: Vec<MemberView>,
@@ -583,6 +588,7 @@ impl Snapshot {
                     records_per_sec: p.records_per_sec,
                     linger_ms: p.config.linger_ms,
                     batch_size: p.config.batch_size,
+                    keys: p.config.keys.clone(),
                     sent: p.stats.sent,
                     acked: p.stats.acked,
                     failed: p.stats.failed,
@@ -663,6 +669,12 @@ impl Snapshot {
                     target_epoch: (g.config.protocol == GroupProtocol::Consumer)
                         .then_some(g.assignment_epoch),
                     rebalances: g.rebalances,
+                    records_per_sec: consumers
+                        .iter()
+                        .filter(|c| c.group == g.index)
+                        .map(|c| c.records_per_sec)
+                        .next_back()
+                        .unwrap_or(g.config.records_per_sec),
                     offsets_partition: world
                         .get::<Partition>(g.offsets_partition)
                         .map_or(0, |p| p.ordinal),

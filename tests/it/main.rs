@@ -2,7 +2,9 @@
 //! are in `crates/model/tests`.
 
 mod cli;
+mod labs;
 mod render;
+mod sandbox;
 mod tour;
 mod view;
 mod web;

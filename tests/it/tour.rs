@@ -48,7 +48,9 @@ fn the_walkthrough_has_the_eight_components_in_order() {
     assert_eq!(tour.beats.last().unwrap().to_ms, scenario.duration_ms);
     assert_eq!(tour.follow, Some(RecordRef::Key("user-7".into())));
     assert!(
-        tour.after.iter().any(|e| e.scenario == "quickstart"),
+        tour.after
+            .iter()
+            .any(|e| e.scenario.as_deref() == Some("quickstart")),
         "a way to the sandbox"
     );
 }

@@ -1,0 +1,280 @@
+//! The sandbox's controls, driven as the Operations panel drives them: each change goes through
+//! `control_for` (which refuses an impossible set-up) and `app::apply` (which the window's
+//! playback runs), side-by-side runs included. Thousands of random changes, in and out of range:
+//! nothing panics and no invariant breaks in either run.
+
+use kafkascope::app::{Applied, Change, Control, Model, Twin, apply, control_for};
+use kafkascope::report::Report;
+use kafkascope::scenario::{
+    Acks, Action, Assignor, Edit, GroupProtocol, Keys, ProducerSettings, Stop,
+};
+use kafkascope::sim::{Sim, SimRng};
+
+/// A change the panel or the broker menu can make.
+fn any_change(rng: &mut SimRng) -> Change {
+    let broker = |rng: &mut SimRng| 1 + rng.below(5) as u32;
+    let name =
+        |rng: &mut SimRng, real: &str| if rng.below(10) == 0 { "nope" } else { real }.to_string();
+    let edit = |rng: &mut SimRng| match rng.below(14) {
+        11 => Edit::EligibleLeaderReplicas(rng.below(2) == 0),
+        12 => Edit::Acks(
+            name(rng, "p"),
+            [Acks::Zero, Acks::One, Acks::All][rng.below(3) as usize],
+        ),
+        13 => Edit::Keys(name(rng, "p"), Keys::Random(rng.below(50) as u32)),
+        0 => Edit::Brokers(rng.below(15) as u32),
+        1 => Edit::Racks(rng.below(2) == 0),
+        2 => Edit::RackAwareSelector(rng.below(2) == 0),
+        3 => Edit::Partitions(name(rng, "t"), rng.below(70) as u32),
+        4 => Edit::ReplicationFactor(name(rng, "t"), rng.below(6) as u32),
+        5 => Edit::MinIsr(name(rng, "t"), rng.below(5) as u32),
+        6 => Edit::UncleanElection(name(rng, "t"), rng.below(2) == 0),
+        7 => Edit::Protocol(
+            name(rng, "g"),
+            [GroupProtocol::Classic, GroupProtocol::Consumer][rng.below(2) as usize],
+        ),
+        8 => Edit::Assignor(
+            name(rng, "g"),
+            [
+                None,
+                Some(Assignor::Range),
+                Some(Assignor::CooperativeSticky),
+                Some(Assignor::Uniform),
+                Some(Assignor::Sticky),
+            ][rng.below(5) as usize],
+        ),
+        9 => Edit::GroupRack(
+            name(rng, "g"),
+            [None, Some("rack-2"), Some("x")][rng.below(3) as usize].map(str::to_string),
+        ),
+        _ => Edit::Members(name(rng, "g"), rng.below(40) as u32),
+    };
+    match rng.below(40) {
+        0 => Change::Restart(edit(rng)),
+        1 => Change::Compare(edit(rng)),
+        2 => Change::EndCompare,
+        3 => Change::Restart(Edit::CommitAfterEachBatch(
+            name(rng, "g"),
+            rng.below(2) == 0,
+        )),
+        n => Change::Act(match n % 18 {
+            0 => Action::CrashBroker(broker(rng)),
+            1 => Action::RestartBroker(broker(rng)),
+            2 => Action::ControlledShutdown(broker(rng)),
+            3 => Action::IsolateBroker(broker(rng)),
+            4 => Action::HealBroker(broker(rng)),
+            5 => Action::CutControllerLink(broker(rng)),
+            6 => Action::SlowBroker(broker(rng), rng.below(100)),
+            7 => Action::RollingRestart(if rng.below(2) == 0 {
+                Stop::Controlled
+            } else {
+                Stop::Crash
+            }),
+            8 => Action::AddBroker,
+            9 => Action::AddPartitions(name(rng, "t"), rng.below(8) as u32),
+            10 => Action::Reassign(
+                name(rng, "t"),
+                rng.below(4) as u32,
+                (0..rng.below(4)).map(|_| broker(rng)).collect(),
+            ),
+            11 => Action::SetMinIsr(name(rng, "t"), rng.below(5) as u32),
+            12 => Action::SetUncleanElection(name(rng, "t"), rng.below(2) == 0),
+            13 => Action::PreferredElection,
+            14 => Action::SetGroupMembers(name(rng, "g"), rng.below(8) as u32),
+            15 => Action::SetConsumerRate(name(rng, "g"), rng.below(2000) as u32),
+            16 => Action::WipeBroker(broker(rng)),
+            _ => Action::SetProducer(
+                name(rng, "p"),
+                ProducerSettings {
+                    acks: (rng.below(2) == 0)
+                        .then(|| [Acks::Zero, Acks::One, Acks::All][rng.below(3) as usize]),
+                    keys: (rng.below(2) == 0).then(|| {
+                        [
+                            Keys::None,
+                            Keys::Random(1000),
+                            Keys::Fixed("hot".into()),
+                            Keys::Sequence("key-".into()),
+                        ][rng.below(4) as usize]
+                            .clone()
+                    }),
+                    ..ProducerSettings::default()
+                },
+            ),
+        }),
+    }
+}
+
+/// Every invariant the model checks holds in `sim`.
+fn assert_sound(sim: &Sim, what: &str) {
+    let report = Report::of(sim);
+    assert!(
+        report.invariant_violations.is_empty(),
+        "{what}: {:?}",
+        report.invariant_violations
+    );
+}
+
+#[test]
+fn random_sandbox_controls_never_break_either_run() {
+    let base = crate::scenario(
+        r#"(
+        name: "sandbox", duration_ms: 60000,
+        cluster: (brokers: 3, session_timeout_ms: 6000, heartbeat_interval_ms: 1000),
+        topics: [(name: "t", partitions: 3, replication_factor: 3, min_insync_replicas: 2)],
+        producers: [(name: "p", topic: "t", acks: All, records_per_sec: 100, keys: Random(100))],
+        consumer_groups: [(name: "g", topics: ["t"], members: 2, records_per_sec: 80)],
+    )"#,
+    );
+    let (mut changes, mut refused, mut restarts, mut compared) = (0, 0, 0, 0);
+    for seed in 0..6 {
+        let mut rng = SimRng::new(seed + 11);
+        let mut scenario = base.clone();
+        scenario.seed = seed;
+        let mut model = Model {
+            sim: Sim::new(&scenario),
+            scenario,
+        };
+        let mut twin: Option<Twin> = None;
+        for _ in 0..500 {
+            let change = any_change(&mut rng);
+            changes += 1;
+            let control = match control_for(&change, &model.scenario, model.sim.actions()) {
+                Ok(control) => control,
+                Err(why) => {
+                    // Refused with a reason, before anything changed.
+                    assert!(!why.is_empty());
+                    refused += 1;
+                    continue;
+                }
+            };
+            match apply(&control, &mut model, twin.as_mut()) {
+                Applied::Loaded => {
+                    restarts += 1;
+                    twin = None;
+                }
+                Applied::Compare(new) => {
+                    compared += 1;
+                    twin = Some(*new);
+                }
+                Applied::EndCompare => twin = None,
+                Applied::Moved { .. } => {}
+            }
+            // The playback: on a little, and now and then a seek or a step.
+            let at = model.sim.now_ms();
+            let duration = model.scenario.duration_ms;
+            let playback = match rng.below(12) {
+                0 => Control::Seek(at.saturating_sub(rng.below(3_000))),
+                1 => Control::StepForward,
+                2 => Control::StepBack,
+                _ => Control::Seek((at + 1 + rng.below(600)).min(duration)),
+            };
+            apply(&playback, &mut model, twin.as_mut());
+            if let Some(t) = &twin {
+                assert_eq!(
+                    t.model.sim.now_ms(),
+                    model.sim.now_ms().min(t.model.scenario.duration_ms),
+                    "the second run keeps the first one's instant"
+                );
+            }
+        }
+        assert_sound(&model.sim, &format!("seed {seed}"));
+        if let Some(t) = &twin {
+            assert_sound(&t.model.sim, &format!("seed {seed}, second run"));
+        }
+    }
+    assert!(changes >= 3_000, "{changes} changes");
+    assert!(
+        restarts > 10 && compared > 10,
+        "{restarts} restarts, {compared} side by side"
+    );
+    assert!(refused > 10, "{refused} refused");
+}
+
+#[test]
+fn an_impossible_set_up_is_refused_with_kafkas_reason() {
+    let scenario = crate::built_in("quickstart");
+    let refused =
+        |edit: Edit| control_for(&Change::Restart(edit), &scenario, &[]).expect_err("refused");
+    let brokers = scenario.cluster.brokers;
+    let rf = refused(Edit::ReplicationFactor(
+        scenario.topics[0].name.clone(),
+        brokers + 1,
+    ));
+    assert_eq!(
+        rf,
+        format!(
+            "Unable to replicate the partition {} time(s): The target replication factor of {} cannot be reached because only {brokers} broker(s) are registered.",
+            brokers + 1,
+            brokers + 1
+        )
+    );
+    assert!(refused(Edit::Brokers(13)).contains("1 to 12"));
+    assert!(refused(Edit::Partitions(scenario.topics[0].name.clone(), 65)).contains("1 to 64"));
+    let fewer = refused(Edit::Brokers(1));
+    assert!(
+        fewer.contains("lower its replication factor first"),
+        "{fewer}"
+    );
+}
+
+#[test]
+fn a_restart_replays_what_was_done_and_a_side_by_side_run_takes_the_same_actions() {
+    let scenario = crate::built_in("quickstart");
+    let mut model = Model {
+        sim: Sim::new(&scenario),
+        scenario: scenario.clone(),
+    };
+    model.sim.run_until(5_000);
+    let crash = Control::Act(Action::CrashBroker(2));
+    apply(&crash, &mut model, None);
+    model.sim.run_until(8_000);
+    let topic = scenario.topics[0].name.clone();
+    let edit = Edit::MinIsr(topic.clone(), 1);
+    let Applied::Compare(twin) = apply(
+        &control_for(
+            &Change::Compare(edit.clone()),
+            &model.scenario,
+            model.sim.actions(),
+        )
+        .expect("a valid edit"),
+        &mut model,
+        None,
+    ) else {
+        panic!("a side-by-side run begins");
+    };
+    let mut twin = *twin;
+    assert_eq!(twin.labels[1], edit.describe());
+    assert_eq!(twin.model.sim.now_ms(), 8_000);
+    // The crash given before the comparison is in the second run's timeline, replayed.
+    assert!(twin.model.sim.actions().is_empty());
+    apply(
+        &Control::Act(Action::RestartBroker(2)),
+        &mut model,
+        Some(&mut twin),
+    );
+    apply(&Control::Seek(20_000), &mut model, Some(&mut twin));
+    assert_eq!(twin.model.sim.now_ms(), 20_000);
+    assert_eq!(twin.model.sim.actions(), &model.sim.actions()[1..]);
+    let brokers_state = |sim: &Sim| {
+        Report::of(sim)
+            .brokers
+            .iter()
+            .map(|b| b.state.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(brokers_state(&twin.model.sim), brokers_state(&model.sim));
+    // Restarted with the edit, the run replays both actions from 0 s.
+    let restart = control_for(&Change::Restart(edit), &model.scenario, model.sim.actions())
+        .expect("a valid edit");
+    assert!(matches!(
+        apply(&restart, &mut model, Some(&mut twin)),
+        Applied::Loaded
+    ));
+    assert_eq!(model.sim.now_ms(), 0);
+    assert!(model.scenario.topics[0].min_insync_replicas == 1);
+    let replayed: Vec<&Action> = model.scenario.timeline.iter().map(|e| &e.action).collect();
+    assert!(
+        replayed.contains(&&Action::CrashBroker(2))
+            && replayed.contains(&&Action::RestartBroker(2))
+    );
+}
