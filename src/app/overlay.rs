@@ -628,6 +628,27 @@ fn scenario_picker(
         }
     }
     #[cfg(target_arch = "wasm32")]
+    {
+        if ui
+            .button("Open")
+            .on_hover_text("Pick a scenario file (.ron) to run")
+            .clicked()
+        {
+            super::web_page::pick_file();
+        }
+        // A picked file is read between frames; a bad one is named with its line and column.
+        if let Some((name, text)) = super::web_page::take_picked() {
+            match crate::scenario::Scenario::parse(&text, &name) {
+                Ok(s) => {
+                    state.load_error = None;
+                    state.saved = None;
+                    controls.write(Control::Load(Box::new(s)));
+                }
+                Err(e) => state.load_error = Some(e.to_string()),
+            }
+        }
+    }
+    #[cfg(target_arch = "wasm32")]
     if ui
         .button("Save")
         .on_hover_text("Download the scenario and every change made to it, as a scenario file")

@@ -13,7 +13,79 @@ use crate::tour::BUILT_IN_TOURS;
 use crate::web::Link;
 
 pub(super) fn plugin(app: &mut App) {
-    app.init_resource::<Page>().add_systems(Last, tell_page);
+    app.init_resource::<Page>()
+        .add_systems(Startup, add_file_picker)
+        .add_systems(Last, tell_page);
+}
+
+/// The id of the page's hidden file input: Open clicks it, and the page's tests give it a file.
+const PICKER: &str = "kafkascope-open";
+
+/// A scenario file the reader picked, read and waiting for the app: (file name, text). The
+/// browser reads it between frames.
+static PICKED: std::sync::Mutex<Option<(String, String)>> = std::sync::Mutex::new(None);
+
+/// Puts a hidden file input on the page; a file picked in it is read into [`PICKED`].
+fn add_file_picker() {
+    let Some(document) = web_sys::window().and_then(|w| w.document()) else {
+        return;
+    };
+    let Some(input) = document
+        .create_element("input")
+        .ok()
+        .and_then(|e| e.dyn_into::<web_sys::HtmlInputElement>().ok())
+    else {
+        return;
+    };
+    input.set_type("file");
+    input.set_accept(".ron,text/plain");
+    input.set_id(PICKER);
+    input.set_hidden(true);
+    let on_change = wasm_bindgen::closure::Closure::<dyn FnMut(web_sys::Event)>::new(
+        |event: web_sys::Event| {
+            let Some(input) = event
+                .target()
+                .and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok())
+            else {
+                return;
+            };
+            let Some(file) = input.files().and_then(|files| files.get(0)) else {
+                return;
+            };
+            let name = file.name();
+            // Picking the same file again is a change too.
+            input.set_value("");
+            let read = wasm_bindgen::closure::Closure::once(move |text: JsValue| {
+                if let (Some(text), Ok(mut picked)) = (text.as_string(), PICKED.lock()) {
+                    *picked = Some((name, text));
+                }
+            });
+            let _ = file.text().then(&read);
+            read.forget();
+        },
+    );
+    input.set_onchange(Some(on_change.as_ref().unchecked_ref()));
+    // The input lives as long as the page.
+    on_change.forget();
+    if let Some(body) = document.body() {
+        let _ = body.append_child(&input);
+    }
+}
+
+/// Opens the browser's file picker (Open, on the web).
+pub(super) fn pick_file() {
+    let input = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.get_element_by_id(PICKER))
+        .and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok());
+    if let Some(input) = input {
+        input.click();
+    }
+}
+
+/// The file picked since the last call, as (name, text).
+pub(super) fn take_picked() -> Option<(String, String)> {
+    PICKED.lock().ok()?.take()
 }
 
 #[derive(Resource, Default)]

@@ -195,6 +195,34 @@ async function test(base, native, outDir) {
       await report.context().close();
     }
 
+    // A lab's link opens it, its two runs side by side.
+    const lab = await newPage(browser);
+    await lab.goto(`${base}/?tour=lab-acks-all&beat=4`);
+    await waitFrames(lab, 3);
+    check(await canvasData(lab, 'tour') === 'lab-acks-all' && await canvasData(lab, 'beat') === '4',
+      'a lab\'s link opens the lab at its beat');
+    const labShot = await lab.locator('#kafkascope').screenshot({ path: `${outDir}/lab.png` });
+    const labLook = await pixels(lab, labShot);
+    check(labLook.colours >= 50, `the lab is drawn (${labLook.colours} colours)`);
+    check(lab.errors.length === 0, `no console errors (${lab.errors.join('; ')})`);
+    await lab.context().close();
+
+    // Open reads a picked scenario file: the page's hidden input takes it, and the app runs it.
+    const open = await newPage(browser);
+    await open.goto(`${base}/?scenario=quickstart&paused=1`);
+    await waitFrames(open, 3);
+    const picked = '(name: "picked-file", duration_ms: 5000, cluster: (brokers: 2),\n' +
+      ' topics: [(name: "t", partitions: 1, replication_factor: 2)],\n' +
+      ' producers: [(name: "p", topic: "t", records_per_sec: 10)])\n';
+    await open.setInputFiles('#kafkascope-open',
+      { name: 'picked.ron', mimeType: 'text/plain', buffer: Buffer.from(picked) });
+    await open.waitForFunction(
+      () => document.getElementById('kafkascope').dataset.scenario === 'picked-file',
+      null, { timeout: FRAME_TIMEOUT, polling: 50 });
+    check(true, 'Open runs a picked scenario file');
+    check(open.errors.length === 0, `no console errors (${open.errors.join('; ')})`);
+    await open.context().close();
+
     // A mistyped link says what is wrong.
     const bad = await newPage(browser);
     await bad.goto(`${base}/?scenario=quickstart&at=5000`);
