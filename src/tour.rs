@@ -313,11 +313,7 @@ impl Tour {
     pub fn run_scenarios(&self) -> Result<Vec<(String, Scenario)>, String> {
         let base = self.base_scenario().map_err(|e| e.to_string())?;
         match &self.lab {
-            Some(lab) => lab
-                .runs
-                .iter()
-                .map(|r| crate::view::lab::run_scenario(&base, r).map(|s| (r.label.clone(), s)))
-                .collect(),
+            Some(lab) => crate::view::lab::runs(lab, &base),
             None => Ok(vec![(self.title.clone(), base)]),
         }
     }
@@ -329,20 +325,31 @@ impl Tour {
                 format!("a lab compares 1 to {MAX_LAB_RUNS} runs"),
             ));
         }
+        // The runs play side by side through every beat, and the table reads each.
+        let last_beat = self.beats.last().map_or(0, |b| b.to_ms);
         for (i, run) in lab.runs.iter().enumerate() {
             if run.label.trim().is_empty() {
                 return Err((format!("lab.runs[{i}].label"), "a run needs a label".into()));
             }
             let scenario = crate::view::lab::run_scenario(base, run)
                 .map_err(|m| (format!("lab.runs[{i}].edits"), m))?;
-            if lab.now_ms > scenario.duration_ms {
+            let end = lab.now_ms.max(last_beat);
+            if end > scenario.duration_ms {
                 return Err((
-                    "lab.now_ms".into(),
+                    format!("lab.runs[{i}]"),
                     format!(
-                        "{} ms is past the end of run {:?} ({} ms)",
-                        lab.now_ms, run.label, scenario.duration_ms
+                        "run {:?} ends at {} ms, before the lab's last instant ({end} ms)",
+                        run.label, scenario.duration_ms
                     ),
                 ));
+            }
+            for (j, metric) in lab.metrics.iter().enumerate() {
+                if let Some(why) = crate::view::lab::unknown_name(metric, &scenario) {
+                    return Err((
+                        format!("lab.metrics[{j}]"),
+                        format!("run {:?}: {why}", run.label),
+                    ));
+                }
             }
         }
         if lab.was_ms >= lab.now_ms {

@@ -151,10 +151,16 @@ fn tone(palette: &Palette, tone: Tone) -> Srgba {
     }
 }
 
-fn paint_marks(shown: Res<Shown>, marks: Res<BeatMarks>, mut paint: ResMut<Paint>) {
+fn paint_marks(
+    shown: Res<Shown>,
+    marks: Res<BeatMarks>,
+    twin: Option<Res<super::playback::TwinShown>>,
+    mut paint: ResMut<Paint>,
+) {
     let palette = shown.palette();
     let k = shown.layout.text;
-    if !marks.lit.is_empty() {
+    // Side by side, both runs stay lit: they are read against each other.
+    if !marks.lit.is_empty() && twin.is_none() {
         // Everything but what the beat is about dims, so the eye goes there.
         let lit: Vec<Rect> = marks.lit.iter().map(|r| r.inflate(6.0)).collect();
         let area = lit

@@ -37,13 +37,14 @@ pub fn control_for(
     scenario: &Scenario,
     actions: &[(u64, Action)],
 ) -> Result<Control, String> {
-    let edited = |edit: &Edit| set_up_with(scenario, actions, edit).map(|(s, _)| Box::new(s));
     Ok(match change {
         Change::Act(action) => Control::Act(action.clone()),
-        Change::Restart(edit) => Control::Load(edited(edit)?),
-        Change::Compare(edit) => {
-            Control::Compare(edited(edit)?, ["as set up".to_string(), edit.describe()])
-        }
+        Change::Restart(edit) => Control::Load(Box::new(set_up_with(scenario, actions, edit)?.0)),
+        // The second run is given the first one's actions as they were given (`app::apply`).
+        Change::Compare(edit) => Control::Compare(
+            Box::new(scenario.edited(edit)?),
+            ["as set up".to_string(), edit.describe()],
+        ),
         Change::EndCompare => Control::EndCompare,
     })
 }

@@ -399,6 +399,12 @@ fn run_label(
     for p in &s.producers {
         numbers.push(format!("{} acked {}", p.name, p.acked));
     }
+    if s.metrics.records_read_from_followers > 0 {
+        numbers.push(format!(
+            "read from followers {}",
+            s.metrics.records_read_from_followers
+        ));
+    }
     for g in &s.groups {
         numbers.push(format!("{} rebalances {}", g.name, g.rebalances));
     }
@@ -638,13 +644,18 @@ fn scenario_picker(
         }
         // A picked file is read between frames; a bad one is named with its line and column.
         if let Some((name, text)) = super::web_page::take_picked() {
-            match crate::scenario::Scenario::parse(&text, &name) {
+            let parsed = text
+                .map_err(|why| format!("{name}: {why}"))
+                .and_then(|text| {
+                    crate::scenario::Scenario::parse(&text, &name).map_err(|e| e.to_string())
+                });
+            match parsed {
                 Ok(s) => {
                     state.load_error = None;
                     state.saved = None;
                     controls.write(Control::Load(Box::new(s)));
                 }
-                Err(e) => state.load_error = Some(e.to_string()),
+                Err(e) => state.load_error = Some(e),
             }
         }
     }

@@ -60,8 +60,8 @@ pub const TWIN_ORIGIN: Vec2 = Vec2::new(100_000.0, 0.0);
 pub enum Control {
     /// A scenario in place of the one shown (and of a side-by-side's second run).
     Load(Box<Scenario>),
-    /// Runs this scenario beside the one shown, in lock-step from its instant; the labels name
-    /// the runs, left then right.
+    /// Runs this scenario beside the one shown, in lock-step from its instant, given the same
+    /// actions the one shown was given; the labels name the runs, left then right.
     Compare(Box<Scenario>, [String; 2]),
     /// Back to one run.
     EndCompare,
@@ -82,8 +82,8 @@ pub struct Shown {
     pub display_ms: f64,
     /// Bumped when the model jumps (load, seek): the scene snaps instead of animating.
     pub jumps: u64,
-    /// Bumped when the layout is made anew (a scenario loaded, the scene's area or text size
-    /// changed): the scene rebuilds.
+    /// Changes, to a number no other layout had, when the layout is made anew (a scenario
+    /// loaded, the scene's area or text size changed): the scene rebuilds.
     pub layout_version: u64,
     /// The area the panels leave the scene, in logical pixels: the layout fills it.
     pub area: Vec2,
@@ -128,8 +128,7 @@ impl Shown {
     /// A side-by-side's second run, looking as `main` does, in the same area.
     pub fn beside(snapshot: Snapshot, main: &Shown) -> Self {
         let mut shown = Shown::new(snapshot, main.theme, main.text_scale);
-        shown.talk = main.talk;
-        shown.theme_before_talk = main.theme_before_talk;
+        shown.look_like(main);
         shown.origin = TWIN_ORIGIN;
         shown.area = main.area;
         shown.relayout();
@@ -139,7 +138,9 @@ impl Shown {
     /// Lays the scene out anew for the snapshot (a new cluster, moved replicas).
     pub fn relayout(&mut self) {
         self.layout = layout_for(&self.snapshot, self.area, self.text_factor()).at(self.origin);
-        self.layout_version += 1;
+        // Unique over every Shown, so that a new second run never passes for the last one.
+        static VERSIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        self.layout_version = VERSIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.placed = (
             self.snapshot.brokers.len(),
             self.snapshot.assignments_version,
@@ -158,8 +159,8 @@ impl Shown {
         Palette::of(self.theme)
     }
 
-    /// Acknowledged records (lost, unavailable): gone for good, or held only by replicas that may
-    /// not lead.
+    /// Acknowledged records (lost, unavailable): gone for good, or held only by replicas that
+    /// cannot lead now (down, or out of sync).
     pub fn missing(&self) -> (usize, usize) {
         let unavailable = self
             .lost
@@ -302,7 +303,13 @@ pub fn apply(control: &Control, model: &mut Model, twin: Option<&mut Twin>) -> A
             return Applied::Loaded;
         }
         Control::Compare(scenario, labels) => {
+            // The actions go to the second run as they went to the first, so that one taken
+            // later in the past replaces the same future in both (`Sim::act`).
             let mut sim = Sim::new(scenario);
+            for (at, action) in model.sim.actions() {
+                sim.run_until((*at).min(scenario.duration_ms));
+                sim.act(action.clone());
+            }
             sim.seek(model.sim.now_ms().min(scenario.duration_ms));
             return Applied::Compare(Box::new(Twin {
                 model: Model {
@@ -355,6 +362,8 @@ fn apply_controls(
     mut twin: Option<ResMut<Twin>>,
     mut twin_shown: Option<ResMut<TwinShown>>,
 ) {
+    // A second run begun this frame: the frame's later controls reach it before it is stored.
+    let mut fresh: Option<(Twin, TwinShown)> = None;
     for control in controls.read() {
         if !matches!(
             control,
@@ -365,13 +374,21 @@ fn apply_controls(
         if matches!(control, Control::StepForward | Control::StepBack) {
             playback.paused = true;
         }
-        match apply(control, &mut model, twin.as_deref_mut()) {
+        let second = match fresh.as_mut() {
+            Some((t, _)) => Some(t),
+            None => twin.as_deref_mut(),
+        };
+        match apply(control, &mut model, second) {
             Applied::Moved {
                 jumped,
                 twin_jumped,
             } => {
                 shown.jumps += u64::from(jumped);
-                if let Some(s) = twin_shown.as_deref_mut() {
+                let second = match fresh.as_mut() {
+                    Some((_, s)) => Some(s),
+                    None => twin_shown.as_deref_mut(),
+                };
+                if let Some(s) = second {
                     s.jumps += u64::from(twin_jumped);
                 }
             }
@@ -381,24 +398,28 @@ fn apply_controls(
                 // out again as the snapshot is read).
                 shown.snapshot = Snapshot::of(model.sim.world_mut());
                 shown.relayout();
+                fresh = None;
                 end_compare(&mut commands, &mut twin, &mut twin_shown);
             }
             Applied::Compare(mut new) => {
                 let beside = Shown::beside(Snapshot::of(new.model.sim.world_mut()), &shown);
-                // Later controls of this frame (an action, a seek) reach it too.
                 match (&mut twin, &mut twin_shown) {
                     (Some(t), Some(s)) => {
                         **t = *new;
                         s.0 = beside;
                     }
-                    _ => {
-                        commands.insert_resource(*new);
-                        commands.insert_resource(TwinShown(beside));
-                    }
+                    _ => fresh = Some((*new, TwinShown(beside))),
                 }
             }
-            Applied::EndCompare => end_compare(&mut commands, &mut twin, &mut twin_shown),
+            Applied::EndCompare => {
+                fresh = None;
+                end_compare(&mut commands, &mut twin, &mut twin_shown);
+            }
         }
+    }
+    if let Some((t, s)) = fresh {
+        commands.insert_resource(t);
+        commands.insert_resource(s);
     }
 }
 

@@ -822,7 +822,12 @@ pub(super) fn paint_scene<S: Side>(
         let state = match (b.state, b.isolated) {
             ("online", true) => "ISOLATED".to_string(),
             ("online", false) if narrow => String::new(),
-            ("online", false) => "online".to_string(),
+            // A running broker's rack says more than "online" where racks matter (follower
+            // fetching, rack-aware placement); any other state is said instead.
+            ("online", false) => b
+                .rack
+                .as_ref()
+                .map_or_else(|| "online".to_string(), |rack| format!("rack {rack}")),
             // Kafka's PENDING_CONTROLLED_SHUTDOWN, in a word that fits beside the title.
             ("shutting down", _) => "STOPPING".to_string(),
             (other, _) => other.to_uppercase(),

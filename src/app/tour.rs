@@ -18,6 +18,8 @@ pub struct TourPlay {
     pub place: Place,
     /// A lab's closing table, counted when the reader reaches it.
     pub table: Option<Result<crate::view::lab::Table, String>>,
+    /// The reader reached the table: it is counted the frame after, once "Counting" shows.
+    counting: bool,
 }
 
 impl TourPlay {
@@ -26,6 +28,7 @@ impl TourPlay {
             tour,
             place,
             table: None,
+            counting: false,
         }
     }
 }
@@ -169,12 +172,22 @@ fn compare_runs(tour: &Tour, controls: &mut MessageWriter<Control>) {
 fn track(model: Res<Model>, tour: Option<ResMut<TourPlay>>) {
     if let Some(mut tour) = tour {
         let now = model.sim.now_ms();
-        let TourPlay { tour, place, table } = &mut *tour;
+        let TourPlay {
+            tour,
+            place,
+            table,
+            counting,
+        } = &mut *tour;
         place.reached(tour, now);
         if place.stage == Stage::Finished
             && table.is_none()
             && let Some(lab) = &tour.lab
         {
+            // Running the lab's runs takes a moment: the panel says so first.
+            if !*counting {
+                *counting = true;
+                return;
+            }
             *table = Some(
                 tour.base_scenario()
                     .map_err(|e| e.to_string())

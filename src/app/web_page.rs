@@ -21,9 +21,16 @@ pub(super) fn plugin(app: &mut App) {
 /// The id of the page's hidden file input: Open clicks it, and the page's tests give it a file.
 const PICKER: &str = "kafkascope-open";
 
-/// A scenario file the reader picked, read and waiting for the app: (file name, text). The
-/// browser reads it between frames.
-static PICKED: std::sync::Mutex<Option<(String, String)>> = std::sync::Mutex::new(None);
+/// A scenario file the reader picked, read and waiting for the app: (file name, its text or why
+/// the browser could not read it). The browser reads it between frames.
+type Picked = (String, Result<String, String>);
+static PICKED: std::sync::Mutex<Option<Picked>> = std::sync::Mutex::new(None);
+
+fn picked(file: Picked) {
+    if let Ok(mut slot) = PICKED.lock() {
+        *slot = Some(file);
+    }
+}
 
 /// Puts a hidden file input on the page; a file picked in it is read into [`PICKED`].
 fn add_file_picker() {
@@ -55,13 +62,20 @@ fn add_file_picker() {
             let name = file.name();
             // Picking the same file again is a change too.
             input.set_value("");
+            let (ok_name, failed_name) = (name.clone(), name);
             let read = wasm_bindgen::closure::Closure::once(move |text: JsValue| {
-                if let (Some(text), Ok(mut picked)) = (text.as_string(), PICKED.lock()) {
-                    *picked = Some((name, text));
-                }
+                let text = text.as_string().ok_or("the file is not text".to_string());
+                picked((ok_name, text));
             });
-            let _ = file.text().then(&read);
+            let failed = wasm_bindgen::closure::Closure::once(move |why: JsValue| {
+                let why = why
+                    .as_string()
+                    .unwrap_or_else(|| "the browser could not read it".into());
+                picked((failed_name, Err(why)));
+            });
+            let _ = file.text().then2(&read, &failed);
             read.forget();
+            failed.forget();
         },
     );
     input.set_onchange(Some(on_change.as_ref().unchecked_ref()));
@@ -83,8 +97,8 @@ pub(super) fn pick_file() {
     }
 }
 
-/// The file picked since the last call, as (name, text).
-pub(super) fn take_picked() -> Option<(String, String)> {
+/// The file picked since the last call, as (name, text or why it could not be read).
+pub(super) fn take_picked() -> Option<Picked> {
     PICKED.lock().ok()?.take()
 }
 

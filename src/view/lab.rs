@@ -94,11 +94,40 @@ pub fn run_scenario(base: &Scenario, run: &LabRun) -> Result<Scenario, String> {
     })
 }
 
+/// Each of the lab's runs, labelled, with the scenario it plays.
+pub fn runs(lab: &Lab, base: &Scenario) -> Result<Vec<(String, Scenario)>, String> {
+    lab.runs
+        .iter()
+        .map(|r| run_scenario(base, r).map(|s| (r.label.clone(), s)))
+        .collect()
+}
+
+/// Why `metric` cannot be read in `scenario`: it names a producer, group or topic it lacks.
+pub fn unknown_name(metric: &LabMetric, scenario: &Scenario) -> Option<String> {
+    let producer = |p: &String| {
+        (scenario.producer_index(p).is_none()).then(|| format!("no producer named {p:?}"))
+    };
+    let group = |g: &String| {
+        (!scenario.consumer_groups.iter().any(|c| &c.name == g))
+            .then(|| format!("no consumer group named {g:?}"))
+    };
+    match metric {
+        LabMetric::Acked(p) | LabMetric::Failed(p) | LabMetric::Errors(p, _) => producer(p),
+        LabMetric::Rebalances(g)
+        | LabMetric::PausedTime(g)
+        | LabMetric::Pauses(g)
+        | LabMetric::MaxLag(g) => group(g),
+        LabMetric::KeysSplit(t) => {
+            (scenario.topic_index(t).is_none()).then(|| format!("no topic named {t:?}"))
+        }
+        _ => None,
+    }
+}
+
 /// Runs each of the lab's runs to `was_ms` and `now_ms` and reads its metrics there.
 pub fn table(lab: &Lab, base: &Scenario) -> Result<Table, String> {
     let mut columns = Vec::new();
-    for run in &lab.runs {
-        let scenario = run_scenario(base, run)?;
+    for (_, scenario) in runs(lab, base)? {
         let mut sim = Sim::new(&scenario);
         sim.run_until(lab.was_ms);
         let was = read(&mut sim, &lab.metrics);

@@ -118,6 +118,8 @@ pub struct BrokerView {
     pub controller_cut: bool,
     /// Extra delay on every message to or from it, in ms.
     pub slowed_ms: u64,
+    /// `broker.rack`, where the brokers have racks.
+    pub rack: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -488,6 +490,11 @@ impl Snapshot {
                     isolated: network.isolated.contains(&b.id),
                     controller_cut: network.controller_cut.contains(&b.id),
                     slowed_ms: network.extra_ms.get(b.id as usize).copied().unwrap_or(0),
+                    rack: cluster
+                        .config
+                        .broker_racks
+                        .as_ref()
+                        .and_then(|racks| racks.get(b.id as usize - 1).cloned()),
                 }
             })
             .collect();

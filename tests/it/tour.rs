@@ -482,9 +482,50 @@ fn a_bad_tour_is_refused_with_the_field() {
         (
             tour(
                 &beat(ok),
-                r#", after: [(label: "x", about: "y", scenario: "no-such")]"#,
+                r#", after: [(label: "x", about: "y", scenario: Some("no-such"))]"#,
             ),
             "test.ron: after[0].scenario: ",
+        ),
+        (
+            tour(
+                &beat(ok),
+                r#", after: [(label: "x", about: "y", tour: Some("no-such"))]"#,
+            ),
+            "test.ron: after[0].tour: ",
+        ),
+        (
+            tour(&beat(ok), r#", after: [(label: "x", about: "y")]"#),
+            "test.ron: after[0]: ",
+        ),
+        (
+            tour(
+                &beat(ok),
+                r#", lab: Some((runs: [], was_ms: 0, now_ms: 5, metrics: [AckedLost], prevent: ["x"]))"#,
+            ),
+            "test.ron: lab.runs: ",
+        ),
+        (
+            tour(
+                &beat(ok),
+                r#", lab: Some((runs: [(label: "a", edits: [ReplicationFactor("orders", 9)])],
+                    was_ms: 0, now_ms: 5, metrics: [AckedLost], prevent: ["x"]))"#,
+            ),
+            "test.ron: lab.runs[0].edits: ",
+        ),
+        (
+            tour(
+                &beat(ok),
+                r#", lab: Some((runs: [(label: "a")], was_ms: 0, now_ms: 5,
+                    metrics: [Rebalances("no-such")], prevent: ["x"]))"#,
+            ),
+            "test.ron: lab.metrics[0]: ",
+        ),
+        (
+            tour(
+                &beat(ok),
+                r#", lab: Some((runs: [(label: "a")], was_ms: 5, now_ms: 5, metrics: [AckedLost], prevent: ["x"]))"#,
+            ),
+            "test.ron: lab.was_ms: ",
         ),
         (tour(&beat(ok), ", bests: []"), "test.ron:1:"),
     ] {

@@ -125,8 +125,11 @@ impl Scenario {
                     ));
                 }
                 s.cluster.brokers = *n;
-                if s.cluster.broker_racks.is_some() {
-                    s.cluster.broker_racks = Some((1..=*n).map(rack_name).collect());
+                // The brokers kept keep their racks; a new one gets a rack of its own.
+                if let Some(racks) = s.cluster.broker_racks.as_mut() {
+                    racks.truncate(*n as usize);
+                    let have = racks.len() as u32;
+                    racks.extend((have + 1..=*n).map(rack_name));
                 }
                 // Replicas are placed anew, as Kafka places a new topic's.
                 for t in &mut s.topics {
@@ -138,6 +141,13 @@ impl Scenario {
                     on.then(|| (1..=s.cluster.brokers).map(rack_name).collect());
                 for t in &mut s.topics {
                     t.assignment = None;
+                }
+                // A consumer's rack that no broker has any more is cleared.
+                let known = s.cluster.broker_racks.clone().unwrap_or_default();
+                for g in &mut s.consumer_groups {
+                    if g.rack.as_ref().is_some_and(|r| !known.contains(r)) {
+                        g.rack = None;
+                    }
                 }
             }
             Edit::RackAwareSelector(on) => s.cluster.rack_aware_replica_selector = *on,

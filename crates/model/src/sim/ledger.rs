@@ -67,8 +67,8 @@ pub struct AckLedger {
 pub enum Missing {
     /// No replica will ever serve it again.
     Lost,
-    /// The partition is offline and no replica that could lead it now holds it, but another one
-    /// does: an in-sync replica on a broker that is down (it comes back when the broker does),
+    /// The partition is offline (or led by a broker that is down, not yet replaced) and no
+    /// replica that could lead it now holds it, but another one does: an in-sync replica on a broker that is down (it comes back when the broker does),
     /// or one that may not lead (out of the ISR and ELR, unclean election off: only an unclean
     /// election would bring it back).
     Unavailable,
@@ -151,24 +151,30 @@ pub fn lost_records(
         let eligible = |b: BrokerId| {
             partition.in_isr(b) || partition.elr.contains(&b) || partition.unclean_leader_election
         };
+        // A leader on a broker that is down serves nothing until it is fenced and replaced: its
+        // partition is read as one without a leader.
+        let serving = partition.leader.filter(|l| up(*l));
+        let offline = match partition.leader {
+            Some(leader) => format!("leader {leader} is down: "),
+            None => "partition offline: ".to_string(),
+        };
         let (holders, others): (Vec<(BrokerId, &Replica)>, Vec<_>) = partition
             .assignment
             .iter()
             .zip(&partition.replicas)
             .map(|(b, r)| (*b, replicas.get(*r).expect("replica entity")))
-            .partition(|(b, _)| match partition.leader {
+            .partition(|(b, _)| match serving {
                 Some(leader) => *b == leader,
                 None => eligible(*b) && up(*b),
             });
         // With a leader, the other replicas follow its log: what it lacks is gone from theirs too.
-        let others = if partition.leader.is_some() {
+        let others = if serving.is_some() {
             Vec::new()
         } else {
             others
         };
         let has = holds(&records, &holders);
-        let others_have = holds(&records, &others);
-        let why = match partition.leader {
+        let why = match serving {
             Some(leader) => format!(
                 "not in the log of leader {leader} (epoch {}{})",
                 partition.leader_epoch,
@@ -178,28 +184,38 @@ pub fn lost_records(
                     ""
                 }
             ),
-            None => "partition offline: no replica that could lead has it".to_string(),
+            None => format!("{offline}no replica that could lead has it"),
         };
-        // An eligible replica on a broker that is down gives the record back when it returns.
-        let down: Vec<(BrokerId, &Replica)> = others
+        // Each other replica, and whether it holds a record: one that may lead, on a broker that
+        // is down, gives it back when the broker returns; one that may not, only through an
+        // unclean election.
+        let each: Vec<(BrokerId, bool, _)> = others
             .iter()
-            .filter(|(b, _)| eligible(*b))
-            .copied()
+            .map(|o| (o.0, eligible(o.0), holds(&records, std::slice::from_ref(o))))
             .collect();
-        let down_have = holds(&records, &down);
-        let out_of_sync = "partition offline: only out-of-sync replicas, which may not lead with \
-                           unclean election off, hold it";
         for record in records.iter().filter(|r| !has(r)) {
-            let (state, why) = if down_have(record) {
-                let brokers: Vec<BrokerId> = down.iter().map(|(b, _)| *b).collect();
+            let down: Vec<BrokerId> = each
+                .iter()
+                .filter(|(_, may_lead, held)| *may_lead && held(record))
+                .map(|(b, ..)| *b)
+                .collect();
+            let (state, why) = if !down.is_empty() {
+                let down = down.iter().map(|b| b.to_string()).collect::<Vec<_>>();
                 (
                     Missing::Unavailable,
                     format!(
-                        "partition offline: held by in-sync replicas on brokers {brokers:?}, which are down"
+                        "{offline}broker {} has it, and is down",
+                        down.join(" and broker ")
                     ),
                 )
-            } else if others_have(record) {
-                (Missing::Unavailable, out_of_sync.to_string())
+            } else if each.iter().any(|(_, _, held)| held(record)) {
+                (
+                    Missing::Unavailable,
+                    format!(
+                        "{offline}only out-of-sync replicas, which may not lead with unclean \
+                         election off, have it"
+                    ),
+                )
             } else {
                 (Missing::Lost, why.clone())
             };
