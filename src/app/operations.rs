@@ -127,8 +127,8 @@ pub(super) fn operations(
     {
         change = Some(Change::EndCompare);
     }
-    ui.label(RichText::new("Set-up").strong())
-        .on_hover_text("A running cluster cannot take these: the run starts again with them");
+    ui.label(RichText::new("Set-up").strong());
+    ui.weak("A running cluster cannot take these: a change restarts the run, once confirmed.");
     if let Some(edit) = set_up(ui, scenario) {
         form.pending = Some(match set_up_with(scenario, actions, &edit) {
             Ok((_, left_out)) => Ok((edit, left_out.len())),
