@@ -299,7 +299,12 @@ fn overlay(
     let twin = twin.as_deref().zip(twin_shown.as_deref());
     let halves = twin.is_some();
     let gap = if halves { (4.0 * k) as u32 } else { 0 };
-    let band = if halves { (RUN_HEADING * k) as u32 } else { 0 };
+    // Runs with consumer groups get a lag plot in their heading.
+    let plots = twin.is_some_and(|(t, _)| {
+        !shown.snapshot.groups.is_empty() || !t.model.scenario.consumer_groups.is_empty()
+    });
+    let heading = RUN_HEADING + if plots { RUN_PLOT + 6.0 } else { 0.0 };
+    let band = if halves { (heading * k) as u32 } else { 0 };
     let heading_at = pos;
     let pos = pos + UVec2::new(0, band);
     let size = UVec2::new(size.x, size.y.saturating_sub(band).max(1));
@@ -325,25 +330,39 @@ fn overlay(
     if let Some((twin, twin_shown)) = twin {
         let at = |x: u32| egui::pos2(x as f32 / k, heading_at.y as f32 / k);
         let width = each.x as f32 / k;
-        run_label(
-            ctx,
-            "left",
-            at(pos.x),
-            width,
-            &twin.labels[0],
-            &shown,
-            &palette,
-        );
-        let right = at(pos.x + each.x + gap);
-        run_label(
-            ctx,
-            "right",
-            right,
-            width,
-            &twin.labels[1],
-            twin_shown,
-            &palette,
-        );
+        let lag = |m: &Model| m.sim.world().get_resource::<LagMonitor>().map(group_lag);
+        let (left_lag, right_lag) = (lag(&model).flatten(), lag(&twin.model).flatten());
+        // One scale for both plots, so that the runs' lag compares at a glance.
+        let top = [&left_lag, &right_lag]
+            .iter()
+            .filter_map(|l| l.as_ref())
+            .flat_map(|l| l.committed.iter().chain(&l.consumers).map(|p| p[1]))
+            .fold(1.0, f64::max);
+        let now_s = shown.snapshot.now_ms as f64 / 1000.0;
+        let headings = [
+            ("left", at(pos.x), &twin.labels[0], &*shown, left_lag),
+            (
+                "right",
+                at(pos.x + each.x + gap),
+                &twin.labels[1],
+                &twin_shown.0,
+                right_lag,
+            ),
+        ];
+        for (id, at, label, run, lag) in headings {
+            run_label(
+                ctx,
+                RunHeading {
+                    id,
+                    at,
+                    width,
+                    label,
+                    shown: run,
+                    lag: lag.filter(|_| plots).map(|l| (l, top, now_s)),
+                },
+                &palette,
+            );
+        }
     }
 
     if options.shot.is_none() {
@@ -370,20 +389,74 @@ fn overlay(
     Ok(())
 }
 
-/// The height of the band over a side-by-side's halves, for the runs' headings (points).
+/// The height of the band over a side-by-side's halves, for the runs' headings (points), and of
+/// the lag plot a heading adds for a run with a consumer group.
 const RUN_HEADING: f32 = 64.0;
+const RUN_PLOT: f32 = 70.0;
 
-/// A side-by-side run's heading, over its half of the scene: its label and the numbers that
-/// tell the runs apart.
-fn run_label(
-    ctx: &egui::Context,
-    id: &str,
+/// A run's first group's lag over time, summed over its partitions: the committed lag
+/// (`kafka-consumer-groups`' LAG) and the consumers' own, which, where no member consumes a
+/// partition, climbs from where its last owner stopped.
+struct GroupLagPlot {
+    committed: Vec<[f64; 2]>,
+    consumers: Vec<[f64; 2]>,
+}
+
+fn group_lag(monitor: &LagMonitor) -> Option<GroupLagPlot> {
+    use std::collections::{BTreeMap, BTreeSet};
+    let group = monitor.groups.first()?;
+    let mut committed: BTreeMap<u64, f64> = BTreeMap::new();
+    let mut consumers: BTreeMap<u64, f64> = BTreeMap::new();
+    for p in &group.partitions {
+        for s in p.samples.iter() {
+            if let Some(lag) = s.lag {
+                *committed.entry(s.at_ms).or_default() += lag as f64;
+            }
+        }
+        // A partition's stretches share their joints: each instant is added once.
+        let mut seen = BTreeSet::new();
+        for (points, _) in consumer_lag(p) {
+            for [t, v] in points {
+                let at = (t * 1000.0).round() as u64;
+                if seen.insert(at) {
+                    *consumers.entry(at).or_default() += v;
+                }
+            }
+        }
+    }
+    let line = |m: BTreeMap<u64, f64>| {
+        m.into_iter()
+            .map(|(t, v)| [t as f64 / 1000.0, v])
+            .collect::<Vec<_>>()
+    };
+    Some(GroupLagPlot {
+        committed: line(committed),
+        consumers: line(consumers),
+    })
+}
+
+/// What a side-by-side run's heading shows, and where.
+struct RunHeading<'a> {
+    id: &'a str,
     at: egui::Pos2,
     width: f32,
-    label: &str,
-    shown: &Shown,
-    palette: &Palette,
-) {
+    label: &'a str,
+    shown: &'a Shown,
+    /// Its group's lag, the top of the scale both plots share, and the instant shown (s).
+    lag: Option<(GroupLagPlot, f64, f64)>,
+}
+
+/// A side-by-side run's heading, over its half of the scene: its label, the numbers that tell
+/// the runs apart and, with a consumer group, its lag over time.
+fn run_label(ctx: &egui::Context, h: RunHeading, palette: &Palette) {
+    let RunHeading {
+        id,
+        at,
+        width,
+        label,
+        shown,
+        lag,
+    } = h;
     let s = &shown.snapshot;
     let (lost, unavailable) = shown.missing();
     let mut numbers = vec![
@@ -407,6 +480,13 @@ fn run_label(
     }
     for g in &s.groups {
         numbers.push(format!("{} rebalances {}", g.name, g.rebalances));
+        let paused = g.offsets.iter().filter(|o| o.paused).count();
+        if paused > 0 {
+            numbers.push(match paused {
+                1 => "1 partition paused".to_string(),
+                n => format!("{n} partitions paused"),
+            });
+        }
     }
     egui::Area::new(egui::Id::new(("run label", id)))
         .fixed_pos(at + egui::vec2(6.0, 4.0))
@@ -424,6 +504,31 @@ fn run_label(
                         egui::Label::new(RichText::new(numbers.join("  ·  ")).size(15.0))
                             .truncate(),
                     );
+                    if let Some((plot, top, now)) = lag {
+                        let group = s.groups.first().map_or("", |g| g.name.as_str());
+                        Plot::new(("run lag", id))
+                            .height(RUN_PLOT)
+                            .legend(Legend::default().position(egui_plot::Corner::LeftTop))
+                            .show_x(false)
+                            .allow_scroll(false)
+                            .allow_drag(false)
+                            .allow_zoom(false)
+                            .include_x(0.0)
+                            .include_x(now)
+                            .include_y(0.0)
+                            .include_y(top)
+                            .show(ui, |p| {
+                                p.line(
+                                    Line::new(format!("{group}: committed lag"), plot.committed)
+                                        .color(color(palette.produce)),
+                                );
+                                p.line(
+                                    Line::new(format!("{group}: consumers' lag"), plot.consumers)
+                                        .color(color(palette.fetch))
+                                        .style(LineStyle::dashed_loose()),
+                                );
+                            });
+                    }
                 });
         });
 }
