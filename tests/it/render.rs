@@ -246,6 +246,35 @@ fn a_beat_shows_its_narration_its_callouts_and_dims_the_rest() {
 }
 
 #[test]
+fn a_lab_draws_its_two_runs_side_by_side_each_with_its_own_state() {
+    // The unclean-election lab at its second beat: unclean election off on the left (the
+    // partition offline, no leader), on on the right (broker 2 leads, elected uncleanly).
+    let Some(path) = beat_shot("lab-unclean-election", 2, "dark", &[]) else {
+        return;
+    };
+    let (w, h, px) = pixels(&path);
+    let palette = Palette::of(Theme::Dark);
+    let scene = |x0: f32, x1: f32, c: Srgba| count_in((w, h), &px, (x0, 0.1, x1, 0.7), c);
+    let (left, right) = (
+        scene(0.0, 0.5, palette.leader),
+        scene(0.5, 1.0, palette.leader),
+    );
+    assert!(
+        left < 300,
+        "{left} leader pixels in the left run, whose partition is offline"
+    );
+    assert!(
+        right > 3000,
+        "{right} leader pixels in the right run, led by broker 2"
+    );
+    // Each half has its heading, framed in the accent colour, over its scene.
+    let band = |x0: f32, x1: f32| count_in((w, h), &px, (x0, 0.02, x1, 0.09), palette.produce);
+    let (l, r) = (band(0.0, 0.5), band(0.5, 1.0));
+    assert!(l > 800 && r > 800, "heading frames: {l} left, {r} right");
+    let _ = std::fs::remove_file(path);
+}
+
+#[test]
 fn the_talk_preset_shows_only_the_narration_and_the_lag_monitor() {
     let Some(path) = beat_shot("walkthrough", 8, "dark", &["--talk"]) else {
         return;
