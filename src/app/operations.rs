@@ -182,37 +182,69 @@ pub(super) fn operations(
     change.or(act.map(Change::Act))
 }
 
+/// `Ok` where a step can be taken, else why not.
+fn check(ok: bool, why: String) -> Result<(), String> {
+    if ok { Ok(()) } else { Err(why) }
+}
+
+/// A count with - and + buttons, each disabled, with its reason on hover, where its step cannot
+/// be taken; returns the new count when one is clicked.
+fn stepper(
+    ui: &mut egui::Ui,
+    label: String,
+    n: u32,
+    down: Result<(), String>,
+    up: Result<(), String>,
+) -> Option<u32> {
+    let mut to = None;
+    ui.horizontal(|ui| {
+        ui.label(label);
+        for (text, step, allowed) in [("-", n.wrapping_sub(1), down), ("+", n + 1, up)] {
+            let button = ui.add_enabled(allowed.is_ok(), egui::Button::new(text));
+            if button
+                .on_disabled_hover_text(allowed.err().unwrap_or_default())
+                .clicked()
+            {
+                to = Some(step);
+            }
+        }
+    });
+    to
+}
+
+/// A records-a-second field; the new rate when it was changed.
+fn rate_field(ui: &mut egui::Ui, label: &str, rate: u32) -> Option<u32> {
+    let mut rate = rate;
+    ui.horizontal(|ui| {
+        ui.label(label);
+        ui.add(egui::DragValue::new(&mut rate).range(0..=100_000))
+            .changed()
+            .then_some(rate)
+    })
+    .inner
+}
+
 /// The set-up's controls; returns the edit one asked for. A setting that cannot be is
 /// refused in the control itself, with the reason.
 fn set_up(ui: &mut egui::Ui, scenario: &Scenario) -> Option<Edit> {
     let mut edit = None;
     let brokers = scenario.cluster.brokers;
     let widest = scenario.topics.iter().max_by_key(|t| t.replication_factor);
-    ui.horizontal(|ui| {
-        ui.label(format!("{brokers} brokers"));
-        let fewer = match widest {
-            Some(t) if t.replication_factor >= brokers => Err(format!(
-                "Topic {} has {} replicas: lower its replication factor first",
-                t.name, t.replication_factor
-            )),
-            _ if brokers <= 1 => Err("A cluster has at least one broker".into()),
-            _ => Ok(()),
-        };
-        if ui
-            .add_enabled(fewer.is_ok(), egui::Button::new("-"))
-            .on_disabled_hover_text(fewer.err().unwrap_or_default())
-            .clicked()
-        {
-            edit = Some(Edit::Brokers(brokers - 1));
-        }
-        if ui
-            .add_enabled(brokers < MAX_BROKERS, egui::Button::new("+"))
-            .on_disabled_hover_text(format!("The sandbox has at most {MAX_BROKERS} brokers"))
-            .clicked()
-        {
-            edit = Some(Edit::Brokers(brokers + 1));
-        }
-    });
+    let fewer = match widest {
+        Some(t) if t.replication_factor >= brokers => Err(format!(
+            "Topic {} has {} replicas: lower its replication factor first",
+            t.name, t.replication_factor
+        )),
+        _ if brokers <= 1 => Err("A cluster has at least one broker".into()),
+        _ => Ok(()),
+    };
+    let more = check(
+        brokers < MAX_BROKERS,
+        format!("The sandbox has at most {MAX_BROKERS} brokers"),
+    );
+    if let Some(n) = stepper(ui, format!("{brokers} brokers"), brokers, fewer, more) {
+        edit = Some(Edit::Brokers(n));
+    }
     let mut racks = scenario.cluster.broker_racks.is_some();
     if ui
         .checkbox(&mut racks, "A rack per broker (broker.rack)")
@@ -234,47 +266,34 @@ fn set_up(ui: &mut egui::Ui, scenario: &Scenario) -> Option<Edit> {
         edit = Some(Edit::RackAwareSelector(selector));
     }
     for t in &scenario.topics {
-        ui.horizontal(|ui| {
-            ui.label(format!("{}: {} partitions", t.name, t.partitions));
-            if ui
-                .add_enabled(t.partitions > 1, egui::Button::new("-"))
-                .on_disabled_hover_text("A topic has at least one partition")
-                .clicked()
-            {
-                edit = Some(Edit::Partitions(t.name.clone(), t.partitions - 1));
-            }
-            if ui
-                .add_enabled(t.partitions < MAX_PARTITIONS, egui::Button::new("+"))
-                .on_disabled_hover_text(format!(
-                    "The sandbox gives a topic at most {MAX_PARTITIONS} partitions"
-                ))
-                .clicked()
-            {
-                edit = Some(Edit::Partitions(t.name.clone(), t.partitions + 1));
-            }
-        });
-        ui.horizontal(|ui| {
-            let rf = t.replication_factor;
-            ui.label(format!("replication factor {rf}"));
-            if ui
-                .add_enabled(rf > 1, egui::Button::new("-"))
-                .on_disabled_hover_text("A topic has at least one replica")
-                .clicked()
-            {
-                edit = Some(Edit::ReplicationFactor(t.name.clone(), rf - 1));
-            }
-            // `StripedReplicaPlacer`'s refusal, in the control itself.
-            if ui
-                .add_enabled(rf < brokers, egui::Button::new("+"))
-                .on_disabled_hover_text(format!(
-                    "The target replication factor of {} cannot be reached because only {brokers} broker(s) are registered.",
-                    rf + 1
-                ))
-                .clicked()
-            {
-                edit = Some(Edit::ReplicationFactor(t.name.clone(), rf + 1));
-            }
-        });
+        let n = t.partitions;
+        if let Some(n) = stepper(
+            ui,
+            format!("{}: {n} partitions", t.name),
+            n,
+            check(n > 1, "A topic has at least one partition".into()),
+            check(
+                n < MAX_PARTITIONS,
+                format!("The sandbox gives a topic at most {MAX_PARTITIONS} partitions"),
+            ),
+        ) {
+            edit = Some(Edit::Partitions(t.name.clone(), n));
+        }
+        let rf = t.replication_factor;
+        // `StripedReplicaPlacer`'s refusal, in the control itself.
+        let too_many = format!(
+            "The target replication factor of {} cannot be reached because only {brokers} broker(s) are registered.",
+            rf + 1
+        );
+        if let Some(n) = stepper(
+            ui,
+            format!("replication factor {rf}"),
+            rf,
+            check(rf > 1, "A topic has at least one replica".into()),
+            check(rf < brokers, too_many),
+        ) {
+            edit = Some(Edit::ReplicationFactor(t.name.clone(), n));
+        }
     }
     let racks: Vec<String> = scenario.cluster.broker_racks.clone().unwrap_or_default();
     for g in &scenario.consumer_groups {
@@ -401,19 +420,15 @@ fn live(ui: &mut egui::Ui, s: &Snapshot, form: &mut OperationsForm) -> Option<Ac
                 act = Some(Action::AddPartitions(topic.to_string(), partitions + 1));
             }
         });
-        ui.horizontal(|ui| {
-            ui.label(format!("min.insync.replicas {min_isr}"));
-            if ui
-                .add_enabled(min_isr > 1, egui::Button::new("-"))
-                .on_disabled_hover_text("Kafka's minimum is 1")
-                .clicked()
-            {
-                act = Some(Action::SetMinIsr(topic.to_string(), min_isr - 1));
-            }
-            if ui.button("+").clicked() {
-                act = Some(Action::SetMinIsr(topic.to_string(), min_isr + 1));
-            }
-        });
+        if let Some(n) = stepper(
+            ui,
+            format!("min.insync.replicas {min_isr}"),
+            min_isr,
+            check(min_isr > 1, "Kafka's minimum is 1".into()),
+            Ok(()),
+        ) {
+            act = Some(Action::SetMinIsr(topic.to_string(), n));
+        }
         let mut on = unclean;
         if ui
             .checkbox(&mut on, "unclean.leader.election.enable")
@@ -506,18 +521,9 @@ fn live(ui: &mut egui::Ui, s: &Snapshot, form: &mut OperationsForm) -> Option<Ac
                 }
             }
         });
-        let mut rate = p.records_per_sec;
+        settings.records_per_sec = rate_field(ui, "records/s", p.records_per_sec);
         let mut linger = p.linger_ms;
         let mut batch = p.batch_size;
-        ui.horizontal(|ui| {
-            ui.label("records/s");
-            if ui
-                .add(egui::DragValue::new(&mut rate).range(0..=100_000))
-                .changed()
-            {
-                settings.records_per_sec = Some(rate);
-            }
-        });
         ui.horizontal(|ui| {
             ui.label("linger.ms");
             if ui
@@ -554,38 +560,25 @@ fn live(ui: &mut egui::Ui, s: &Snapshot, form: &mut OperationsForm) -> Option<Ac
     for g in &s.groups {
         ui.separator();
         let members = g.members.iter().filter(|m| m.alive).count() as u32;
-        ui.horizontal(|ui| {
-            ui.label(RichText::new(format!("Group {}", g.name)).strong());
-            ui.label(match members {
+        ui.label(RichText::new(format!("Group {}", g.name)).strong());
+        if let Some(n) = stepper(
+            ui,
+            match members {
                 1 => "1 member".to_string(),
                 n => format!("{n} members"),
-            });
-            if ui
-                .add_enabled(members > 0, egui::Button::new("-"))
-                .clicked()
-            {
-                act = Some(Action::SetGroupMembers(g.name.clone(), members - 1));
-            }
-            if ui
-                .add_enabled(members < MAX_MEMBERS, egui::Button::new("+"))
-                .on_disabled_hover_text(format!(
-                    "The sandbox gives a group at most {MAX_MEMBERS} members"
-                ))
-                .clicked()
-            {
-                act = Some(Action::SetGroupMembers(g.name.clone(), members + 1));
-            }
-        });
-        let mut rate = g.records_per_sec;
-        ui.horizontal(|ui| {
-            ui.label("records/s per member");
-            if ui
-                .add(egui::DragValue::new(&mut rate).range(0..=100_000))
-                .changed()
-            {
-                act = Some(Action::SetConsumerRate(g.name.clone(), rate));
-            }
-        });
+            },
+            members,
+            check(members > 0, "No member is left".into()),
+            check(
+                members < MAX_MEMBERS,
+                format!("The sandbox gives a group at most {MAX_MEMBERS} members"),
+            ),
+        ) {
+            act = Some(Action::SetGroupMembers(g.name.clone(), n));
+        }
+        if let Some(rate) = rate_field(ui, "records/s per member", g.records_per_sec) {
+            act = Some(Action::SetConsumerRate(g.name.clone(), rate));
+        }
     }
     act
 }

@@ -32,20 +32,7 @@ fn every_built_in_lab_loads_and_names_its_runs() {
         let (tour, scenario) = Tour::built_in(name).unwrap_or_else(|e| panic!("{e}"));
         let lab = tour.lab.as_ref().expect("a lab");
         assert!(!lab.prevent.is_empty(), "{name}");
-        for (i, beat) in tour.beats.iter().enumerate() {
-            // Two to four short sentences, as the walkthrough's (ended by ". ", not the dots of
-            // a setting's name).
-            let sentences = format!("{} ", beat.narration)
-                .split(". ")
-                .filter(|s| !s.trim().is_empty())
-                .count();
-            assert!(
-                (2..=4).contains(&sentences),
-                "{name} beat {}: {sentences}",
-                i + 1
-            );
-            assert!(!beat.watch_for.is_empty(), "{name} beat {}", i + 1);
-        }
+        crate::assert_short_beats(&tour);
         // The tour plays the first run: its scenario is that run's.
         let runs = tour.run_scenarios().expect("runs");
         assert_eq!(runs[0].1.to_ron(), scenario.to_ron(), "{name}");

@@ -30,20 +30,7 @@ fn the_walkthrough_has_the_eight_components_in_order() {
             "lag_monitor"
         ]
     );
-    for (i, beat) in tour.beats.iter().enumerate() {
-        // Two to four short sentences.
-        // Sentences end with a full stop and a space (not the dots of replica.lag.time.max.ms).
-        let sentences = format!("{} ", beat.narration)
-            .split(". ")
-            .filter(|s| !s.trim().is_empty())
-            .count();
-        assert!(
-            (2..=4).contains(&sentences),
-            "beat {}: {sentences} sentences",
-            i + 1
-        );
-        assert!(!beat.watch_for.is_empty(), "beat {}", i + 1);
-    }
+    crate::assert_short_beats(&tour);
     // The scenario ends with the last beat: the sandbox starts a run of its own.
     assert_eq!(tour.beats.last().unwrap().to_ms, scenario.duration_ms);
     assert_eq!(tour.follow, Some(RecordRef::Key("user-7".into())));
