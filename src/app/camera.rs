@@ -104,7 +104,10 @@ fn frame_twin(
     mut cameras: Query<(&mut Framing, &mut Camera), With<TwinCamera>>,
 ) {
     for (mut framing, mut camera) in &mut cameras {
-        camera.is_active = twin.is_some();
+        // Written only when it changes: a write marks the camera changed for the renderer.
+        if camera.is_active != twin.is_some() {
+            camera.is_active = twin.is_some();
+        }
         let Some(twin) = twin.as_deref() else {
             continue;
         };

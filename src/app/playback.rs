@@ -98,6 +98,8 @@ pub struct Shown {
     /// Acknowledged records the cluster no longer has, and the event count it was computed at.
     pub lost: Vec<crate::sim::ledger::LostRecord>,
     lost_at_events: Option<usize>,
+    /// How many of `lost` are unavailable rather than lost, counted with it.
+    unavailable: usize,
     /// The broker count and the replica sets' version the layout was made for.
     placed: (usize, u64),
     /// Where the layout lies ([`TWIN_ORIGIN`] for a side-by-side's second run).
@@ -121,6 +123,7 @@ impl Shown {
             theme_before_talk: theme,
             lost: Vec::new(),
             lost_at_events: None,
+            unavailable: 0,
             origin: Vec2::ZERO,
         }
     }
@@ -162,12 +165,7 @@ impl Shown {
     /// Acknowledged records (lost, unavailable): gone for good, or held only by replicas that
     /// cannot lead now (down, or out of sync).
     pub fn missing(&self) -> (usize, usize) {
-        let unavailable = self
-            .lost
-            .iter()
-            .filter(|l| l.state == crate::sim::ledger::Missing::Unavailable)
-            .count();
-        (self.lost.len() - unavailable, unavailable)
+        (self.lost.len() - self.unavailable, self.unavailable)
     }
 
     /// How much larger than the default every text is: the reader's size, and the talk preset's.
@@ -454,11 +452,10 @@ fn advance(
     time: Res<Time>,
     mut model: ResMut<Model>,
     mut playback: ResMut<Playback>,
-    twin: Option<ResMut<Twin>>,
+    mut twin: Option<ResMut<Twin>>,
     twin_shown: Option<ResMut<TwinShown>>,
 ) {
     run_main(&time, &mut model, &mut playback);
-    let mut twin = twin;
     if follow_main(&model, twin.as_deref_mut(), false)
         && let Some(mut s) = twin_shown
     {
@@ -525,6 +522,11 @@ fn read(model: &mut Model, playback: &Playback, shown: &mut Shown) {
         .len();
     if shown.lost_at_events != Some(events) {
         shown.lost = crate::sim::ledger::lost_in(model.sim.world());
+        shown.unavailable = shown
+            .lost
+            .iter()
+            .filter(|l| l.state == crate::sim::ledger::Missing::Unavailable)
+            .count();
         shown.lost_at_events = Some(events);
     }
 }
