@@ -160,8 +160,8 @@ pub fn at_offset(world: &World, ordinal: u32, offset: u64) -> Option<Picked> {
     let rest = p.replicas.iter().copied();
     leader.chain(rest).find_map(|e| {
         let record = world.get::<Replica>(e)?.log.get(offset as usize)?;
-        // Offset commits are records of no producer: nothing to follow.
-        (record.commit.is_none()).then_some(Picked {
+        // The coordinator's records have no producer: nothing to follow.
+        (record.coordinator.is_none()).then_some(Picked {
             id: record.id,
             partition: ordinal,
             offset: Some(offset),

@@ -1,10 +1,11 @@
 //! Kafka's partition assignors. A classic group's leader runs range and round robin exactly as
-//! `RangeAssignor` and `RoundRobinAssignor`, sticky and cooperative-sticky balanced first, then
-//! keeping previous owners (`AbstractStickyAssignor`, `CooperativeStickyAssignor`). A
+//! `RangeAssignor` and `RoundRobinAssignor`, sticky and cooperative-sticky keeping what members
+//! owned up to their quota, then filling the rest (`AbstractStickyAssignor`,
+//! `CooperativeStickyAssignor`). A
 //! consumer-protocol group's coordinator runs uniform (`UniformHomogeneousAssignmentBuilder`) or
 //! range (the group coordinator's `RangeAssignor`, which assigns as the client's does).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
@@ -156,35 +157,142 @@ fn round_robin(topics: &BTreeMap<String, u32>, members: &[Member], out: &mut Ass
     }
 }
 
-/// Sticky: as balanced as possible (no member two partitions ahead of another that could take
-/// one), then as few moves as possible from the previous owners.
+/// `AbstractStickyAssignor.assignPartitions`: every member keeps what it owned up to its quota,
+/// then the rest are dealt to the members below it. With identical subscriptions (every group in
+/// the model) that is `ConstrainedAssignmentBuilder`; otherwise a simpler stand-in for
+/// `GeneralAssignmentBuilder` with its order of steps: keep, place the unowned, then balance.
 fn sticky(topics: &BTreeMap<String, u32>, members: &[Member], out: &mut Assignment) {
     let sorted = sorted_members(members);
     let partitions = all_partitions(topics, members);
     let valid: BTreeSet<&TopicPartition> = partitions.iter().collect();
-    let can_take = |m: &Member, tp: &TopicPartition| m.topics.contains(&tp.0);
 
-    // Each member keeps what it owned and may still own; a partition claimed twice goes to the
-    // first member.
-    let mut taken: BTreeSet<TopicPartition> = BTreeSet::new();
-    for m in &sorted {
-        let mut owned: Vec<TopicPartition> = m
-            .owned
-            .iter()
-            .filter(|tp| valid.contains(tp) && can_take(m, tp) && !taken.contains(*tp))
-            .cloned()
-            .collect();
-        owned.sort();
-        owned.dedup();
-        taken.extend(owned.iter().cloned());
-        *out.get_mut(&m.id).expect("every member has an entry") = owned;
+    // What each member owned and may still own; a partition claimed twice goes to the first
+    // member. (Kafka weighs the claimants' generations, `allSubscriptionsEqual`; the model's
+    // members only claim what their current generation gave them.)
+    let mut taken: BTreeSet<&TopicPartition> = BTreeSet::new();
+    let owned: Vec<Vec<TopicPartition>> = sorted
+        .iter()
+        .map(|m| {
+            let mut mine: Vec<TopicPartition> = Vec::new();
+            for tp in &m.owned {
+                if valid.contains(tp) && m.topics.contains(&tp.0) && taken.insert(tp) {
+                    mine.push(tp.clone());
+                }
+            }
+            mine
+        })
+        .collect();
+
+    let all_equal = sorted.windows(2).all(|w| {
+        let (a, b): (BTreeSet<&String>, BTreeSet<&String>) =
+            (w[0].topics.iter().collect(), w[1].topics.iter().collect());
+        a == b
+    });
+    if all_equal {
+        constrained(&partitions, &sorted, owned, out);
+    } else {
+        general(&partitions, &sorted, owned, out);
     }
+}
 
-    // Balance: while some member holds two more than another that could take one of its
-    // partitions, move its last one.
+/// `ConstrainedAssignmentBuilder`: P partitions over M members give a minimum quota of P / M and
+/// a maximum one more, which P % M members may reach.
+fn constrained(
+    partitions: &[TopicPartition],
+    sorted: &[&Member],
+    owned: Vec<Vec<TopicPartition>>,
+    out: &mut Assignment,
+) {
+    if sorted.is_empty() {
+        return;
+    }
+    let (min_quota, expected_over) = (
+        partitions.len() / sorted.len(),
+        partitions.len() % sorted.len(),
+    );
+    let max_quota = min_quota + usize::from(expected_over > 0);
+    let mut over = 0;
+    let mut under_min: Vec<&str> = Vec::new();
+    let mut at_min: VecDeque<&str> = VecDeque::new();
+    let mut assigned: BTreeSet<TopicPartition> = BTreeSet::new();
+
+    // `assignOwnedPartitions`: each member keeps its owned partitions, sorted by partition then
+    // topic, up to the quota it can still have; the rest may be revoked.
+    for (m, mut mine) in sorted.iter().zip(owned) {
+        mine.sort_by(|a, b| (a.1, &a.0).cmp(&(b.1, &b.0)));
+        if mine.len() < min_quota {
+            under_min.push(&m.id);
+        } else if mine.len() >= max_quota && over < expected_over {
+            over += 1;
+            if over == expected_over {
+                at_min.clear();
+            }
+            mine.truncate(max_quota);
+        } else {
+            mine.truncate(min_quota);
+            if over < expected_over {
+                at_min.push_back(&m.id);
+            }
+        }
+        assigned.extend(mine.iter().cloned());
+        *out.get_mut(&m.id).expect("every member has an entry") = mine;
+    }
+    under_min.sort();
+    at_min.make_contiguous().sort();
+
+    // `assignRoundRobin`: the unassigned partitions in order, dealt in turn to the members below
+    // the minimum quota; once none is, one more each to members at it, up to the maximum.
+    let mut cursor = 0;
+    for tp in partitions.iter().filter(|tp| !assigned.contains(*tp)) {
+        let (member, from_under) = if cursor < under_min.len() {
+            cursor += 1;
+            (under_min[cursor - 1], true)
+        } else if !under_min.is_empty() {
+            cursor = 1;
+            (under_min[0], true)
+        } else if let Some(m) = at_min.pop_front() {
+            (m, false)
+        } else {
+            // Kafka throws here ("No more unfilled consumers"); the quotas make it unreachable.
+            break;
+        };
+        let mine = out.get_mut(member).expect("every member has an entry");
+        mine.push(tp.clone());
+        if mine.len() == min_quota && from_under {
+            cursor -= 1;
+            under_min.remove(cursor);
+            at_min.push_back(member);
+        }
+    }
+}
+
+/// The general case, for members with different subscriptions: keep what is owned, give each
+/// unowned partition to the least loaded member that can take it, then balance (no member two
+/// partitions ahead of another that could take one of its partitions).
+fn general(
+    partitions: &[TopicPartition],
+    sorted: &[&Member],
+    owned: Vec<Vec<TopicPartition>>,
+    out: &mut Assignment,
+) {
+    let can_take = |m: &Member, tp: &TopicPartition| m.topics.contains(&tp.0);
+    let mut assigned: BTreeSet<TopicPartition> = BTreeSet::new();
+    for (m, mine) in sorted.iter().zip(owned) {
+        assigned.extend(mine.iter().cloned());
+        *out.get_mut(&m.id).expect("every member has an entry") = mine;
+    }
+    for tp in partitions.iter().filter(|tp| !assigned.contains(*tp)) {
+        if let Some(m) = sorted
+            .iter()
+            .filter(|m| can_take(m, tp))
+            .min_by_key(|m| (out[&m.id].len(), m.id.clone()))
+        {
+            out.get_mut(&m.id).unwrap().push(tp.clone());
+        }
+    }
     loop {
         let mut moved = false;
-        for giver in &sorted {
+        for giver in sorted {
             let giver_len = out[&giver.id].len();
             let receiver = sorted
                 .iter()
@@ -203,17 +311,6 @@ fn sticky(topics: &BTreeMap<String, u32>, members: &[Member], out: &mut Assignme
         }
         if !moved {
             break;
-        }
-    }
-
-    // New and freed partitions, in order, each to the least loaded member that can take it.
-    for tp in partitions.iter().filter(|tp| !taken.contains(*tp)) {
-        if let Some(m) = sorted
-            .iter()
-            .filter(|m| can_take(m, tp))
-            .min_by_key(|m| (out[&m.id].len(), m.id.clone()))
-        {
-            out.get_mut(&m.id).unwrap().push(tp.clone());
         }
     }
 }

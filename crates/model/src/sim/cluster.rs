@@ -493,19 +493,19 @@ pub struct Record {
     pub batch_first_sequence: i32,
     /// The idempotent producer's epoch (bumped when it resets its sequence numbers).
     pub producer_epoch: u16,
-    /// In `__consumer_offsets`: the committed offset this record stores.
-    pub commit: Option<Box<OffsetCommitRecord>>,
+    /// In `__consumer_offsets`: what the group coordinator wrote.
+    pub coordinator: Option<Box<CoordinatorRecord>>,
     pub bytes: u32,
 }
 
-/// A group's committed offset for one partition, as a record of `__consumer_offsets`.
+/// A record of `__consumer_offsets`, written by a group's coordinator.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OffsetCommitRecord {
+pub struct CoordinatorRecord {
     pub group: u32,
-    /// Ordinal of the partition in `Cluster::partitions`.
-    pub partition: u32,
-    /// The next offset to read.
-    pub offset: u64,
+    /// A committed offset: the partition's ordinal in `Cluster::partitions` and the next offset
+    /// to read. `None` for a record of the group's membership and assignment (the classic
+    /// protocol's `GroupMetadata`, KIP-848's member, epoch and assignment records).
+    pub offset: Option<(u32, u64)>,
 }
 
 /// The last batches of one producer on one partition, for duplicate detection

@@ -25,7 +25,7 @@ use super::protocol::{
 };
 use super::wires::Wires;
 use super::{SimClock, Wake};
-use crate::assignor::{self, TopicPartition};
+use crate::assignor::{self, Assignor, TopicPartition};
 use crate::scenario::{GroupProtocol, OffsetReset};
 
 /// `retry.backoff.ms` of the consumer: the pause before asking again when there is no
@@ -90,6 +90,9 @@ pub struct Consumer {
     /// The assignment a SyncGroup brought, applied at the next poll
     /// (`ConsumerCoordinator.onJoinComplete`), as ordinals.
     pending_assignment: Option<Vec<u32>>,
+    /// The assignment its last SyncGroup gave, which an eager sticky member still reports when it
+    /// rejoins having revoked everything (`StickyAssignor.memberAssignment`, sent as user data).
+    last_assignment: Vec<u32>,
     /// As a classic group's leader: how many partitions its subscribed topics had when it last
     /// assigned them (`ConsumerCoordinator.assignmentSnapshot`). A Metadata answer with more asks
     /// for a rebalance (`rejoinNeededOrPending`).
@@ -127,10 +130,17 @@ pub struct Consumer {
     /// Consumer protocol: partitions being revoked; they are neither fetched nor handed out
     /// (`markPendingRevocationToPauseFetching`).
     pub revoking: Vec<u32>,
-    /// The commit that must be answered before the assignment changes was sent: a classic
-    /// member's before it rejoins (`onJoinPrepare`), a consumer-protocol member's before it
-    /// reconciles (`maybeAutoCommitSyncBeforeRevocation`).
-    prepare_commit_sent: bool,
+    /// The commit that must succeed before the assignment changes was sent, and is retried on a
+    /// retriable error until then: a classic member's before it rejoins (`onJoinPrepare`'s
+    /// `joinPrepareTimer`), a consumer-protocol member's before it reconciles
+    /// (`maybeAutoCommitSyncBeforeRevocation`'s deadline). Both are the rebalance timeout.
+    prepare_until_ms: Option<u64>,
+    /// The last commit failed with a retriable error (the coordinator moved or could not write
+    /// it, the request timed out; in the consumer protocol also STALE_MEMBER_EPOCH).
+    commit_failed: bool,
+    /// Consumer protocol: the last heartbeat failed, so the next is a full request
+    /// (`AbstractHeartbeatRequestManager.resetHeartbeatState`).
+    heartbeat_full: bool,
     /// Consumer protocol: a heartbeat goes out at once, to join or to acknowledge a reconciled
     /// assignment (`shouldHeartbeatNow`: JOINING, ACKNOWLEDGING).
     pub heartbeat_now: bool,
@@ -164,6 +174,7 @@ impl Consumer {
             generation: 0,
             rejoin_requested: false,
             pending_assignment: None,
+            last_assignment: Vec::new(),
             assigned_partitions: None,
             records_per_sec: config.records_per_sec,
             assigned: BTreeMap::new(),
@@ -182,7 +193,9 @@ impl Consumer {
             heartbeat_interval_ms: config.heartbeat_interval_ms(),
             target_assignment: None,
             revoking: Vec::new(),
-            prepare_commit_sent: false,
+            prepare_until_ms: None,
+            commit_failed: false,
+            heartbeat_full: false,
             heartbeat_now: false,
             // Its first Metadata request goes out at once.
             metadata: ClientMetadata {
@@ -208,6 +221,7 @@ impl Consumer {
         }
         if self.heartbeat_in_flight == Some(wire_id) {
             self.heartbeat_in_flight = None;
+            self.heartbeat_full = true;
             // A consumer-protocol join goes out again.
             if self.state == MemberState::Joining {
                 self.state = MemberState::Unjoined;
@@ -215,6 +229,7 @@ impl Consumer {
         }
         if self.commit_in_flight == Some(wire_id) {
             self.commit_in_flight = None;
+            self.commit_failed = true;
         }
         for p in self.assigned.values_mut() {
             if p.fetch_in_flight == Some(wire_id) {
@@ -297,7 +312,7 @@ impl Consumer {
         self.buffered.clear();
         self.in_hand.clear();
         self.revoking.clear();
-        self.prepare_commit_sent = false;
+        self.prepare_until_ms = None;
     }
 
     /// `FetchCollector.collectFetch`: up to `max.poll.records` records, taken from the
@@ -433,7 +448,8 @@ pub(super) fn handle_group_responses(
                         generation: *generation,
                         assignment,
                     },
-                    commit_ends_at: None,
+                    write_ends_at: None,
+                    answer: None,
                 };
                 let from = Node::Consumer(index);
                 let request = network.send(now, from, Node::Broker(coordinator), request);
@@ -476,6 +492,7 @@ pub(super) fn handle_group_responses(
                 // `ConsumerMembershipManager.onHeartbeatSuccess`: the epoch and interval are
                 // taken as sent; a new assignment is reconciled at the next poll.
                 consumer.heartbeat_in_flight = None;
+                consumer.heartbeat_full = false;
                 if !matches!(consumer.state, MemberState::Joining | MemberState::Stable) {
                     continue;
                 }
@@ -497,6 +514,7 @@ pub(super) fn handle_group_responses(
             }
             GroupResponseBody::OffsetCommit { offsets } => {
                 consumer.commit_in_flight = None;
+                consumer.commit_failed = false;
                 for (o, offset) in offsets {
                     if let Some(p) = consumer.assigned.get_mut(o) {
                         p.committed_sent =
@@ -510,6 +528,7 @@ pub(super) fn handle_group_responses(
                         if consumer.heartbeat_in_flight == awaited =>
                     {
                         consumer.heartbeat_in_flight = None;
+                        consumer.heartbeat_full = true;
                         Some(consumer.sent_generation[0])
                     }
                     "OffsetCommit" => {
@@ -518,20 +537,39 @@ pub(super) fn handle_group_responses(
                     }
                     _ => {
                         consumer.request_in_flight = None;
+                        // A closing consumer does not ask again: `close` leaves whatever the
+                        // answer (`maybeLeaveGroup`).
+                        if consumer.leaving {
+                            consumer.alive = false;
+                            continue;
+                        }
                         None
                     }
                 };
+                if *request == "OffsetCommit" {
+                    // `ConsumerCoordinator.OffsetCommitResponseHandler`, `CommitRequestManager`:
+                    // a moved or unavailable coordinator is retriable, and so is a stale member
+                    // epoch in the consumer protocol (`isStaleEpochErrorAndValidEpochAvailable`).
+                    consumer.commit_failed = match error {
+                        GroupError::NotCoordinator | GroupError::CoordinatorNotAvailable => true,
+                        GroupError::StaleMemberEpoch => {
+                            group.config.protocol == GroupProtocol::Consumer
+                        }
+                        _ => false,
+                    };
+                }
                 let joining = matches!(*request, "JoinGroup" | "SyncGroup");
                 match error {
-                    GroupError::NotCoordinator => {
+                    GroupError::NotCoordinator | GroupError::CoordinatorNotAvailable => {
                         consumer.retry_at_ms = now + RETRY_BACKOFF_MS;
                         if joining || consumer.state == MemberState::Joining {
                             consumer.state = MemberState::Unjoined;
                         }
                     }
                     // `AbstractMembershipManager.transitionToFenced`: the partitions are lost,
-                    // without a commit, and the member joins again with epoch 0 after the
-                    // heartbeat's back-off.
+                    // without a commit, and the member joins again with epoch 0 at its next poll
+                    // (the rebalance listener's `onPartitionsLost` runs there first), with no
+                    // back-off: `HeartbeatRequestManager` resets the heartbeat's state.
                     GroupError::FencedMemberEpoch | GroupError::UnknownMemberId
                         if group.config.protocol == GroupProtocol::Consumer =>
                     {
@@ -540,7 +578,6 @@ pub(super) fn handle_group_responses(
                         {
                             consumer.drop_partitions();
                             consumer.reset_generation();
-                            consumer.retry_at_ms = now + RETRY_BACKOFF_MS;
                         }
                     }
                     // A commit with an old member epoch is dropped; the next one carries the
@@ -590,6 +627,7 @@ fn on_join_complete(
         c.rejoin_requested = true;
     }
     let took = assignment.iter().any(|o| !c.assigned.contains_key(o));
+    c.last_assignment.clone_from(&assignment);
     for o in assignment {
         c.assigned.entry(o).or_insert_with(|| {
             let start = start_offset(group, o, leader_hw(cluster, partitions, replicas, o));
@@ -609,15 +647,18 @@ fn on_join_complete(
 /// `AbstractMembershipManager.maybeReconcile`, inside a poll, as when the application's
 /// rebalance listener runs there: the member commits what it consumed
 /// (`maybeAutoCommitSyncBeforeRevocation`) and waits for the answer, pausing the partitions it
-/// loses; then it revokes them, takes the new ones from the group's committed offsets, and
-/// acknowledges with a heartbeat at once (ACKNOWLEDGING). A failed commit does not stop it.
-/// Returns whether it took partitions.
+/// loses, and commits again after a retriable failure until its rebalance timeout runs out; then
+/// it revokes them, takes the new ones from the group's committed offsets, and acknowledges with
+/// a heartbeat at once (ACKNOWLEDGING). Returns whether it took partitions.
+#[allow(clippy::too_many_arguments)]
 fn reconcile(
     c: &mut Consumer,
     group: &ConsumerGroup,
     cluster: &Cluster,
     partitions: &Query<&Partition>,
     replicas: &Query<&Replica>,
+    now: u64,
+    may_send: bool,
     mut commit: impl FnMut(&mut Consumer),
 ) -> bool {
     let Some(target) = c.target_assignment.clone() else {
@@ -627,23 +668,44 @@ fn reconcile(
         c.target_assignment = None;
         return false;
     }
-    if c.commit_in_flight.is_some() {
-        return false;
-    }
-    if !c.prepare_commit_sent {
-        c.prepare_commit_sent = true;
-        c.revoking = c
-            .assigned
-            .keys()
-            .filter(|o| !target.contains(o))
-            .copied()
-            .collect();
-        commit(c);
-        if c.commit_in_flight.is_some() {
-            return false;
+    match c.prepare_until_ms {
+        None => {
+            // A commit already on its way is answered first.
+            if c.commit_in_flight.is_some() {
+                return false;
+            }
+            c.prepare_until_ms = Some(now + group.config.max_poll_interval_ms);
+            c.revoking = c
+                .assigned
+                .keys()
+                .filter(|o| !target.contains(o))
+                .copied()
+                .collect();
+            c.commit_failed = false;
+            commit(c);
+            if c.commit_in_flight.is_some() {
+                return false;
+            }
         }
+        Some(until) if now < until => {
+            if c.commit_in_flight.is_some() {
+                return false;
+            }
+            if c.commit_failed {
+                if !may_send {
+                    return false;
+                }
+                c.commit_failed = false;
+                commit(c);
+                if c.commit_in_flight.is_some() {
+                    return false;
+                }
+            }
+        }
+        // The rebalance timeout ran out: it reconciles without the commit.
+        Some(_) => {}
     }
-    c.prepare_commit_sent = false;
+    c.prepare_until_ms = None;
     c.revoking.clear();
     let took = on_join_complete(c, target, group, cluster, partitions, replicas);
     c.rejoin_requested = false;
@@ -898,7 +960,8 @@ pub(super) fn send_requests(
                 group: c.group,
                 member: c.member_id.clone(),
                 body,
-                commit_ends_at: None,
+                write_ends_at: None,
+                answer: None,
             };
             Some(network.send(now, node, Node::Broker(broker), request).id)
         };
@@ -940,6 +1003,7 @@ pub(super) fn send_requests(
                     topics: config.topics.clone(),
                     owned: Vec::new(),
                     rebalance_timeout_ms: config.max_poll_interval_ms,
+                    full: true,
                 }
             } else {
                 debug_assert!(c.instance_id.is_none(), "static members send no LeaveGroup");
@@ -976,9 +1040,16 @@ pub(super) fn send_requests(
         if polling && consumer_protocol {
             c.last_poll_ms = now;
             if c.target_assignment.is_some() {
-                took = reconcile(&mut c, group, cluster, partitions, replicas, |c| {
-                    commit_now(c, &mut send_group);
-                });
+                took = reconcile(
+                    &mut c,
+                    group,
+                    cluster,
+                    partitions,
+                    replicas,
+                    now,
+                    may_send,
+                    |c| commit_now(c, &mut send_group),
+                );
             }
         } else if polling {
             c.last_poll_ms = now;
@@ -993,14 +1064,26 @@ pub(super) fn send_requests(
                 // `ConsumerCoordinator.onJoinPrepare`: with auto-commit, both protocols commit
                 // what was consumed before rejoining, and wait for the answer (so the next owner
                 // starts where this one stopped) while still stable and heartbeating; polls go
-                // on meanwhile. The commit's request timeout bounds the wait here, where Kafka's
-                // is the rebalance timeout.
-                if c.commit_in_flight.is_none() && !c.prepare_commit_sent {
-                    commit_now(&mut c, &mut send_group);
-                    c.prepare_commit_sent = true;
-                }
+                // on meanwhile. A retriable failure is committed again, after the back-off,
+                // until the rebalance timeout (`joinPrepareTimer`); then it rejoins anyway.
+                // A commit already on its way is answered first.
                 if c.commit_in_flight.is_none() {
-                    c.prepare_commit_sent = false;
+                    match c.prepare_until_ms {
+                        None => {
+                            c.prepare_until_ms = Some(now + config.max_poll_interval_ms);
+                            c.commit_failed = false;
+                            commit_now(&mut c, &mut send_group);
+                        }
+                        Some(until) if c.commit_failed && now < until => {
+                            c.commit_failed = false;
+                            commit_now(&mut c, &mut send_group);
+                        }
+                        Some(_) => {}
+                    }
+                }
+                let expired = c.prepare_until_ms.is_some_and(|until| now >= until);
+                if c.prepare_until_ms.is_some() && (c.commit_in_flight.is_none() || expired) {
+                    c.prepare_until_ms = None;
                     c.rejoin_requested = false;
                     c.state = MemberState::Unjoined;
                 }
@@ -1021,6 +1104,7 @@ pub(super) fn send_requests(
                     topics: config.topics.clone(),
                     owned: Vec::new(),
                     rebalance_timeout_ms: config.max_poll_interval_ms,
+                    full: true,
                 };
                 match send_group(&mut c, body) {
                     Some(id) => {
@@ -1043,9 +1127,14 @@ pub(super) fn send_requests(
                 if c.generation == 0 || !config.assignor().cooperative() {
                     c.drop_partitions();
                 }
-                let owned: Vec<TopicPartition> = c
-                    .assigned
-                    .keys()
+                // A member whose generation was reset claims nothing: the model's members claim
+                // only what their current generation gave them.
+                let claimed = match config.assignor() {
+                    Assignor::Sticky if c.generation > 0 => c.last_assignment.clone(),
+                    _ => c.assigned.keys().copied().collect(),
+                };
+                let owned: Vec<TopicPartition> = claimed
+                    .iter()
                     .map(|o| cluster.topic_partition(partitions, *o))
                     .collect();
                 let body = GroupRequestBody::JoinGroup {
@@ -1098,6 +1187,7 @@ pub(super) fn send_requests(
                         topics: config.topics.clone(),
                         owned: c.assigned.keys().copied().collect(),
                         rebalance_timeout_ms: config.max_poll_interval_ms,
+                        full: c.heartbeat_full,
                     };
                     c.heartbeat_in_flight = send_group(&mut c, body);
                     c.sent_ms[1] = now;

@@ -260,6 +260,7 @@ pub(super) struct Heartbeat<'a> {
     pub topics: &'a [String],
     pub owned: &'a [u32],
     pub rebalance_timeout_ms: u64,
+    pub full: bool,
 }
 
 /// `GroupMetadataManager.consumerGroupHeartbeat` (and `consumerGroupLeave` for epoch -1).
@@ -301,14 +302,19 @@ pub(super) fn consumer_group_heartbeat(
         Some(i) => {
             // `throwIfConsumerGroupMemberEpochIsInvalid`: a member ahead of the coordinator, or
             // behind it other than by the one epoch whose response may have been lost, is fenced.
+            // A join (epoch 0) is always let in: a fenced member, or one whose join's answer
+            // failed, rejoins under its own member id (KAFKA-19233).
             let r = &group.members[i].reconciliation;
-            if received > r.member_epoch
+            if received == 0 {
+                i
+            } else if received > r.member_epoch
                 || (received < r.member_epoch
                     && (received != r.previous_member_epoch || !owned.is_subset(&r.assigned)))
             {
                 return Err(GroupError::FencedMemberEpoch);
+            } else {
+                i
             }
-            i
         }
     };
     group.members[index].reconciliation.rebalance_timeout_ms = request.rebalance_timeout_ms;
@@ -348,12 +354,14 @@ pub(super) fn consumer_group_heartbeat(
     group.members[index].last_heartbeat_ms = now;
     update_state(group);
     let member = &group.members[index].reconciliation;
-    // The assignment goes back to a joining member (a full request) and whenever it changed.
+    // The assignment goes back to a full request (a join, or the first heartbeat after a failed
+    // one) and whenever it changed.
     let changed = member.assigned != before.assigned;
+    let full = received == 0 || request.full;
     Ok(GroupResponseBody::ConsumerGroupHeartbeat {
         member_epoch: member.member_epoch as i32,
         heartbeat_interval_ms: interval,
-        assignment: (received == 0 || changed).then(|| member.assigned.iter().copied().collect()),
+        assignment: (full || changed).then(|| member.assigned.iter().copied().collect()),
     })
 }
 

@@ -147,17 +147,27 @@ pub struct ElectionContext<'a> {
     pub reason: &'static str,
 }
 
-/// Who leads next: `Some((broker, unclean))`, or `None` for offline.
+impl ElectionContext<'_> {
+    /// Which brokers the controller may elect now.
+    pub fn eligible(&self) -> impl Fn(BrokerId) -> bool + '_ {
+        |b| self.brokers[b as usize].eligible
+    }
+}
+
+/// Who leads next: `Some((broker, unclean))`, or `None` for offline. `acceptable` says which
+/// brokers may lead (`PartitionChangeBuilder.isAcceptableLeader`: registered, unfenced, not
+/// shutting down). `PartitionChangeBuilder.electAnyLeader`: the first replica in assignment order
+/// that is in the ISR, or in the ELR once the ISR is empty (`isValidNewLeader`), then, with
+/// unclean election, the first acceptable one.
 pub fn choose_leader(
     partition: &Partition,
-    brokers: &[BrokerView],
+    acceptable: impl Fn(BrokerId) -> bool,
     elr_enabled: bool,
 ) -> Option<(BrokerId, bool)> {
-    let eligible = |b: &BrokerId| brokers[*b as usize].eligible;
     if let Some(b) = partition
         .assignment
         .iter()
-        .find(|b| partition.in_isr(**b) && eligible(b))
+        .find(|b| partition.in_isr(**b) && acceptable(**b))
     {
         return Some((*b, false));
     }
@@ -165,12 +175,12 @@ pub fn choose_leader(
         && let Some(b) = partition
             .assignment
             .iter()
-            .find(|b| partition.elr.contains(b) && eligible(b))
+            .find(|b| partition.elr.contains(b) && acceptable(**b))
     {
         return Some((*b, false));
     }
     if partition.unclean_leader_election
-        && let Some(b) = partition.assignment.iter().find(|b| eligible(b))
+        && let Some(b) = partition.assignment.iter().find(|b| acceptable(**b))
     {
         return Some((*b, true));
     }
@@ -190,15 +200,7 @@ pub fn set_leader(
         return; // Already offline.
     }
     partition.leader = leader.map(|(b, _)| b);
-    partition.leader_epoch += 1;
-    let offset = ctx
-        .metadata
-        .append(now, ctx.cluster.config.network_latency_ms);
-    partition.history.push(LeaderRecord {
-        offset,
-        leader: partition.leader,
-        leader_epoch: partition.leader_epoch,
-    });
+    new_leader_epoch(partition, ctx);
     partition.elected_uncleanly = leader.is_some_and(|(_, unclean)| unclean);
     if let Some(since) = partition.dead_leader_since_ms.take() {
         ctx.metrics.dead_leader_ms += now - since;
@@ -262,13 +264,29 @@ pub fn set_leader(
     {
         *f = FollowerState::reset(partition.isr.contains(b), now);
     }
+    start_leader_epoch(partition, replicas);
+}
+
+/// The next leader epoch, written to the metadata log with the partition's leader.
+fn new_leader_epoch(partition: &mut Partition, ctx: &mut ElectionContext) {
+    partition.leader_epoch += 1;
+    let offset = ctx
+        .metadata
+        .append(ctx.now, ctx.cluster.config.network_latency_ms);
+    partition.history.push(LeaderRecord {
+        offset,
+        leader: partition.leader,
+        leader_epoch: partition.leader_epoch,
+    });
+}
+
+/// The leader starts its epoch at its log end offset (KIP-101).
+fn start_leader_epoch(partition: &Partition, replicas: &mut Query<&mut Replica>) {
     let epoch = partition.leader_epoch;
-    for (b, replica_entity) in partition.assignment.iter().zip(&partition.replicas) {
-        let mut replica = replicas.get_mut(*replica_entity).expect("replica entity");
-        if Some(*b) == partition.leader {
-            let leo = replica.log_end_offset();
-            replica.assign_epoch(epoch, leo);
-        }
+    if let Some(entity) = partition.leader_replica() {
+        let mut replica = replicas.get_mut(entity).expect("replica entity");
+        let leo = replica.log_end_offset();
+        replica.assign_epoch(epoch, leo);
     }
 }
 
@@ -307,7 +325,7 @@ fn leave_isrs_and_leaderships(
             }
         }
         if partition.leader == Some(broker) {
-            let next = choose_leader(&partition, ctx.brokers, elr_enabled);
+            let next = choose_leader(&partition, ctx.eligible(), elr_enabled);
             set_leader(&mut partition, next, replicas, ctx);
         }
     }
@@ -327,7 +345,7 @@ fn unfence(
         let mut partition = partitions.get_mut(entity).expect("partition entity");
         if partition.leader.is_none()
             && partition.assignment.contains(&broker)
-            && let Some(next) = choose_leader(&partition, ctx.brokers, elr_enabled)
+            && let Some(next) = choose_leader(&partition, ctx.eligible(), elr_enabled)
         {
             set_leader(&mut partition, Some(next), replicas, ctx);
         }
@@ -873,7 +891,7 @@ pub(super) fn controller_balances_leaders(
             let mut partition = partitions.get_mut(entity).expect("partition entity");
             if partition.leader.is_none()
                 && partition.unclean_leader_election
-                && let Some(next) = choose_leader(&partition, ctx.brokers, false)
+                && let Some(next) = choose_leader(&partition, ctx.eligible(), false)
             {
                 set_leader(&mut partition, Some(next), replicas, &mut ctx);
             }
@@ -1109,22 +1127,28 @@ pub(super) fn controller_completes_reassignments(
         partition.set_replicas(&reassignment.target, &[], now);
         partition.reassignment = None;
         completed += 1;
+        let mut ctx = ElectionContext {
+            now,
+            cluster,
+            brokers: &views,
+            events,
+            metrics,
+            metadata: &mut controller.metadata,
+            reason: "reassignment",
+        };
         if partition
             .leader
             .is_some_and(|l| !reassignment.target.contains(&l))
         {
-            let mut ctx = ElectionContext {
-                now,
-                cluster,
-                brokers: &views,
-                events,
-                metrics,
-                metadata: &mut controller.metadata,
-                reason: "reassignment",
-            };
             let next =
-                choose_leader(&partition, ctx.brokers, false).filter(|(_, unclean)| !unclean);
+                choose_leader(&partition, ctx.eligible(), false).filter(|(_, unclean)| !unclean);
             set_leader(&mut partition, next, replicas, &mut ctx);
+        } else if !reassignment.removing.is_empty() && partition.leader.is_some() {
+            // Replicas left while the leader stays: its epoch is bumped all the same, so that
+            // the removed ones are fenced from it
+            // (`PartitionChangeBuilder.triggerLeaderEpochBumpForReplicaReassignmentIfNeeded`).
+            new_leader_epoch(&mut partition, &mut ctx);
+            start_leader_epoch(&partition, replicas);
         }
         events.push(
             now,

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use bevy_ecs::prelude::*;
 
-use super::cluster::{BrokerView, Cluster, Partition, Record, Replica};
+use super::cluster::{BrokerView, Cluster, CoordinatorRecord, Partition, Record, Replica};
 use super::consumer_protocol::{self, Reconciliation};
 use super::events::{EventKind, EventLog};
 use super::network::{Network, Node, Wire, WireState};
@@ -157,6 +157,21 @@ pub struct ConsumerGroup {
     /// offsets again only after a write.
     committed_writes: u64,
     pub rebalances: u64,
+    /// A classic group's leader sent its assignment: the group is stored with it, and becomes
+    /// stable once that record is committed.
+    pub pending_sync: Option<PendingSync>,
+}
+
+/// The classic leader's SyncGroup, written and waiting for the offsets partition's high
+/// watermark (`GroupMetadataManager.classicGroupSyncToClassicGroup`, its `appendFuture`).
+#[derive(Debug, Clone)]
+pub struct PendingSync {
+    pub generation: u32,
+    pub assignment: Assignment,
+    /// Where the group's record ends in the offsets partition.
+    pub ends_at: u64,
+    /// When the write fails (`offsets.commit.timeout.ms`).
+    pub deadline_ms: u64,
 }
 
 impl ConsumerGroup {
@@ -219,6 +234,7 @@ impl ConsumerGroup {
             loads: 0,
             committed_writes: 0,
             rebalances: 0,
+            pending_sync: None,
         }
     }
 
@@ -280,6 +296,93 @@ fn respond(
     );
 }
 
+/// The coordinator's write (`CoordinatorRuntime.scheduleWriteOperation`): the operation's effect
+/// is in memory at once, and its records go to the end of the offsets partition's log, one per
+/// entry of `records` (an offset commit, or `None` for a record of the group's membership). The
+/// caller leads the offsets partition. Returns where the coordinator's writes end now (its last
+/// written offset, which the operation's answer waits for, even one that wrote nothing) and the
+/// high watermark.
+fn write_records(
+    group: &ConsumerGroup,
+    records: &[Option<(u32, u64)>],
+    partitions: &Query<&Partition>,
+    replicas: &mut Query<&mut Replica>,
+    wake: &mut Wake,
+    now: u64,
+) -> (u64, u64) {
+    let offsets = partitions
+        .get(group.offsets_partition)
+        .expect("offsets partition");
+    let leader = offsets.leader_replica().expect("the coordinator leads it");
+    let mut log = replicas.get_mut(leader).expect("replica");
+    if !records.is_empty() {
+        let epoch = offsets.leader_epoch;
+        log.append(records.iter().map(|offset| Record {
+            id: 0,
+            offset: 0,
+            leader_epoch: epoch,
+            key: crate::sim::keys::Key::NONE,
+            producer: u32::MAX,
+            sequence: -1,
+            batch_first_sequence: -1,
+            producer_epoch: 0,
+            bytes: 64,
+            coordinator: Some(Box::new(CoordinatorRecord {
+                group: group.index,
+                offset: *offset,
+            })),
+        }));
+        // Followers' fetches held at this leader finish once it has appended (`DelayedFetch`):
+        // the next step's delayed phase answers them, so it must run.
+        wake.at(now + 1);
+    }
+    (log.log_end_offset(), log.high_watermark)
+}
+
+/// Answers a write once the high watermark reaches `ends_at` (`CoordinatorRuntime`'s
+/// `DeferredEventQueue`, completed as `onHighWatermarkUpdated` passes it): at once if it already
+/// has; otherwise the request waits at the coordinator with its answer, for
+/// `offsets.commit.timeout.ms` at most ([`complete_writes`]).
+#[allow(clippy::too_many_arguments)]
+fn answer_when_committed(
+    network: &mut Network,
+    wires: &mut Wires,
+    now: u64,
+    id: u64,
+    wire: &Wire,
+    member: &str,
+    body: GroupResponseBody,
+    (ends_at, high_watermark): (u64, u64),
+) {
+    let (_, request) = wires
+        .get_mut_of::<GroupRequest>(id)
+        .expect("a group request");
+    if high_watermark >= ends_at {
+        let group = request.group;
+        respond(network, now, wire, group, member, body);
+        wires.finish(id);
+        return;
+    }
+    request.write_ends_at = Some(ends_at);
+    request.answer = Some(Box::new(body));
+    wires.hold(id, now + OFFSETS_COMMIT_TIMEOUT_MS);
+}
+
+/// What a consumer-protocol heartbeat may change, which the coordinator writes as records: the
+/// group's epochs and members, the member's assignment.
+fn membership(group: &ConsumerGroup, member: &str) -> (u32, u32, usize, Option<Reconciliation>) {
+    (
+        group.generation,
+        group.assignment_epoch,
+        group.members.len(),
+        group
+            .members
+            .iter()
+            .find(|m| m.id == member)
+            .map(|m| m.reconciliation.clone()),
+    )
+}
+
 /// The coordinator broker of a group now: the offsets partition's leader, once it knows it leads
 /// (it becomes coordinator as it becomes leader, `GroupCoordinator.onElection`).
 fn coordinator(
@@ -328,10 +431,10 @@ pub(super) fn follow_offsets_partitions(
         let index = group.index;
         // A record's (partition, offset) if it commits this group's offset.
         let of_group = |r: &Record| {
-            r.commit
+            r.coordinator
                 .as_deref()
                 .filter(|c| c.group == index)
-                .map(|c| (c.partition, c.offset))
+                .and_then(|c| c.offset)
         };
         if offsets.leader_epoch != group.loaded_epoch {
             group.loaded_epoch = offsets.leader_epoch;
@@ -500,71 +603,68 @@ pub(super) fn handle_group_requests(
                             wires.finish(id);
                         }
                         GroupState::CompletingRebalance => {
-                            if let Some(assignment) = assignment {
-                                group.assignment = assignment.clone();
-                                group.state = GroupState::Stable;
-                                events.push(
-                                    now,
-                                    EventKind::RebalanceCompleted {
-                                        group: group.name.clone(),
-                                        generation: group.generation,
-                                    },
-                                );
-                                let body = group.sync_body(&member);
-                                respond(network, now, &wire, g, &member, body);
-                                wires.finish(id);
-                                // The others' SyncGroups, held until now, get theirs.
-                                release_syncs(network, now, &group, wires, id);
-                                // Each member answered starts its session again
-                                // (`propagateAssignment`), the leader among them.
-                                for (i, m) in group.members.iter_mut().enumerate() {
-                                    if m.awaiting_sync || Some(i) == known {
-                                        m.last_heartbeat_ms = now;
-                                    }
-                                    m.awaiting_sync = false;
-                                }
-                            } else {
-                                if let Some(i) = known {
-                                    group.members[i].awaiting_sync = true;
-                                }
-                                wires.hold(id, now + group.config.session_timeout_ms());
+                            // Every SyncGroup waits until the leader's assignment is stored: the
+                            // leader's writes the group with it, and the group is stable once that
+                            // record is committed ([`complete_writes`]).
+                            if let Some(assignment) = assignment
+                                && group.pending_sync.is_none()
+                            {
+                                let (ends_at, _) =
+                                    write_records(&group, &[None], partitions, replicas, wake, now);
+                                group.pending_sync = Some(PendingSync {
+                                    generation: group.generation,
+                                    assignment: assignment.clone(),
+                                    ends_at,
+                                    deadline_ms: now + OFFSETS_COMMIT_TIMEOUT_MS,
+                                });
                             }
+                            if let Some(i) = known {
+                                group.members[i].awaiting_sync = true;
+                            }
+                            wires.hold(id, now + group.config.session_timeout_ms());
                         }
                     }
                 }
             }
             GroupRequestBody::Heartbeat { generation } => {
-                let reply = match known {
-                    None => Some(GroupError::UnknownMemberId),
-                    Some(i) => {
-                        group.members[i].last_heartbeat_ms = now;
-                        if group.state == GroupState::PreparingRebalance {
-                            Some(GroupError::RebalanceInProgress)
-                        } else if *generation != group.generation {
-                            Some(GroupError::IllegalGeneration)
-                        } else {
-                            None
-                        }
+                // `validateClassicGroupHeartbeat`: an unknown member or another generation is
+                // refused at once, and refreshes no session.
+                let i = match known {
+                    None => Err(GroupError::UnknownMemberId),
+                    Some(_) if *generation != group.generation => {
+                        Err(GroupError::IllegalGeneration)
+                    }
+                    Some(i) => Ok(i),
+                };
+                let i = match i {
+                    Ok(i) => i,
+                    Err(e) => {
+                        error(network, &wire, e);
+                        wires.finish(id);
+                        continue;
                     }
                 };
-                match reply {
-                    Some(e) => error(network, &wire, e),
-                    None => respond(
-                        network,
-                        now,
-                        &wire,
-                        g,
-                        &member,
-                        GroupResponseBody::Heartbeat,
-                    ),
-                }
-                wires.finish(id);
+                // `classicGroupHeartbeatToClassicGroup`: the session starts again, and the answer
+                // (REBALANCE_IN_PROGRESS while members must rejoin) writes nothing but waits
+                // behind the coordinator's pending writes.
+                group.members[i].last_heartbeat_ms = now;
+                let body = if group.state == GroupState::PreparingRebalance {
+                    GroupResponseBody::Error {
+                        request: name,
+                        error: GroupError::RebalanceInProgress,
+                    }
+                } else {
+                    GroupResponseBody::Heartbeat
+                };
+                let written = write_records(&group, &[], partitions, replicas, wake, now);
+                answer_when_committed(network, wires, now, id, &wire, &member, body, written);
             }
             GroupRequestBody::ConsumerGroupHeartbeat {
                 member_epoch,
                 topics,
                 owned,
                 rebalance_timeout_ms,
+                full,
             } => {
                 let heartbeat = consumer_protocol::Heartbeat {
                     member: &member,
@@ -572,14 +672,28 @@ pub(super) fn handle_group_requests(
                     topics,
                     owned,
                     rebalance_timeout_ms: *rebalance_timeout_ms,
+                    full: *full,
                 };
+                let before = membership(&group, &member);
                 match consumer_protocol::consumer_group_heartbeat(
                     &mut group, &heartbeat, now, cluster, partitions, events,
                 ) {
-                    Ok(body) => respond(network, now, &wire, g, &member, body),
-                    Err(e) => error(network, &wire, e),
+                    // A change of the group is written as records; either way the answer waits
+                    // for the coordinator's writes to commit.
+                    Ok(body) => {
+                        let changed = membership(&group, &member) != before;
+                        let records: &[Option<(u32, u64)>] = if changed { &[None] } else { &[] };
+                        let written =
+                            write_records(&group, records, partitions, replicas, wake, now);
+                        answer_when_committed(
+                            network, wires, now, id, &wire, &member, body, written,
+                        );
+                    }
+                    Err(e) => {
+                        error(network, &wire, e);
+                        wires.finish(id);
+                    }
                 }
-                wires.finish(id);
             }
             GroupRequestBody::LeaveGroup => {
                 if let Some(i) = known {
@@ -592,15 +706,11 @@ pub(super) fn handle_group_requests(
                         group.start_rebalance(now, events, initial_delay);
                     }
                 }
-                respond(
-                    network,
-                    now,
-                    &wire,
-                    g,
-                    &member,
-                    GroupResponseBody::LeaveGroup,
-                );
-                wires.finish(id);
+                // A write operation too (`classicGroupLeave`): its answer waits behind the
+                // coordinator's pending writes.
+                let written = write_records(&group, &[], partitions, replicas, wake, now);
+                let body = GroupResponseBody::LeaveGroup;
+                answer_when_committed(network, wires, now, id, &wire, &member, body, written);
             }
             GroupRequestBody::OffsetCommit {
                 generation,
@@ -632,64 +742,38 @@ pub(super) fn handle_group_requests(
                     group.members[i].last_heartbeat_ms = now;
                 }
                 // The commit is a record in the offsets partition, acknowledged once replicated.
-                let offsets_partition = partitions
-                    .get(group.offsets_partition)
-                    .expect("offsets partition");
-                let leader = offsets_partition
-                    .leader_replica()
-                    .expect("the coordinator leads it");
-                let mut log = replicas.get_mut(leader).expect("replica");
-                let epoch = offsets_partition.leader_epoch;
-                log.append(offsets.iter().map(|(partition, offset)| Record {
-                    id: 0,
-                    offset: 0,
-                    leader_epoch: epoch,
-                    key: crate::sim::keys::Key::NONE,
-                    producer: u32::MAX,
-                    sequence: -1,
-                    batch_first_sequence: -1,
-                    producer_epoch: 0,
-                    bytes: 64,
-                    commit: Some(Box::new(super::cluster::OffsetCommitRecord {
-                        group: g,
-                        partition: *partition,
-                        offset: *offset,
-                    })),
-                }));
+                let records: Vec<Option<(u32, u64)>> = offsets.iter().map(|o| Some(*o)).collect();
+                let written = write_records(&group, &records, partitions, replicas, wake, now);
                 for (partition, offset) in offsets {
                     group.latest.insert(*partition, *offset);
                 }
-                // Followers' fetches held at this leader finish once it has appended
-                // (`DelayedFetch`): the next step's delayed phase answers them, so it must run.
-                wake.at(now + 1);
-                wires.hold(id, now + OFFSETS_COMMIT_TIMEOUT_MS);
-                let (_, held) = wires.get_mut_of::<GroupRequest>(id).expect("held");
-                held.commit_ends_at = Some(log.log_end_offset());
+                let body = GroupResponseBody::OffsetCommit {
+                    offsets: offsets.clone(),
+                };
+                answer_when_committed(network, wires, now, id, &wire, &member, body, written);
             }
         }
     }
 }
 
+/// Answers every SyncGroup of the group that waits at the coordinator.
 fn release_syncs(
     network: &mut Network,
     now: u64,
     group: &ConsumerGroup,
     wires: &mut Wires,
-    except: u64,
+    answer: impl Fn(&ConsumerGroup, &str) -> GroupResponseBody,
 ) {
     let mut waiting = Vec::new();
     wires.held::<GroupRequest>(&mut waiting);
     for id in waiting {
-        if id == except {
-            continue;
-        }
         let (wire, request) = wires.get_of::<GroupRequest>(id).expect("a group request");
         if request.group != group.index
             || !matches!(request.body, GroupRequestBody::SyncGroup { .. })
         {
             continue;
         }
-        let body = group.sync_body(&request.member);
+        let body = answer(group, &request.member);
         respond(network, now, wire, group.index, &request.member, body);
         wires.finish(id);
     }
@@ -834,54 +918,127 @@ pub(super) fn expire_sessions(
     }
 }
 
-/// A held OffsetCommit is answered once the offsets partition's high watermark covers its
-/// records; the group's committed offsets move then.
+/// Writes whose answers wait at the coordinator: each is answered once the offsets partition's
+/// high watermark covers the coordinator's writes up to it, and fails with
+/// COORDINATOR_NOT_AVAILABLE after `offsets.commit.timeout.ms`
+/// (`CoordinatorOperationExceptionHelper`: REQUEST_TIMED_OUT), its effect kept, or with
+/// NOT_COORDINATOR where its broker no longer leads the offsets partition. A classic leader's
+/// stored assignment makes its group stable, or, failing, resets it and rebalances again.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn complete_commits(
+pub(super) fn complete_writes(
     clock: &SimClock,
     cluster: &Cluster,
     network: &mut Network,
+    events: &mut EventLog,
     wires: &mut Wires,
     brokers: &[BrokerView],
     partitions: &Query<&Partition>,
     replicas: &Query<&Replica>,
-    groups: &Query<&mut ConsumerGroup>,
+    groups: &mut Query<&mut ConsumerGroup>,
     due: &mut Vec<u64>,
 ) {
     let now = clock.now_ms;
+    // The offsets partition's high watermark at a broker, if it leads it (and so coordinates).
+    let high_watermark = |group: &ConsumerGroup, at: Option<u32>| {
+        let offsets = partitions
+            .get(group.offsets_partition)
+            .expect("offsets partition");
+        offsets
+            .leader_replica()
+            .filter(|_| at.is_some() && offsets.acting_leader(brokers) == at)
+            .map(|e| replicas.get(e).expect("replica").high_watermark)
+    };
+    for &entity in &cluster.groups {
+        let mut group = groups.get_mut(entity).expect("group entity");
+        let Some(pending) = group.pending_sync.as_ref() else {
+            continue;
+        };
+        if group.state != GroupState::CompletingRebalance || pending.generation != group.generation
+        {
+            // Another member joined meanwhile: the stored assignment is of no use
+            // (`appendFuture` checks the state and generation).
+            group.pending_sync = None;
+            continue;
+        }
+        let hw = high_watermark(&group, coordinator(&group, partitions, brokers));
+        let failed = match hw {
+            Some(hw) if hw >= pending.ends_at => None,
+            Some(_) if now < pending.deadline_ms => continue,
+            Some(_) => Some(GroupError::CoordinatorNotAvailable),
+            None => Some(GroupError::NotCoordinator),
+        };
+        let pending = group.pending_sync.take().expect("looked at above");
+        match failed {
+            None => {
+                // `setAndPropagateAssignment`: each member waiting is answered and starts its
+                // session again.
+                group.assignment = pending.assignment;
+                group.state = GroupState::Stable;
+                events.push(
+                    now,
+                    EventKind::RebalanceCompleted {
+                        group: group.name.clone(),
+                        generation: group.generation,
+                    },
+                );
+                release_syncs(network, now, &group, wires, |group, member| {
+                    group.sync_body(member)
+                });
+                for m in &mut group.members {
+                    if m.awaiting_sync {
+                        m.last_heartbeat_ms = now;
+                    }
+                    m.awaiting_sync = false;
+                }
+            }
+            Some(error) => {
+                // `resetAndPropagateAssignmentWithError`, then `maybePrepareRebalanceOrCompleteJoin`.
+                group.assignment.clear();
+                release_syncs(network, now, &group, wires, |_, _| {
+                    GroupResponseBody::Error {
+                        request: "SyncGroup",
+                        error,
+                    }
+                });
+                group.start_rebalance(now, events, cluster.config.group_initial_rebalance_delay_ms);
+            }
+        }
+    }
     wires.held::<GroupRequest>(due);
     for &id in due.iter() {
         let (wire, request) = wires.get_of::<GroupRequest>(id).expect("a group request");
-        let Some(ends_at) = request.commit_ends_at else {
-            continue;
-        };
         let group = groups
             .get(cluster.groups[request.group as usize])
             .expect("group entity");
-        let GroupRequestBody::OffsetCommit { offsets, .. } = &request.body else {
+        let Some(ends_at) = request.write_ends_at else {
+            // A SyncGroup waiting for an assignment the group no longer expects
+            // (`prepareRebalance` while completing one answers them REBALANCE_IN_PROGRESS).
+            if matches!(request.body, GroupRequestBody::SyncGroup { .. })
+                && group.state != GroupState::CompletingRebalance
+            {
+                let body = GroupResponseBody::Error {
+                    request: "SyncGroup",
+                    error: GroupError::RebalanceInProgress,
+                };
+                respond(network, now, wire, request.group, &request.member, body);
+                wires.finish(id);
+            }
             continue;
         };
-        let offsets_partition = partitions
-            .get(group.offsets_partition)
-            .expect("offsets partition");
-        let here = matches!(wire.to, Node::Broker(b) if offsets_partition.acting_leader(brokers) == Some(b));
-        let hw = offsets_partition
-            .leader_replica()
-            .filter(|_| here)
-            .map(|e| replicas.get(e).expect("replica").high_watermark);
-        let body = match hw {
+        let at = match wire.to {
+            Node::Broker(b) => Some(b),
+            _ => None,
+        };
+        let body = match high_watermark(group, at) {
             None => GroupResponseBody::Error {
-                request: "OffsetCommit",
+                request: request.body.name(),
                 error: GroupError::NotCoordinator,
             },
-            // Its records were applied as the high watermark passed them.
-            Some(hw) if hw >= ends_at => GroupResponseBody::OffsetCommit {
-                offsets: offsets.clone(),
-            },
+            Some(hw) if hw >= ends_at => *request.answer.clone().expect("a held write's answer"),
             Some(_) if matches!(wire.state, WireState::Held { until_ms } if now >= until_ms) => {
                 GroupResponseBody::Error {
-                    request: "OffsetCommit",
-                    error: GroupError::NotCoordinator,
+                    request: request.body.name(),
+                    error: GroupError::CoordinatorNotAvailable,
                 }
             }
             Some(_) => continue,
@@ -920,6 +1077,100 @@ mod tests {
         assert!(!member(true, true, false).has_satisfied_heartbeat(PreparingRebalance));
         // Joined in an earlier rebalance, not waiting in this one.
         assert!(!member(false, true, false).has_satisfied_heartbeat(Stable));
+    }
+
+    /// `validateClassicGroupHeartbeat` runs before the state is looked at: a heartbeat of another
+    /// generation is ILLEGAL_GENERATION even while the group rebalances, and starts no session
+    /// again; one of the current generation then is REBALANCE_IN_PROGRESS, and does.
+    #[test]
+    fn a_heartbeat_of_another_generation_is_refused_before_the_rebalance_is_told() {
+        use crate::sim::Sim;
+        use crate::sim::wires::OnWire;
+        let scenario = crate::scenario::Scenario::parse(
+            r#"(name: "hb", duration_ms: 20000, topics: [(name: "t", partitions: 2)],
+                consumer_groups: [(name: "g", topics: ["t"], members: 1)])"#,
+            "test.ron",
+        )
+        .expect("a scenario");
+        let mut sim = Sim::new(&scenario);
+        sim.run_until(10_000);
+        let group_of = |sim: &mut Sim| {
+            let world = sim.world_mut();
+            let entity = world.resource::<Cluster>().groups[0];
+            world.get::<ConsumerGroup>(entity).expect("group").clone()
+        };
+        let group = group_of(&mut sim);
+        assert_eq!(group.state, GroupState::Stable);
+        let world = sim.world_mut();
+        let entity = world.resource::<Cluster>().groups[0];
+        world
+            .get_mut::<ConsumerGroup>(entity)
+            .expect("group")
+            .start_rebalance(10_000, &mut EventLog::default(), 0);
+        let offsets = world
+            .get::<Partition>(group.offsets_partition)
+            .expect("offsets partition");
+        let coordinator = offsets.leader.expect("a coordinator");
+        let member = group.members[0].id.clone();
+        let before = group.members[0].last_heartbeat_ms;
+        let ask = |sim: &mut Sim, generation: u32| {
+            let now = sim.now_ms();
+            let request = GroupRequest {
+                group: 0,
+                member: member.clone(),
+                body: GroupRequestBody::Heartbeat { generation },
+                write_ends_at: None,
+                answer: None,
+            };
+            let id = sim
+                .world_mut()
+                .resource_mut::<Network>()
+                .send(now, Node::Consumer(0), Node::Broker(coordinator), request)
+                .id;
+            for _ in 0..100 {
+                sim.step();
+                let wires = sim.world().resource::<Wires>();
+                if let Some(answer) = wires
+                    .iter()
+                    .filter_map(|m| GroupResponse::of(&m.payload))
+                    .find(|r| r.request == id)
+                {
+                    return answer.body.clone();
+                }
+            }
+            panic!("no answer");
+        };
+        let answer = ask(&mut sim, group.generation - 1);
+        assert!(
+            matches!(
+                answer,
+                GroupResponseBody::Error {
+                    error: GroupError::IllegalGeneration,
+                    ..
+                }
+            ),
+            "{answer:?}"
+        );
+        let refreshed = |sim: &mut Sim| {
+            group_of(sim)
+                .members
+                .iter()
+                .find(|m| m.id == member)
+                .map(|m| m.last_heartbeat_ms)
+        };
+        assert_eq!(refreshed(&mut sim), Some(before));
+        let answer = ask(&mut sim, group.generation);
+        assert!(
+            matches!(
+                answer,
+                GroupResponseBody::Error {
+                    error: GroupError::RebalanceInProgress,
+                    ..
+                }
+            ),
+            "{answer:?}"
+        );
+        assert!(refreshed(&mut sim) > Some(before));
     }
 
     /// A new member's JoinGroup may wait 5 minutes before the member is removed; any other

@@ -601,7 +601,7 @@ mod tests {
             sequence,
             batch_first_sequence: sequence,
             producer_epoch,
-            commit: None,
+            coordinator: None,
             bytes: 100,
         }
     }

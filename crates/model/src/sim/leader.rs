@@ -90,7 +90,7 @@ fn append_batch(
         sequence: batch.base_sequence.map_or(-1, |s| s + i as i32),
         batch_first_sequence: batch.base_sequence.unwrap_or(-1),
         producer_epoch: batch.producer_epoch,
-        commit: None,
+        coordinator: None,
         bytes: r.bytes,
     }));
     metrics.records_appended += count;

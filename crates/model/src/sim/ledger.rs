@@ -7,6 +7,7 @@ use bevy_ecs::prelude::*;
 use serde::Serialize;
 
 use super::cluster::{Broker, BrokerId, Cluster, Partition, Replica};
+use super::controller::choose_leader;
 use super::producer::{Producer, producer_name};
 use crate::scenario::Acks;
 
@@ -67,9 +68,9 @@ pub struct AckLedger {
 pub enum Missing {
     /// No replica will ever serve it again.
     Lost,
-    /// The partition is offline (or led by a broker that is down, not yet replaced) and no
-    /// replica that could lead it now holds it, but another one does: an in-sync replica on a broker that is down (it comes back when the broker does),
-    /// or one that may not lead (out of the ISR and ELR, unclean election off: only an unclean
+    /// Nobody can lead the partition now or once its down leader is fenced, but a replica holds
+    /// it: an in-sync replica on a broker that is down (it comes back when the broker does), or
+    /// one that may not lead (out of the ISR and ELR, unclean election off: only an unclean
     /// election would bring it back).
     Unavailable,
 }
@@ -122,11 +123,14 @@ pub fn read<D: bevy_ecs::query::QueryData>(world: &World) -> QueryState<D> {
         .expect("the model's components are registered when it loads")
 }
 
-/// The acknowledged records absent from the log of their partition's current leader, or, for a
-/// partition without a leader, from every replica that could lead it now (its ISR and ELR, and
-/// with unclean election any replica, on a broker that `up` says runs). Those another replica
-/// still holds (one that may not lead, or one on a broker that is down) are unavailable, the
-/// others lost.
+/// The acknowledged records absent from the log that will serve their partition: its leader's,
+/// or, where the leader is down or there is none, the log of the replica the controller will
+/// elect (`choose_leader`, with the brokers `up` says run as the ones it may elect). A crashed
+/// leader cannot take its leadership back: its new incarnation may not register while the old
+/// session is valid (`ClusterControlManager.registerBroker`), so it is fenced first, and the
+/// replica elected then is the log every other replica truncates to. Where nobody can be
+/// elected, records another replica still holds (one on a broker that is down, or one that may
+/// not lead) are unavailable; the others are lost.
 pub fn lost_records(
     ledger: &AckLedger,
     cluster: &Cluster,
@@ -141,6 +145,7 @@ pub fn lost_records(
     for record in &ledger.records {
         by_partition[record.partition as usize].push(record);
     }
+    let elr_enabled = cluster.config.eligible_leader_replicas;
     for (i, records) in by_partition.into_iter().enumerate() {
         if records.is_empty() {
             continue;
@@ -148,59 +153,71 @@ pub fn lost_records(
         let partition = partitions
             .get(cluster.partitions[i])
             .expect("partition entity");
-        let eligible = |b: BrokerId| {
-            partition.in_isr(b) || partition.elr.contains(&b) || partition.unclean_leader_election
+        let replica = |b: BrokerId| {
+            let at = partition.assignment.iter().position(|r| *r == b);
+            let entity = partition.replicas[at.expect("an assigned broker")];
+            replicas.get(entity).expect("replica entity")
         };
-        // A leader on a broker that is down serves nothing until it is fenced and replaced: its
-        // partition is read as one without a leader.
         let serving = partition.leader.filter(|l| up(*l));
+        let next = match serving {
+            Some(leader) => Some((leader, false)),
+            None => choose_leader(partition, up, elr_enabled),
+        };
         let offline = match partition.leader {
             Some(leader) => format!("leader {leader} is down: "),
             None => "partition offline: ".to_string(),
         };
-        let (holders, others): (Vec<(BrokerId, &Replica)>, Vec<_>) = partition
+        if let Some((leader, unclean)) = next {
+            let has = holds(&records, replica(leader));
+            let why = match serving {
+                Some(_) => format!(
+                    "not in the log of leader {leader} (epoch {}{})",
+                    partition.leader_epoch,
+                    if partition.elected_uncleanly {
+                        ", elected uncleanly"
+                    } else {
+                        ""
+                    }
+                ),
+                None => format!(
+                    "{offline}broker {leader} lacks it, and the controller elects broker {leader}{}{}",
+                    if unclean { " uncleanly" } else { "" },
+                    match partition.leader {
+                        Some(down) => format!(" once it fences broker {down}"),
+                        None => String::new(),
+                    }
+                ),
+            };
+            for record in records.iter().filter(|r| !has(r)) {
+                lost.push(missing(
+                    cluster,
+                    producers,
+                    partition,
+                    record,
+                    Missing::Lost,
+                    why.clone(),
+                ));
+            }
+            continue;
+        }
+        // Nobody can be elected now. Each replica, and whether it holds a record: one that may
+        // lead, on a broker that is down, gives it back when the broker returns; one that may
+        // not, only through an unclean election.
+        let each: Vec<(BrokerId, bool, _)> = partition
             .assignment
             .iter()
-            .zip(&partition.replicas)
-            .map(|(b, r)| (*b, replicas.get(*r).expect("replica entity")))
-            .partition(|(b, _)| match serving {
-                Some(leader) => *b == leader,
-                None => eligible(*b) && up(*b),
-            });
-        // With a leader, the other replicas follow its log: what it lacks is gone from theirs too.
-        let others = if serving.is_some() {
-            Vec::new()
-        } else {
-            others
-        };
-        let has = holds(&records, &holders);
-        let why = match serving {
-            Some(leader) => format!(
-                "not in the log of leader {leader} (epoch {}{})",
-                partition.leader_epoch,
-                if partition.elected_uncleanly {
-                    ", elected uncleanly"
-                } else {
-                    ""
-                }
-            ),
-            None => format!("{offline}no replica that could lead has it"),
-        };
-        // Each other replica, and whether it holds a record: one that may lead, on a broker that
-        // is down, gives it back when the broker returns; one that may not, only through an
-        // unclean election.
-        let each: Vec<(BrokerId, bool, _)> = others
-            .iter()
-            .map(|o| (o.0, eligible(o.0), holds(&records, std::slice::from_ref(o))))
+            .map(|b| {
+                let may_lead = partition.in_isr(*b) || partition.elr.contains(b);
+                (*b, may_lead, holds(&records, replica(*b)))
+            })
             .collect();
-        for record in records.iter().filter(|r| !has(r)) {
-            let down: Vec<BrokerId> = each
+        for record in records {
+            let down: Vec<String> = each
                 .iter()
                 .filter(|(_, may_lead, held)| *may_lead && held(record))
-                .map(|(b, ..)| *b)
+                .map(|(b, ..)| b.to_string())
                 .collect();
             let (state, why) = if !down.is_empty() {
-                let down = down.iter().map(|b| b.to_string()).collect::<Vec<_>>();
                 (
                     Missing::Unavailable,
                     format!(
@@ -217,46 +234,54 @@ pub fn lost_records(
                     ),
                 )
             } else {
-                (Missing::Lost, why.clone())
+                (
+                    Missing::Lost,
+                    format!("{offline}no replica that could lead has it"),
+                )
             };
-            lost.push(LostRecord {
-                topic: cluster.topics[partition.topic].name.clone(),
-                partition: partition.index,
-                offset: record.offset(),
-                key: cluster
-                    .producers
-                    .get(record.producer() as usize)
-                    .and_then(|e| producers.get(*e).ok())
-                    .and_then(|p| p.key_text(record.key)),
-                producer: producer_name(cluster, producers, record.producer()),
-                state,
-                why,
-                acks: record.acks,
-                id: record.id,
-            });
+            lost.push(missing(cluster, producers, partition, record, state, why));
         }
     }
     lost
 }
 
-/// Whether one of `replicas` holds an acknowledged record. acks=0 records have no offset: they
-/// are looked up by id.
-fn holds<'a>(
-    records: &[&AckedRecord],
-    replicas: &'a [(BrokerId, &'a Replica)],
-) -> impl Fn(&AckedRecord) -> bool + 'a {
-    let ids: Option<HashSet<u64>> = records.iter().any(|r| r.offset().is_none()).then(|| {
-        replicas
-            .iter()
-            .flat_map(|(_, h)| h.log.iter().map(|r| r.id))
-            .collect()
-    });
+fn missing(
+    cluster: &Cluster,
+    producers: &Query<&Producer>,
+    partition: &Partition,
+    record: &AckedRecord,
+    state: Missing,
+    why: String,
+) -> LostRecord {
+    LostRecord {
+        topic: cluster.topics[partition.topic].name.clone(),
+        partition: partition.index,
+        offset: record.offset(),
+        key: cluster
+            .producers
+            .get(record.producer() as usize)
+            .and_then(|e| producers.get(*e).ok())
+            .and_then(|p| p.key_text(record.key)),
+        producer: producer_name(cluster, producers, record.producer()),
+        state,
+        why,
+        acks: record.acks,
+        id: record.id,
+    }
+}
+
+/// Whether `replica` holds an acknowledged record. acks=0 records have no offset: they are looked
+/// up by id.
+fn holds<'a>(records: &[&AckedRecord], replica: &'a Replica) -> impl Fn(&AckedRecord) -> bool + 'a {
+    let ids: Option<HashSet<u64>> = records
+        .iter()
+        .any(|r| r.offset().is_none())
+        .then(|| replica.log.iter().map(|r| r.id).collect());
     move |record: &AckedRecord| match record.offset() {
-        Some(offset) => replicas.iter().any(|(_, h)| {
-            h.log
-                .get(offset as usize)
-                .is_some_and(|r| r.id == record.id)
-        }),
+        Some(offset) => replica
+            .log
+            .get(offset as usize)
+            .is_some_and(|r| r.id == record.id),
         None => ids.as_ref().is_some_and(|ids| ids.contains(&record.id)),
     }
 }

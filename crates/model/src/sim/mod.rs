@@ -482,6 +482,7 @@ fn delayed_phase(
     mut network: ResMut<Network>,
     mut wires: ResMut<Wires>,
     brokers: Query<&Broker>,
+    changed_brokers: Query<&Broker, Changed<Broker>>,
     partitions: Query<&Partition>,
     replicas: Query<&Replica>,
     changed_partitions: Query<Entity, Changed<Partition>>,
@@ -520,6 +521,8 @@ fn delayed_phase(
             &mut network,
             &mut wires,
             &mut metrics,
+            &brokers,
+            &changed_brokers,
             &partitions,
             &replicas,
             &changed_partitions,
@@ -578,15 +581,16 @@ fn groups_phase(
         &mut due,
     );
     expire_sessions(&clock, &cluster, &mut events, &mut wake, &mut groups);
-    complete_commits(
+    complete_writes(
         &clock,
         &cluster,
         &mut network,
+        &mut events,
         &mut wires,
         &views,
         &partitions,
         &replicas.as_readonly(),
-        &groups,
+        &mut groups,
         &mut due,
     );
 }

@@ -205,6 +205,9 @@ pub enum GroupError {
     UnknownMemberId,
     IllegalGeneration,
     NotCoordinator,
+    /// The coordinator could not write the operation's records in time
+    /// (`offsets.commit.timeout.ms`), or is not ready: find it again and retry.
+    CoordinatorNotAvailable,
     /// A consumer-protocol member's epoch is not the coordinator's: it must give up its
     /// partitions and rejoin (`FencedMemberEpochException`).
     FencedMemberEpoch,
@@ -220,6 +223,7 @@ impl GroupError {
             GroupError::UnknownMemberId => "UNKNOWN_MEMBER_ID",
             GroupError::IllegalGeneration => "ILLEGAL_GENERATION",
             GroupError::NotCoordinator => "NOT_COORDINATOR",
+            GroupError::CoordinatorNotAvailable => "COORDINATOR_NOT_AVAILABLE",
             GroupError::FencedMemberEpoch => "FENCED_MEMBER_EPOCH",
             GroupError::StaleMemberEpoch => "STALE_MEMBER_EPOCH",
         }
@@ -233,9 +237,11 @@ pub struct GroupRequest {
     pub group: u32,
     pub member: String,
     pub body: GroupRequestBody,
-    /// Set by the coordinator on an OffsetCommit it holds: where the commit's records end in the
-    /// offsets partition, which the high watermark must reach before it is answered.
-    pub commit_ends_at: Option<u64>,
+    /// Set by the coordinator on a request whose answer waits for its writes: where they end in
+    /// the offsets partition (its last written offset), which the high watermark must reach
+    /// before `answer` goes out.
+    pub write_ends_at: Option<u64>,
+    pub answer: Option<Box<GroupResponseBody>>,
 }
 
 #[derive(Debug, Clone)]
@@ -271,6 +277,9 @@ pub enum GroupRequestBody {
         owned: Vec<u32>,
         /// `max.poll.interval.ms`: how long the member may take to revoke partitions.
         rebalance_timeout_ms: u64,
+        /// A full request, with every field set: the client sends one after any failed
+        /// heartbeat (`resetHeartbeatState`), and the answer then carries the assignment.
+        full: bool,
     },
 }
 

@@ -1,12 +1,13 @@
 //! Brokers serving consumers: only records below the serving replica's high watermark
 //! (read_uncommitted), from the leader, or from an in-sync follower in the consumer's rack when
-//! the brokers select replicas by rack (KIP-392). A fetch that finds nothing new waits up to
-//! `fetch.max.wait.ms` for the high watermark to pass it (`DelayedFetch` with HIGH_WATERMARK
-//! isolation).
+//! the brokers select replicas by rack (KIP-392). Each broker judges by its own metadata: a
+//! leader the controller replaced but that has not learnt it still serves what it has. A fetch
+//! that finds nothing new waits up to `fetch.max.wait.ms` for the high watermark to pass it
+//! (`DelayedFetch` with HIGH_WATERMARK isolation).
 
 use bevy_ecs::prelude::*;
 
-use super::cluster::{Cluster, Partition, Replica};
+use super::cluster::{Broker, BrokerView, Cluster, LeaderRecord, Partition, Replica};
 use super::network::{Network, Node, Wire, WireState};
 use super::protocol::{ConsumerFetch, ConsumerFetchResponse, KafkaError};
 use super::wires::Wires;
@@ -15,12 +16,14 @@ use super::{Metrics, SimClock};
 /// `fetch.max.wait.ms`.
 const FETCH_MAX_WAIT_MS: u64 = 500;
 
-/// Whether a replica may serve this consumer: the leader, or an in-sync follower picked by the
-/// rack-aware selector.
-fn may_serve(partition: &Partition, broker: u32, cluster: &Cluster) -> bool {
-    partition.leader == Some(broker)
+/// Whether a broker may serve this consumer, by `seen`, the leadership as it knows it: as the
+/// leader, or as an in-sync follower picked by the rack-aware selector. A leader the controller
+/// replaced behind its back still finds its own epoch current and reads up to its own high
+/// watermark, with no error (`Partition.fetchRecords`, `localLogWithEpochOrThrow`).
+fn may_serve(seen: &LeaderRecord, partition: &Partition, broker: u32, cluster: &Cluster) -> bool {
+    seen.leader == Some(broker)
         || (cluster.config.rack_aware_replica_selector
-            && partition.leader.is_some()
+            && seen.leader.is_some()
             && partition.in_isr(broker))
 }
 
@@ -43,12 +46,12 @@ fn answer(
     partition: &Partition,
     replica: &Replica,
     cluster: &Cluster,
+    brokers: &[BrokerView],
     now: u64,
 ) -> Option<(u64, u64, Option<KafkaError>)> {
-    let Node::Broker(broker) = wire.to else {
-        unreachable!("consumer fetches go to brokers")
-    };
-    if !may_serve(partition, broker, cluster) {
+    let broker = to_broker(wire);
+    let seen = partition.leader_seen(brokers[broker as usize].metadata_offset);
+    if !may_serve(&seen, partition, broker, cluster) {
         return Some((request.offset, 0, Some(KafkaError::NotLeaderOrFollower)));
     }
     if request.offset > replica.log_end_offset() {
@@ -62,8 +65,16 @@ fn answer(
     (count > 0 || expired).then_some((request.offset, count, None))
 }
 
+fn to_broker(wire: &Wire) -> u32 {
+    match wire.to {
+        Node::Broker(b) => b,
+        _ => unreachable!("consumer fetches go to brokers"),
+    }
+}
+
 /// Arriving fetches are answered or held; a held one is looked at again only when its partition
-/// or a replica of it changed, or its wait ran out: nothing else changes its answer.
+/// or a replica of it changed, its broker's metadata moved, or its wait ran out: nothing else
+/// changes its answer.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn serve_consumer_fetches(
     clock: &SimClock,
@@ -71,6 +82,8 @@ pub(super) fn serve_consumer_fetches(
     network: &mut Network,
     wires: &mut Wires,
     metrics: &mut Metrics,
+    brokers: &Query<&Broker>,
+    changed_brokers: &Query<&Broker, Changed<Broker>>,
     partitions: &Query<&Partition>,
     replicas: &Query<&Replica>,
     changed_partitions: &Query<Entity, Changed<Partition>>,
@@ -80,12 +93,27 @@ pub(super) fn serve_consumer_fetches(
     arriving: &mut Vec<u64>,
 ) {
     let now = clock.now_ms;
+    let views = super::cluster::broker_views(brokers.iter());
     touched.clear();
     touched.extend(changed_partitions.iter());
     touched.extend(changed_replicas.iter().map(|r| r.partition));
     touched.sort_unstable();
     touched.dedup();
     wires.held_due::<ConsumerFetch>(touched, now, due);
+    // A broker that learnt of a new leadership looks again at the fetches it holds.
+    if !changed_brokers.is_empty() {
+        let mut held = Vec::new();
+        wires.held::<ConsumerFetch>(&mut held);
+        let changed: Vec<u32> = changed_brokers.iter().map(|b| b.id).collect();
+        due.extend(held.into_iter().filter(|id| {
+            let (wire, _) = wires
+                .get_of::<ConsumerFetch>(*id)
+                .expect("a consumer fetch");
+            changed.contains(&to_broker(wire))
+        }));
+        due.sort_unstable();
+        due.dedup();
+    }
     #[cfg(debug_assertions)]
     {
         let mut held = Vec::new();
@@ -97,7 +125,7 @@ pub(super) fn serve_consumer_fetches(
                 continue;
             };
             debug_assert_eq!(
-                answer(wire, request, partition, replica, cluster, now),
+                answer(wire, request, partition, replica, cluster, &views, now),
                 None,
                 "a held consumer fetch left out would be answered"
             );
@@ -110,7 +138,7 @@ pub(super) fn serve_consumer_fetches(
         let (&wire, request) = wires.get_of::<ConsumerFetch>(id).expect("a consumer fetch");
         let partition = partitions.get(request.partition).expect("partition entity");
         let answered = match served_by(request, partition, replicas) {
-            Some(replica) => answer(&wire, request, partition, replica, cluster, now)
+            Some(replica) => answer(&wire, request, partition, replica, cluster, &views, now)
                 .map(|(from, count, error)| (from, count, error, replica.high_watermark)),
             // A reassignment removed the replica while the fetch was on its way or held.
             None => Some((request.offset, 0, Some(KafkaError::NotLeaderOrFollower), 0)),
@@ -121,14 +149,14 @@ pub(super) fn serve_consumer_fetches(
             }
             continue;
         };
-        // KIP-951: a refusal names the leader. Consumers are served by the controller's current
-        // leader (a simplification: Kafka's broker refuses, and names, by its own metadata), so
-        // that is the one named.
+        // KIP-951: a refusal names the leader the broker knows of.
+        let broker = to_broker(&wire);
+        let seen = partition.leader_seen(views[broker as usize].metadata_offset);
         let current_leader = (error == Some(KafkaError::NotLeaderOrFollower))
-            .then(|| partition.leader.map(|l| (l, partition.leader_epoch)))
+            .then(|| seen.leader.map(|l| (l, seen.leader_epoch)))
             .flatten()
-            .filter(|(l, _)| Node::Broker(*l) != wire.to);
-        if error.is_none() && partition.leader.is_none_or(|l| wire.to != Node::Broker(l)) {
+            .filter(|(l, _)| *l != broker);
+        if error.is_none() && seen.leader != Some(broker) {
             metrics.records_read_from_followers += count;
         }
         network.send(

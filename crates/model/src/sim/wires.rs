@@ -336,8 +336,13 @@ impl Wires {
     }
 
     /// The message is answered (or dropped by its receiver): it leaves the wire at the end of
-    /// the step.
+    /// the step, and a held one is no longer listed as held, so no later rule answers it again.
     pub fn finish(&mut self, id: u64) {
+        if let Some(message) = self.rows.get(id)
+            && matches!(message.wire.state, WireState::Held { .. })
+        {
+            self.held[message.payload.kind() as usize].remove(&id);
+        }
         self.finished.push(id);
     }
 

@@ -71,34 +71,163 @@ fn round_robin_assignor_matches_kafkas_example() {
     );
 }
 
+/// `ConstrainedAssignmentBuilder`, with `AbstractStickyAssignorTest`'s cases whose outcome does
+/// not hang on the order Kafka's hash map lists members in (the model's is by member id).
 #[test]
-fn sticky_is_balanced_then_keeps_owners() {
-    let t = topics(&[("t", 7)]);
-    let mut members = vec![member("a", &["t"]), member("b", &["t"])];
-    let first = assign(Assignor::Sticky, &t, &members);
-    let sizes: Vec<usize> = first.values().map(Vec::len).collect();
-    assert_eq!(sizes.iter().sum::<usize>(), 7);
-    assert!(sizes.iter().max().unwrap() - sizes.iter().min().unwrap() <= 1);
-    // A third member joins: it gets its share; everything else stays where it was.
-    for m in &mut members {
-        m.owned = first[&m.id].clone();
-    }
-    members.push(member("c", &["t"]));
-    let second = assign(Assignor::Sticky, &t, &members);
-    let sizes: Vec<usize> = second.values().map(Vec::len).collect();
-    assert!(
-        sizes.iter().max().unwrap() - sizes.iter().min().unwrap() <= 1,
-        "{second:?}"
+fn sticky_assignor_matches_kafkas_examples() {
+    // testAllConsumersAreUnderMinQuota: 5 partitions, quotas 1 to 2; the members under the
+    // minimum are filled first, then those at it up to the maximum.
+    let t = topics(&[("topic1", 2), ("topic2", 3)]);
+    let members = owning(
+        &[
+            ("c1", &[("topic1", 0)]),
+            ("c2", &[("topic1", 1)]),
+            ("c3", &[]),
+        ],
+        &t,
     );
-    let moved = members[..2]
-        .iter()
-        .flat_map(|m| m.owned.iter().filter(|tp| !second[&m.id].contains(tp)))
-        .count();
-    assert_eq!(moved, 2, "only what c needs moves: {second:?}");
-    // Cooperative: those two are not given to c in this round.
-    let cooperative = assign(Assignor::CooperativeSticky, &t, &members);
-    assert!(cooperative["c"].is_empty());
-    assert_eq!(cooperative.values().map(Vec::len).sum::<usize>(), 5);
+    for assignor in [Assignor::Sticky, Assignor::CooperativeSticky] {
+        assert_eq!(
+            to_json(&assign(assignor, &t, &members)),
+            json!({"c1": ["topic1-0", "topic2-1"], "c2": ["topic1-1", "topic2-2"], "c3": ["topic2-0"]}),
+            "{assignor:?}"
+        );
+    }
+    // testConsumerOwningMinQuotaExpectedMaxQuota: both keep what they own; the one partition
+    // left goes to the first at the minimum.
+    let members = owning(
+        &[
+            ("c1", &[("topic1", 0), ("topic2", 1)]),
+            ("c2", &[("topic1", 1), ("topic2", 2)]),
+        ],
+        &t,
+    );
+    assert_eq!(
+        to_json(&assign(Assignor::CooperativeSticky, &t, &members)),
+        json!({"c1": ["topic1-0", "topic2-0", "topic2-1"], "c2": ["topic1-1", "topic2-2"]})
+    );
+    // testAllConsumersReachExpectedQuotaAndAreConsideredFilled.
+    let t = topics(&[("topic", 4)]);
+    let members = owning(
+        &[
+            ("c1", &[("topic", 0), ("topic", 1)]),
+            ("c2", &[("topic", 2)]),
+            ("c3", &[]),
+        ],
+        &t,
+    );
+    assert_eq!(
+        to_json(&assign(Assignor::CooperativeSticky, &t, &members)),
+        json!({"c1": ["topic-0", "topic-1"], "c2": ["topic-2"], "c3": ["topic-3"]})
+    );
+    // testAddRemoveConsumerOneTopic: c2 joins; c1 keeps its first two partitions (by partition
+    // number) and gives up topic-2, which a cooperative c2 gets only in the next round.
+    let t = topics(&[("topic", 3)]);
+    let first = assign(Assignor::Sticky, &t, &owning(&[("c1", &[])], &t));
+    assert_eq!(
+        to_json(&first),
+        json!({"c1": ["topic-0", "topic-1", "topic-2"]})
+    );
+    let members = owning(
+        &[
+            ("c1", &[("topic", 0), ("topic", 1), ("topic", 2)]),
+            ("c2", &[]),
+        ],
+        &t,
+    );
+    assert_eq!(
+        to_json(&assign(Assignor::Sticky, &t, &members)),
+        json!({"c1": ["topic-0", "topic-1"], "c2": ["topic-2"]})
+    );
+    assert_eq!(
+        to_json(&assign(Assignor::CooperativeSticky, &t, &members)),
+        json!({"c1": ["topic-0", "topic-1"], "c2": []})
+    );
+    let members = owning(&[("c1", &[("topic", 0), ("topic", 1)]), ("c2", &[])], &t);
+    assert_eq!(
+        to_json(&assign(Assignor::CooperativeSticky, &t, &members)),
+        json!({"c1": ["topic-0", "topic-1"], "c2": ["topic-2"]}),
+        "the follow-up round gives the revoked partition to c2 and moves nothing else"
+    );
+    // c1 leaves: c2 keeps its partition and takes the rest.
+    let members = owning(&[("c2", &[("topic", 2)])], &t);
+    assert_eq!(
+        to_json(&assign(Assignor::CooperativeSticky, &t, &members)),
+        json!({"c2": ["topic-0", "topic-1", "topic-2"]})
+    );
+}
+
+/// A group's rounds after membership changes, run through the assignor alone: each member owns
+/// what the last round gave it (a cooperative member gives up what it lost, an eager sticky one
+/// reports its last assignment, a uniform member holds its part of the target). Returns how many
+/// rounds the last change took to settle, that is until a round takes nothing from anyone.
+fn rounds_to_settle(assignor: Assignor, seed: u64) -> usize {
+    let mut rng = kafkascope_model::sim::SimRng::new(seed);
+    let t = topics(&[("a", 1 + rng.below(7) as u32), ("b", rng.below(6) as u32)]);
+    let mut owned: BTreeMap<String, Vec<(String, u32)>> = BTreeMap::new();
+    let mut next_id = 0;
+    let mut rounds = 0;
+    for _ in 0..12 {
+        // A join or a leave, then rounds until nothing moves.
+        if owned.len() < 2 || rng.below(3) > 0 {
+            next_id += 1;
+            owned.insert(format!("m{next_id:02}"), Vec::new());
+        } else {
+            let leaving = owned.keys().nth(rng.below(owned.len() as u64) as usize);
+            let leaving = leaving.expect("a member").clone();
+            owned.remove(&leaving);
+        }
+        rounds = 0;
+        loop {
+            rounds += 1;
+            assert!(
+                rounds <= 5,
+                "{assignor:?} seed {seed}: no end to the rounds"
+            );
+            let members: Vec<Member> = owned
+                .iter()
+                .map(|(id, o)| Member {
+                    id: id.clone(),
+                    topics: vec!["a".into(), "b".into()],
+                    owned: o.clone(),
+                })
+                .collect();
+            let assignment = assign(assignor, &t, &members);
+            let revoked = members
+                .iter()
+                .any(|m| m.owned.iter().any(|tp| !assignment[&m.id].contains(tp)));
+            let all: usize = t.values().map(|n| *n as usize).sum();
+            let given: usize = assignment.values().map(Vec::len).sum();
+            for (id, partitions) in assignment {
+                owned.insert(id, partitions);
+            }
+            if !revoked {
+                // Settled: every partition has an owner, none two, and the counts differ by
+                // one at most.
+                assert_eq!(given, all, "{assignor:?} seed {seed}: {owned:?}");
+                let sizes: Vec<usize> = owned.values().map(Vec::len).collect();
+                let (min, max) = (sizes.iter().min(), sizes.iter().max());
+                assert!(
+                    max.unwrap() - min.unwrap() <= 1,
+                    "{assignor:?} seed {seed}: {owned:?}"
+                );
+                break;
+            }
+        }
+    }
+    rounds
+}
+
+/// `CooperativeStickyAssignor`: after any join or leave, the round that takes partitions from
+/// their owners is followed by one that only hands them out, and then nothing moves. Eager
+/// sticky and the uniform assignor reach the same assignment again at once.
+#[test]
+fn after_any_join_or_leave_a_cooperative_group_settles_within_two_rounds() {
+    for seed in 0..300 {
+        assert!(rounds_to_settle(Assignor::CooperativeSticky, seed) <= 2);
+        assert!(rounds_to_settle(Assignor::Sticky, seed) <= 2);
+        assert!(rounds_to_settle(Assignor::Uniform, seed) <= 2);
+    }
 }
 
 fn owning(members: &[(&str, &[(&str, u32)])], t: &BTreeMap<String, u32>) -> Vec<Member> {
@@ -162,7 +291,7 @@ fn group(report: &Report) -> &kafkascope_model::report::GroupReport {
     &report.consumer_groups[0]
 }
 
-fn no_violations(report: &Report) {
+pub fn no_violations(report: &Report) {
     assert!(
         report.invariant_violations.is_empty(),
         "{:?}",
@@ -890,4 +1019,126 @@ fn a_consumer_follows_the_leader_a_refusal_names() {
     assert_eq!(new_epoch, epoch + 1);
     assert!(refreshed_ms < 30_000, "no Metadata request: {refreshed_ms}");
     no_violations(&Report::of(&sim));
+}
+
+/// `ConstrainedAssignmentBuilder` in a cooperative group: a member joins, one partition is
+/// revoked from one owner, and the follow-up rebalance gives it to the newcomer; nothing else
+/// moves, and the group settles after those two rebalances.
+#[test]
+fn a_cooperative_group_settles_in_two_rebalances_after_a_join() {
+    let scenario = crate::scenario(
+        r#"(
+        name: "coop-one-join", seed: 31, duration_ms: 60000,
+        cluster: (brokers: 3),
+        topics: [(name: "clicks", partitions: 6, replication_factor: 3, min_insync_replicas: 2)],
+        producers: [(name: "web", topic: "clicks", acks: All, records_per_sec: 600, keys: Random(1000))],
+        consumer_groups: [(name: "analytics", topics: ["clicks"], members: 3, assignor: CooperativeSticky, records_per_sec: 400)],
+        timeline: [(at_ms: 15000, action: AddConsumer("analytics"))],
+    )"#,
+    );
+    let mut sim = kafkascope_model::sim::Sim::new(&scenario);
+    sim.run_until(14_000);
+    let before = Report::of(&sim);
+    sim.run_until(60_000);
+    let after = Report::of(&sim);
+    no_violations(&after);
+    assert_eq!(group(&before).rebalances, 1);
+    assert_eq!(group(&after).rebalances, 3, "the join and its follow-up");
+    let owned = |r: &Report, member: &str| -> Vec<String> {
+        group(r).assignment[member]
+            .as_array()
+            .map(|a| a.iter().map(|p| p.to_string()).collect())
+            .unwrap_or_default()
+    };
+    assert_eq!(owned(&after, "analytics-4").len(), 1);
+    let kept: usize = ["analytics-1", "analytics-2", "analytics-3"]
+        .iter()
+        .map(|m| {
+            let now = owned(&after, m);
+            owned(&before, m).iter().filter(|p| now.contains(p)).count()
+        })
+        .sum();
+    assert_eq!(kept, 5, "one partition moved");
+    assert!(
+        group(&after).paused_ms < 5_000,
+        "{}",
+        group(&after).paused_ms
+    );
+}
+
+/// `AbstractMembershipManager.transitionToFenced`: a member told it is fenced (here its session
+/// expired while its coordinator was cut off) gives up its partitions and joins again with epoch 0
+/// in the same step: `HeartbeatRequestManager` resets the heartbeat's state, with no back-off.
+#[test]
+fn a_fenced_consumer_protocol_member_joins_again_at_once() {
+    use kafkascope_model::sim::consumer::{Consumer, MemberState};
+    let scenario = crate::scenario(
+        r#"(
+        name: "fenced", seed: 5, duration_ms: 60000,
+        cluster: (brokers: 3, group_consumer_session_timeout_ms: 6000, group_consumer_heartbeat_interval_ms: 1000),
+        topics: [(name: "orders", partitions: 2, replication_factor: 3, min_insync_replicas: 1)],
+        producers: [(name: "checkout", topic: "orders", acks: One, records_per_sec: 200, keys: Sequence("order-"))],
+        consumer_groups: [(name: "billing", topics: ["orders"], members: 1, protocol: Consumer, records_per_sec: 400)],
+        timeline: [(at_ms: 10000, action: IsolateBroker(1)), (at_ms: 17000, action: HealBroker(1))],
+    )"#,
+    );
+    let mut sim = kafkascope_model::sim::Sim::new(&scenario);
+    let member = |sim: &mut kafkascope_model::sim::Sim| {
+        let world = sim.world_mut();
+        let mut query = world.query::<&Consumer>();
+        let c = query.iter(world).next().expect("a member");
+        (c.generation, c.state)
+    };
+    let mut rejoined = 0;
+    let mut last = member(&mut sim);
+    while sim.now_ms() < 60_000 {
+        sim.step();
+        let now = member(&mut sim);
+        if last.0 > 0 && now.0 == 0 {
+            assert_eq!(now.1, MemberState::Joining, "at {} ms", sim.now_ms());
+            rejoined += 1;
+        }
+        last = now;
+    }
+    assert_eq!(rejoined, 1);
+}
+
+/// `Partition.fetchRecords` on a leader the controller replaced behind its back: by its own
+/// metadata it still leads, so it serves consumers up to its own high watermark, which no
+/// follower moves any more, with no error. The consumer learns nothing, asks for no metadata,
+/// and stalls there until the zombie learns at the heal.
+#[test]
+fn a_consumer_behind_a_zombie_leader_stalls_until_the_zombie_learns() {
+    use kafkascope_model::sim::consumer::Consumer;
+    let scenario = crate::scenario(
+        r#"(
+        name: "zombie-reads", seed: 5, duration_ms: 80000,
+        cluster: (brokers: 3),
+        topics: [(name: "orders", partitions: 1, replication_factor: 3, min_insync_replicas: 1, assignment: Some([[1, 2, 3]]))],
+        producers: [(name: "checkout", topic: "orders", acks: One, records_per_sec: 200, keys: Sequence("order-"))],
+        consumer_groups: [(name: "billing", topics: ["orders"], members: 1, records_per_sec: 400, auto_offset_reset: Earliest)],
+        timeline: [(at_ms: 10000, action: CutControllerLink(1)), (at_ms: 60000, action: HealControllerLink(1))],
+    )"#,
+    );
+    let mut sim = kafkascope_model::sim::Sim::new(&scenario);
+    let position = |sim: &mut kafkascope_model::sim::Sim| {
+        let world = sim.world_mut();
+        let mut query = world.query::<&Consumer>();
+        let c = query.iter(world).next().expect("a member");
+        (c.assigned[&0].position, c.metadata.leaders[0].0)
+    };
+    sim.run_until(20_000);
+    let stalled = position(&mut sim);
+    assert_eq!(stalled.1, Some(1));
+    for t in [30_000, 45_000, 59_900] {
+        sim.run_until(t);
+        assert_eq!(position(&mut sim), stalled, "at {t} ms");
+    }
+    sim.run_until(80_000);
+    let after = position(&mut sim);
+    assert_eq!(after.1, Some(2));
+    assert!(after.0 > stalled.0 + 3_000, "{after:?}");
+    let report = Report::of(&sim);
+    no_violations(&report);
+    assert_eq!(report.metrics.records_read_from_followers, 0);
 }

@@ -1008,3 +1008,67 @@ fn records_acknowledged_before_a_shrink_are_unavailable_and_those_after_it_lost(
         report.lost_records.len() as u64
     );
 }
+
+/// Between a leader's crash and its fencing, the records it alone had are already lost: the
+/// crashed broker cannot take its leadership back (`ClusterControlManager.registerBroker` refuses
+/// its new incarnation while the old session is valid), and once it is fenced the controller
+/// elects the first active in-sync replica (`PartitionChangeBuilder.electAnyLeader`), whose log
+/// lacks them. The ledger says so from the crash on, not only after the election.
+#[test]
+fn records_only_a_crashed_leader_had_are_lost_before_it_is_fenced() {
+    let mut scenario = crate::built_in("acks-one-crash");
+    scenario.duration_ms = 15_000;
+    let before = crate::run(&scenario);
+    let after = crate::run(&crate::built_in("acks-one-crash"));
+    assert!(
+        before.brokers[0].state != "fenced" && before.partitions[0].leader == Some(1),
+        "broker 1 is down but still leads: {:?}",
+        before.partitions[0]
+    );
+    assert_eq!(before.acked_records_unavailable, 0);
+    assert!(before.acked_records_lost > 0);
+    assert_eq!(before.acked_records_lost, after.acked_records_lost);
+    assert!(
+        before.lost_records[0].why.contains("broker 2"),
+        "{:?}",
+        before.lost_records[0]
+    );
+    // The same with unclean election on and every in-sync follower down too: the first replica
+    // up is elected uncleanly, and what it lacks is lost as well.
+    let unclean = crate::scenario(
+        r#"(name: "unclean-next", seed: 9, duration_ms: 60000, cluster: (brokers: 3),
+            topics: [(name: "t", partitions: 1, replication_factor: 3, min_insync_replicas: 1,
+                      unclean_leader_election: true, assignment: Some([[1, 2, 3]]))],
+            producers: [(name: "p", topic: "t", acks: One, records_per_sec: 100, keys: Sequence("k"))],
+            timeline: [
+                (at_ms: 5000, action: CutLink(1, 3)),
+                (at_ms: 5000, action: CutLink(2, 3)),
+            ])"#,
+    );
+    let mut shrunk = unclean.clone();
+    // Broker 3 leaves the ISR at the leader's check 30 s or more after it last caught up.
+    shrunk.timeline.push(TimelineEntry {
+        at_ms: 48_000,
+        action: Action::CrashBroker(2),
+    });
+    shrunk.timeline.push(TimelineEntry {
+        at_ms: 48_500,
+        action: Action::CrashBroker(1),
+    });
+    shrunk.duration_ms = 49_000;
+    let report = crate::run(&shrunk);
+    let p = &report.partitions[0];
+    assert_eq!(p.isr, [1, 2], "{p:?}");
+    assert_eq!(
+        report.acked_records_unavailable,
+        0,
+        "{:?}",
+        report.lost_records.first()
+    );
+    assert!(report.acked_records_lost > 0);
+    assert!(
+        report.lost_records[0].why.contains("broker 3 uncleanly"),
+        "{:?}",
+        report.lost_records[0]
+    );
+}

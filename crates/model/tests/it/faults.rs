@@ -446,12 +446,158 @@ fn the_coordinator_serves_committed_offsets_as_of_the_high_watermark() {
         let leader = world.get::<Replica>(leader).expect("replica");
         let mut expected = BTreeMap::new();
         for record in leader.log.iter().take(leader.high_watermark as usize) {
-            if let Some(c) = record.commit.as_deref().filter(|c| c.group == group.index) {
-                expected.insert(c.partition, c.offset);
+            if let Some((partition, offset)) = record
+                .coordinator
+                .as_deref()
+                .filter(|c| c.group == group.index)
+                .and_then(|c| c.offset)
+            {
+                expected.insert(partition, offset);
             }
         }
         assert_eq!(group.committed(), &expected, "{t} ms");
         checked += 1;
     }
     assert!(checked > 1000, "{checked}");
+}
+
+/// A cooperative-sticky or consumer-protocol group (by `seed`'s parity) of 1 to 4 members on 1
+/// to 8 partitions, with 1 to 6 joins and clean leaves in its first 40 s and no broker fault.
+/// Returns the scenario, how many membership changes it has (the first members' joins
+/// included), and when the last one is given.
+fn membership_changes(seed: u64) -> (Scenario, u64, u64) {
+    let mut rng = SimRng::new(seed);
+    let partitions = 1 + rng.below(8);
+    let mut members = 1 + rng.below(4);
+    let membership = if seed.is_multiple_of(2) {
+        "assignor: CooperativeSticky"
+    } else {
+        "protocol: Consumer"
+    };
+    let mut scenario = crate::scenario(&format!(
+        r#"(
+        name: "membership", seed: {seed}, duration_ms: 70000,
+        cluster: (brokers: 3),
+        topics: [(name: "t", partitions: {partitions}, replication_factor: 3, min_insync_replicas: 2)],
+        producers: [(name: "p", topic: "t", acks: All, records_per_sec: 300, keys: Random(1000))],
+        consumer_groups: [(name: "g", topics: ["t"], members: {members}, {membership},
+                           records_per_sec: 150, auto_offset_reset: Earliest)],
+    )"#
+    ));
+    let mut changes = members;
+    let mut at_ms = 5_000;
+    for _ in 0..1 + rng.below(6) {
+        at_ms += 200 + rng.below(6_000);
+        let action = if members < 2 || rng.below(2) == 0 {
+            members += 1;
+            Action::AddConsumer("g".into())
+        } else {
+            members -= 1;
+            Action::RemoveConsumer("g".into())
+        };
+        changes += 1;
+        scenario.timeline.push(TimelineEntry { at_ms, action });
+    }
+    scenario
+        .validate("membership", scenario.duration_ms)
+        .unwrap();
+    (scenario, changes, at_ms)
+}
+
+/// What [`membership_changes`]' run must show: a cooperative group settles within two
+/// rebalances of its last change; a consumer-protocol group bumps its epoch once per change
+/// (`consumerGroupHeartbeat` for a join, `consumerGroupLeave` for a leave) and every member
+/// reaches the target epoch. Either way each partition ends with one owner.
+fn membership_settles(seed: u64) -> Result<(), String> {
+    let (scenario, changes, last) = membership_changes(seed);
+    let report = crate::run(&scenario);
+    if !report.invariant_violations.is_empty() {
+        return Err(format!("{:?}", report.invariant_violations));
+    }
+    let group = &report.consumer_groups[0];
+    let owned: Vec<String> = group
+        .assignment
+        .as_object()
+        .expect("an assignment")
+        .values()
+        .flat_map(|a| a.as_array().expect("partitions").iter())
+        .map(|p| p.to_string())
+        .collect();
+    let partitions = scenario.topics[0].partitions as usize;
+    let mut distinct = owned.clone();
+    distinct.sort();
+    distinct.dedup();
+    if owned.len() != partitions || distinct.len() != partitions {
+        return Err(format!(
+            "partitions not owned once each: {}",
+            group.assignment
+        ));
+    }
+    if group.protocol == "classic" {
+        let after = report
+            .events
+            .iter()
+            .filter(|e| e.at_ms >= last)
+            .filter(|e| {
+                matches!(
+                    e.kind,
+                    kafkascope_model::sim::EventKind::RebalanceStarted { .. }
+                )
+            })
+            .count();
+        if after > 2 {
+            return Err(format!(
+                "{after} rebalances after the last change at {last} ms"
+            ));
+        }
+    } else {
+        let bumps = report
+            .events
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e.kind,
+                    kafkascope_model::sim::EventKind::GroupEpochBumped { .. }
+                )
+            })
+            .count() as u64;
+        if bumps != changes {
+            return Err(format!("{bumps} epoch bumps for {changes} changes"));
+        }
+        let epochs = group.epochs.as_ref().expect("epochs");
+        if epochs.target_assignment_epoch != epochs.group_epoch
+            || epochs.members.values().any(|e| *e != epochs.group_epoch)
+        {
+            return Err(format!("not every member at the target epoch: {epochs:?}"));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn groups_settle_after_joins_and_leaves() {
+    for seed in 0..40 {
+        if let Err(e) = membership_settles(seed) {
+            panic!("seed {seed}: {e}");
+        }
+    }
+}
+
+/// The README's figure for membership changes, run by hand:
+/// `KAFKASCOPE_SWEEP=1000 cargo test --release -p kafkascope-model -- --ignored membership`.
+#[test]
+#[ignore = "minutes long: run by hand"]
+fn sweep_of_membership_changes() {
+    let n: u64 = std::env::var("KAFKASCOPE_SWEEP")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    let failures: Vec<(u64, String)> = (0..n)
+        .filter_map(|seed| membership_settles(seed).err().map(|e| (seed, e)))
+        .collect();
+    eprintln!(
+        "{n} schedules of joins and leaves: {} did not settle",
+        failures.len()
+    );
+    assert!(failures.is_empty(), "{failures:?}");
 }

@@ -2,6 +2,7 @@
 
 mod consumers;
 mod controller;
+mod coordinator;
 mod faults;
 mod golden;
 mod operations;

@@ -595,3 +595,34 @@ fn an_added_broker_registers_hosts_nothing_and_takes_a_reassigned_replica() {
         report.invariant_violations
     );
 }
+
+/// `PartitionChangeBuilder.triggerLeaderEpochBumpForReplicaReassignmentIfNeeded`: a reassignment
+/// that removes a replica bumps the leader epoch even when the leader stays, so the removed one
+/// is fenced from it; one that only adds replicas does not.
+#[test]
+fn a_reassignment_that_removes_a_follower_bumps_the_leader_epoch() {
+    let scenario = crate::scenario(
+        r#"(name: "bump", seed: 3, duration_ms: 30000, cluster: (brokers: 3),
+            topics: [(name: "t", partitions: 1, replication_factor: 2, assignment: Some([[1, 2]]))],
+            producers: [(name: "p", topic: "t", acks: All, records_per_sec: 100, keys: Sequence("k"))],
+            timeline: [
+                (at_ms: 5000, action: Reassign("t", 0, [1, 2, 3])),
+                (at_ms: 15000, action: Reassign("t", 0, [1, 3])),
+            ])"#,
+    );
+    let mut added = scenario.clone();
+    added.duration_ms = 14_000;
+    let p = &crate::run(&added).partitions[0];
+    assert_eq!((p.leader, p.leader_epoch), (Some(1), 0), "{p:?}");
+    let report = crate::run(&scenario);
+    let p = &report.partitions[0];
+    let brokers: Vec<u32> = p.replicas.iter().map(|r| r.broker).collect();
+    assert_eq!(brokers, [1, 3]);
+    assert_eq!((p.leader, p.leader_epoch), (Some(1), 1), "{p:?}");
+    assert_eq!(report.acked_records_lost, 0);
+    assert!(
+        report.invariant_violations.is_empty(),
+        "{:?}",
+        report.invariant_violations
+    );
+}
