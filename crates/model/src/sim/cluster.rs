@@ -33,6 +33,8 @@ pub struct Broker {
     /// How far it has applied the controller's metadata log: who leads each partition, as far as
     /// this broker knows ([`Partition::leader_seen`]).
     pub metadata_offset: u64,
+    /// How far it has acted on the leaderships in that log: started the epochs it leads.
+    pub leaderships_applied: u64,
     /// `BrokerLifecycleManager`'s PENDING_CONTROLLED_SHUTDOWN: its heartbeats ask to shut down
     /// (`wantShutDown`) until the controller answers `shouldShutDown`; `Some(true)` once a first
     /// answer said to wait.
@@ -55,6 +57,7 @@ impl Broker {
             unclean_shutdown: false,
             fetchers: Vec::new(),
             metadata_offset: 0,
+            leaderships_applied: 0,
             pending_shutdown: None,
             in_controlled_shutdown: false,
         }

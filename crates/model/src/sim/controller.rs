@@ -192,7 +192,6 @@ pub fn choose_leader(
 pub fn set_leader(
     partition: &mut Partition,
     leader: Option<(BrokerId, bool)>,
-    replicas: &mut Query<&mut Replica>,
     ctx: &mut ElectionContext,
 ) {
     let now = ctx.now;
@@ -264,7 +263,6 @@ pub fn set_leader(
     {
         *f = FollowerState::reset(partition.isr.contains(b), now);
     }
-    start_leader_epoch(partition, replicas);
 }
 
 /// The next leader epoch, written to the metadata log with the partition's leader.
@@ -280,25 +278,52 @@ fn new_leader_epoch(partition: &mut Partition, ctx: &mut ElectionContext) {
     });
 }
 
-/// The leader starts its epoch at its log end offset (KIP-101).
-fn start_leader_epoch(partition: &Partition, replicas: &mut Query<&mut Replica>) {
-    let epoch = partition.leader_epoch;
-    if let Some(entity) = partition.leader_replica() {
-        let mut replica = replicas.get_mut(entity).expect("replica entity");
-        let leo = replica.log_end_offset();
-        replica.assign_epoch(epoch, leo);
+/// A broker that learns from the metadata log that it leads a partition stops fetching it, then
+/// starts its epoch at its log end offset (KIP-101): `ReplicaManager.applyLocalLeadersDelta`
+/// removes the partition's fetcher before `Partition.makeLeader` calls
+/// `maybeAssignEpochStartOffset`, so no record of the old leader can land after the epoch's
+/// start. Until the broker learns, it follows the leader it knows of.
+pub(super) fn brokers_learn_leaderships(
+    cluster: &Cluster,
+    brokers: &mut Query<&mut Broker>,
+    partitions: &Query<&mut Partition>,
+    replicas: &mut Query<&mut Replica>,
+) {
+    for &entity in &cluster.brokers {
+        let mut broker = brokers.get_mut(entity).expect("broker entity");
+        let (applied, seen) = (broker.leaderships_applied, broker.metadata_offset);
+        if seen <= applied {
+            continue;
+        }
+        broker.leaderships_applied = seen;
+        for &p in &cluster.partitions {
+            let partition = partitions.get(p).expect("partition entity");
+            let changed = partition.history.last().is_some_and(|r| r.offset > applied);
+            if !changed {
+                continue;
+            }
+            let Some(epoch) = partition.leads_as_seen(broker.id, seen) else {
+                continue;
+            };
+            let learnt = partition
+                .history
+                .iter()
+                .rev()
+                .take_while(|r| r.offset > applied)
+                .any(|r| r.offset <= seen && r.leader == Some(broker.id));
+            if let Some(replica) = partition.replica_on(broker.id).filter(|_| learnt) {
+                let mut replica = replicas.get_mut(replica).expect("replica entity");
+                let leo = replica.log_end_offset();
+                replica.assign_epoch(epoch, leo);
+            }
+        }
     }
 }
 
 /// The controller fences a broker: out of every ISR and leadership.
-fn fence(
-    broker: BrokerId,
-    partitions: &mut Query<&mut Partition>,
-    replicas: &mut Query<&mut Replica>,
-    ctx: &mut ElectionContext,
-) {
+fn fence(broker: BrokerId, partitions: &mut Query<&mut Partition>, ctx: &mut ElectionContext) {
     ctx.events.push(ctx.now, EventKind::BrokerFenced { broker });
-    leave_isrs_and_leaderships(broker, partitions, replicas, ctx);
+    leave_isrs_and_leaderships(broker, partitions, ctx);
 }
 
 /// A broker leaves every ISR (never emptying one, unless KIP-966 keeps it electable in the ELR)
@@ -308,7 +333,6 @@ fn fence(
 fn leave_isrs_and_leaderships(
     broker: BrokerId,
     partitions: &mut Query<&mut Partition>,
-    replicas: &mut Query<&mut Replica>,
     ctx: &mut ElectionContext,
 ) {
     let elr_enabled = ctx.cluster.config.eligible_leader_replicas;
@@ -326,18 +350,13 @@ fn leave_isrs_and_leaderships(
         }
         if partition.leader == Some(broker) {
             let next = choose_leader(&partition, ctx.eligible(), elr_enabled);
-            set_leader(&mut partition, next, replicas, ctx);
+            set_leader(&mut partition, next, ctx);
         }
     }
 }
 
 /// A fenced broker is back: offline partitions it can lead get a leader.
-fn unfence(
-    broker: BrokerId,
-    partitions: &mut Query<&mut Partition>,
-    replicas: &mut Query<&mut Replica>,
-    ctx: &mut ElectionContext,
-) {
+fn unfence(broker: BrokerId, partitions: &mut Query<&mut Partition>, ctx: &mut ElectionContext) {
     ctx.events
         .push(ctx.now, EventKind::BrokerUnfenced { broker });
     let elr_enabled = ctx.cluster.config.eligible_leader_replicas;
@@ -347,7 +366,7 @@ fn unfence(
             && partition.assignment.contains(&broker)
             && let Some(next) = choose_leader(&partition, ctx.eligible(), elr_enabled)
         {
-            set_leader(&mut partition, Some(next), replicas, ctx);
+            set_leader(&mut partition, Some(next), ctx);
         }
     }
 }
@@ -365,7 +384,6 @@ fn change_fencing(
     metrics: &mut Metrics,
     metadata: &mut MetadataLog,
     partitions: &mut Query<&mut Partition>,
-    replicas: &mut Query<&mut Replica>,
 ) {
     brokers
         .get_mut(cluster.brokers[broker as usize - 1])
@@ -386,7 +404,7 @@ fn change_fencing(
             "replica unfenced"
         },
     };
-    change(broker, partitions, replicas, &mut ctx);
+    change(broker, partitions, &mut ctx);
 }
 
 /// The controller's rules act only at their deadlines (a heartbeat to send, a message arriving, a
@@ -585,7 +603,6 @@ pub(super) fn controller_handles_heartbeats(
     controllers: &mut Query<&mut Controller>,
     brokers: &mut Query<&mut Broker>,
     partitions: &mut Query<&mut Partition>,
-    replicas: &mut Query<&mut Replica>,
     due: &mut Vec<u64>,
 ) {
     let now = clock.now_ms;
@@ -651,7 +668,6 @@ pub(super) fn controller_handles_heartbeats(
                     metrics,
                     &mut controller.metadata,
                     partitions,
-                    replicas,
                 );
             }
             // KIP-966: after an unclean shutdown the broker may have lost data it had, so it is
@@ -677,7 +693,6 @@ pub(super) fn controller_handles_heartbeats(
                 events,
                 metrics,
                 partitions,
-                replicas,
             );
         } else {
             controller.last_heartbeat_ms[b as usize] = now;
@@ -693,7 +708,6 @@ pub(super) fn controller_handles_heartbeats(
                     metrics,
                     &mut controller.metadata,
                     partitions,
-                    replicas,
                 );
             }
         }
@@ -727,7 +741,6 @@ fn controlled_shutdown(
     events: &mut EventLog,
     metrics: &mut Metrics,
     partitions: &mut Query<&mut Partition>,
-    replicas: &mut Query<&mut Replica>,
 ) -> bool {
     if fenced {
         return true;
@@ -749,7 +762,7 @@ fn controlled_shutdown(
             metadata: &mut controller.metadata,
             reason: "controlled shutdown",
         };
-        leave_isrs_and_leaderships(b, partitions, replicas, &mut ctx);
+        leave_isrs_and_leaderships(b, partitions, &mut ctx);
         controller.controlled_shutdown_offset[b as usize] = Some(controller.metadata.end);
     }
     let leads = cluster
@@ -779,7 +792,6 @@ fn controlled_shutdown(
         metrics,
         &mut controller.metadata,
         partitions,
-        replicas,
     );
     true
 }
@@ -796,7 +808,6 @@ pub(super) fn controller_checks_sessions(
     controllers: &mut Query<&mut Controller>,
     brokers: &mut Query<&mut Broker>,
     partitions: &mut Query<&mut Partition>,
-    replicas: &mut Query<&mut Replica>,
 ) {
     let now = clock.now_ms;
     let session = cluster.config.session_timeout_ms;
@@ -823,7 +834,6 @@ pub(super) fn controller_checks_sessions(
             metrics,
             &mut controller.metadata,
             partitions,
-            replicas,
         );
     }
 }
@@ -845,7 +855,6 @@ pub(super) fn controller_balances_leaders(
     controllers: &mut Query<&mut Controller>,
     brokers: &Query<&mut Broker>,
     partitions: &mut Query<&mut Partition>,
-    replicas: &mut Query<&mut Replica>,
 ) {
     let now = clock.now_ms;
     let mut controller = controllers.get_mut(cluster.controller).expect("controller");
@@ -864,7 +873,6 @@ pub(super) fn controller_balances_leaders(
             metrics,
             &mut controller.metadata,
             partitions,
-            replicas,
         );
     }
     let imbalanced = || partitions.iter().any(|p| p.leader != Some(p.assignment[0]));
@@ -893,7 +901,7 @@ pub(super) fn controller_balances_leaders(
                 && partition.unclean_leader_election
                 && let Some(next) = choose_leader(&partition, ctx.eligible(), false)
             {
-                set_leader(&mut partition, Some(next), replicas, &mut ctx);
+                set_leader(&mut partition, Some(next), &mut ctx);
             }
         }
     }
@@ -1099,7 +1107,6 @@ pub(super) fn controller_completes_reassignments(
     controllers: &mut Query<&mut Controller>,
     brokers: &Query<&mut Broker>,
     partitions: &mut Query<&mut Partition>,
-    replicas: &mut Query<&mut Replica>,
     commands: &mut Commands,
 ) {
     let now = clock.now_ms;
@@ -1142,13 +1149,12 @@ pub(super) fn controller_completes_reassignments(
         {
             let next =
                 choose_leader(&partition, ctx.eligible(), false).filter(|(_, unclean)| !unclean);
-            set_leader(&mut partition, next, replicas, &mut ctx);
+            set_leader(&mut partition, next, &mut ctx);
         } else if !reassignment.removing.is_empty() && partition.leader.is_some() {
             // Replicas left while the leader stays: its epoch is bumped all the same, so that
             // the removed ones are fenced from it
             // (`PartitionChangeBuilder.triggerLeaderEpochBumpForReplicaReassignmentIfNeeded`).
             new_leader_epoch(&mut partition, &mut ctx);
-            start_leader_epoch(&partition, replicas);
         }
         events.push(
             now,
@@ -1181,7 +1187,6 @@ fn elect_preferred_leaders(
     metrics: &mut Metrics,
     metadata: &mut MetadataLog,
     partitions: &mut Query<&mut Partition>,
-    replicas: &mut Query<&mut Replica>,
 ) {
     let views = super::cluster::broker_views(brokers.iter());
     let mut ctx = ElectionContext {
@@ -1200,7 +1205,7 @@ fn elect_preferred_leaders(
             && partition.in_isr(preferred)
             && views[preferred as usize].eligible
         {
-            set_leader(&mut partition, Some((preferred, false)), replicas, &mut ctx);
+            set_leader(&mut partition, Some((preferred, false)), &mut ctx);
         }
     }
 }

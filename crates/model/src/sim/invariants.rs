@@ -180,6 +180,15 @@ pub(super) fn check(
                 ),
             );
         }
+        if let Some(why) = epoch_cache_disagrees(replica) {
+            let p = partitions.get(replica.partition).expect("partition entity");
+            invariants.report(
+                "epoch-cache-off-log",
+                p.ordinal as usize,
+                replica.broker,
+                format!("{now} ms: {} on broker {}: {why}", name(p), replica.broker),
+            );
+        }
     }
     touched.sort_unstable();
     touched.dedup();
@@ -277,6 +286,31 @@ pub(super) fn check(
             check_send_order(invariants, now, cluster, p, producers, leader, replica);
         }
     }
+}
+
+/// The leader epoch cache agrees with the log (`LeaderEpochFileCache`): the first and the last
+/// record of each epoch's range (from its start to the next epoch's) are of that epoch.
+/// Truncation to a divergence point reads the cache, so a cache that has lost an epoch, or its
+/// real start, truncates too little. Looks only at the ranges' edges.
+fn epoch_cache_disagrees(replica: &Replica) -> Option<String> {
+    let leo = replica.log_end_offset();
+    let epoch_at = |o: u64| replica.log.get(o as usize).map(|r| r.leader_epoch);
+    let epochs = &replica.epochs;
+    for (i, &(epoch, start)) in epochs.iter().enumerate() {
+        let end = epochs.get(i + 1).map_or(leo, |next| next.1).min(leo);
+        if start >= end {
+            continue;
+        }
+        for offset in [start, end - 1] {
+            let found = epoch_at(offset);
+            if found != Some(epoch) {
+                return Some(format!(
+                    "the epoch cache puts offset {offset} in epoch {epoch}, the log in {found:?}"
+                ));
+            }
+        }
+    }
+    None
 }
 
 /// Committed means the same everywhere: every running in-sync follower holds the leader's records

@@ -259,6 +259,7 @@ fn controller_phase(
         &mut brokers,
         &mut due,
     );
+    brokers_learn_leaderships(&cluster, &mut brokers, &partitions, &mut replicas);
     controller_handles_heartbeats(
         &clock,
         &cluster,
@@ -270,7 +271,6 @@ fn controller_phase(
         &mut controllers,
         &mut brokers,
         &mut partitions,
-        &mut replicas,
         &mut due,
     );
     controller_checks_sessions(
@@ -282,7 +282,6 @@ fn controller_phase(
         &mut controllers,
         &mut brokers,
         &mut partitions,
-        &mut replicas,
     );
     controller_balances_leaders(
         &clock,
@@ -293,7 +292,6 @@ fn controller_phase(
         &mut controllers,
         &brokers,
         &mut partitions,
-        &mut replicas,
     );
     // After the heartbeats, which collect the controller's wakes afresh.
     controller_adds_brokers(
@@ -331,7 +329,6 @@ fn controller_phase(
         &mut controllers,
         &brokers,
         &mut partitions,
-        &mut replicas,
         &mut commands,
     );
     // What this step's elections wrote reaches the brokers a network latency later.

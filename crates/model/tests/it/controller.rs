@@ -1072,3 +1072,47 @@ fn records_only_a_crashed_leader_had_are_lost_before_it_is_fenced() {
         report.lost_records[0]
     );
 }
+
+/// `ReplicaManager.applyLocalLeadersDelta`: a broker stops fetching a partition before it starts
+/// its leader epoch (`removeFetcherForPartitions`, then `Partition.makeLeader` and
+/// `maybeAssignEpochStartOffset`), both when it learns from the metadata log that it leads. A
+/// slow old leader keeps answering a new leader's fetches until the new leader learns: were the
+/// epoch started at the election instant, those late appends would bury its start in the epoch
+/// cache (the invariant `epoch-cache-off-log`), a returning replica would truncate too little,
+/// and an in-sync replica would hold other records below the high watermark.
+#[test]
+fn a_new_leader_starts_its_epoch_when_it_learns_it_leads() {
+    let scenario = crate::scenario(
+        r#"(name: "slow-zombie", seed: 5, duration_ms: 90000, cluster: (brokers: 3),
+            topics: [(name: "orders", partitions: 1, replication_factor: 3, min_insync_replicas: 1,
+                      assignment: Some([[1, 2, 3]]))],
+            producers: [(name: "checkout", topic: "orders", acks: One, records_per_sec: 200,
+                         keys: Sequence("order-"))],
+            timeline: [
+                (at_ms: 1000, action: SlowBroker(1, 100)),
+                (at_ms: 10000, action: CutControllerLink(1)),
+                (at_ms: 60000, action: HealControllerLink(1)),
+                (at_ms: 70000, action: PreferredElection),
+            ])"#,
+    );
+    let report = crate::run(&scenario);
+    assert!(
+        report.invariant_violations.is_empty(),
+        "{:?}",
+        report.invariant_violations
+    );
+    let e = elections(&report);
+    assert_eq!(
+        e.last().map(|e| e.1),
+        Some(1),
+        "the preferred leader leads again: {e:?}"
+    );
+    // Every replica's log is the leader's, record for record, below the high watermark.
+    let p = &report.partitions[0];
+    assert!(
+        p.replicas
+            .iter()
+            .all(|r| r.log_end_offset >= p.high_watermark),
+        "{p:?}"
+    );
+}
