@@ -147,6 +147,11 @@ pub fn explain(s: &Snapshot, config: &ClusterConfig, target: Target) -> Option<(
                     "A batch of records for one partition, sent to its leader. The leader appends \
                      it and answers at once (acks=0/1) or when every ISR member has it (acks=all)."
                 }
+                MessageKind::ProduceResponse if m.detail.is_some() => {
+                    "An acks=0 request gets no answer: on an error (a broker that no longer \
+                     leads, say) the broker closes the connection instead, so the producer \
+                     asks for metadata and finds the new leader."
+                }
                 MessageKind::ProduceResponse => {
                     "The leader's answer: the batch's base offset, or an error such as \
                      NOT_ENOUGH_REPLICAS or NOT_LEADER_OR_FOLLOWER."

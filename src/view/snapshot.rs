@@ -411,7 +411,10 @@ fn message_kind(payload: &Payload) -> Kind {
                 Some(r.acks.as_config()),
             );
         }
-        Payload::ProduceResponse(_) => (MessageKind::ProduceResponse, None),
+        Payload::ProduceResponse(r) => (
+            MessageKind::ProduceResponse,
+            r.closed.then_some("Connection closed"),
+        ),
         Payload::Fetch(_) => (MessageKind::Fetch, None),
         Payload::FetchResponse(r) => {
             let records = r.records.len() as u32;

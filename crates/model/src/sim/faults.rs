@@ -10,7 +10,6 @@ use super::consumer::Consumer;
 use super::ledger::AckLedger;
 use super::network::{Network, Node, Wire};
 use super::producer::Producer;
-use super::protocol::KafkaError;
 use super::wires::{Payload, Wires};
 
 /// Only a cut link or a dead broker loses messages: a healthy cluster skips the phase.
@@ -93,12 +92,15 @@ fn refuse_at_dead_brokers(
         let message = wires.refuse(id, now);
         let wire = message.wire;
         match &message.payload {
+            // The broker's machine resets the connection: every request on it fails.
             Payload::Produce(request) => {
                 let producer = cluster.producers[request.producer as usize];
-                producers
-                    .get_mut(producer)
-                    .expect("producer entity")
-                    .fail_request(wire.id, KafkaError::NetworkException, now, rng, ledger);
+                if let Node::Broker(broker) = wire.to {
+                    producers
+                        .get_mut(producer)
+                        .expect("producer entity")
+                        .connection_broke(broker, wire.id, now, rng, ledger);
+                }
             }
             Payload::Group(_) | Payload::ConsumerFetch(_) => {
                 if let Node::Consumer(c) = wire.from {

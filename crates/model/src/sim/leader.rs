@@ -155,6 +155,7 @@ fn respond(
         ProduceResponse {
             request: wire.id,
             results,
+            closed: false,
         },
     );
 }
@@ -198,6 +199,21 @@ pub(super) fn append_produce_requests(
             .iter()
             .all(|o| matches!(o, BatchOutcome::Done(_)));
         if acks == Acks::Zero {
+            // No answer; on an error the broker closes the connection "so that the producer
+            // client will know that some error has happened and will refresh its metadata"
+            // (`KafkaApis.handleProduceRequest`).
+            if request
+                .outcomes
+                .iter()
+                .any(|o| matches!(o, BatchOutcome::Done(Err(_))))
+            {
+                let closed = ProduceResponse {
+                    request: wire.id,
+                    results: Vec::new(),
+                    closed: true,
+                };
+                network.send(now, wire.to, wire.from, closed);
+            }
             wires.finish(id);
         } else if all_done {
             let seen = views[broker as usize].metadata_offset;

@@ -694,7 +694,14 @@ fn producers_phase(
         &mut producers,
         due,
     );
-    expire(&clock, &cluster, &mut rng, &mut ledger, &mut producers);
+    expire(
+        &clock,
+        &cluster,
+        &mut rng,
+        &mut ledger,
+        &mut wires,
+        &mut producers,
+    );
     accumulate(&clock, &cluster, &mut rng, &mut producers, keys);
     // After the new records: one for a partition with no known leader asks for metadata now.
     refresh_metadata(
@@ -710,8 +717,10 @@ fn producers_phase(
         &clock,
         &cluster,
         &mut network,
+        &mut rng,
         &mut ledger,
         &mut wake,
+        &brokers,
         &mut producers,
         by_leader,
     );

@@ -74,6 +74,9 @@ pub struct Batch {
     /// at which it saw that epoch first (`currentLeaderEpoch`, `attemptsWhenLeaderLastChanged`).
     leader_epoch: Option<u32>,
     attempts_at_leader_change: u32,
+    /// Given up at `delivery.timeout.ms` while its request was still in flight: failed to the
+    /// application, but a late success still tells the producer the leader has its sequences.
+    pub expired: bool,
 }
 
 impl Batch {
@@ -91,6 +94,7 @@ impl Batch {
             sequence_reset: false,
             leader_epoch: None,
             attempts_at_leader_change: 0,
+            expired: false,
         }
     }
 
@@ -132,7 +136,8 @@ struct Sequences {
     last_acked: Option<i32>,
     /// A batch sent at least once was given up without an answer, so whether the leader wrote it
     /// is unknown (`partitionsWithUnresolvedSequences`): no new batch goes until that is settled.
-    unresolved: bool,
+    /// The sequence after the last such batch.
+    unresolved: Option<i32>,
     /// An epoch bump waits for the sender's next turn (`partitionsToRewriteSequences`).
     bump_requested: bool,
 }
@@ -149,6 +154,49 @@ impl Sequences {
     fn is_next(&self, sequence: i32) -> bool {
         sequence == self.last_acked.map_or(0, |s| s + 1)
     }
+}
+
+/// `reconnect.backoff.ms` and `reconnect.backoff.max.ms`: the wait before connecting again to a
+/// broker after a connection failed or broke, doubling per failure in a row, with 20% jitter
+/// (`ClusterConnectionStates.updateReconnectBackoff`).
+const RECONNECT_BACKOFF_MS: u64 = 50;
+const RECONNECT_BACKOFF_MAX_MS: u64 = 1_000;
+/// `socket.connection.setup.timeout.ms` and its maximum: how long a connection attempt to a
+/// broker that does not answer may take, doubling per such failure in a row.
+const CONNECTION_SETUP_TIMEOUT_MS: u64 = 10_000;
+const CONNECTION_SETUP_TIMEOUT_MAX_MS: u64 = 30_000;
+
+/// Where the producer's connection to a broker stands (`ClusterConnectionStates`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Link {
+    /// Open (or never needed yet): requests go at once.
+    #[default]
+    Ready,
+    /// A connection attempt answered at `until_ms`: open if the broker's process takes it.
+    Connecting { until_ms: u64 },
+    /// Refused or broken: no attempt before `retry_ms` (`isBlackedOut`).
+    Disconnected { retry_ms: u64 },
+}
+
+/// How a broker answers a connection attempt now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// Its process listens.
+    Accepting,
+    /// Its machine answers, its process is gone or not serving yet: refused at once.
+    Refusing,
+    /// Nothing answers (a cut link): the attempt times out.
+    Unreachable,
+}
+
+/// The producer's connection to one broker.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Connection {
+    pub link: Link,
+    /// Failures in a row, for the reconnect back-off (`failedAttempts`).
+    failed_attempts: u32,
+    /// Attempts in a row that timed out, for the setup timeout (`failedConnectAttempts`).
+    failed_setups: u32,
 }
 
 /// A ProduceRequest the producer waits an answer for.
@@ -215,6 +263,8 @@ pub struct Producer {
     drain_start: BTreeMap<BrokerId, usize>,
     /// Who leads its partitions, as far as it knows: it sends each batch there.
     pub metadata: ClientMetadata,
+    /// Its connection to each broker, by broker id.
+    pub connections: Vec<Connection>,
     pub stats: ProducerStats,
 }
 
@@ -256,6 +306,7 @@ impl Producer {
                 leaders: vec![(None, 0); n],
                 ..ClientMetadata::default()
             },
+            connections: Vec::new(),
             stats: ProducerStats::default(),
         };
         // The configured prefix or fixed key is name 0, where a key's bits can always name it.
@@ -328,6 +379,7 @@ impl Producer {
             .in_flight
             .iter()
             .flat_map(|f| &f.batches)
+            .filter(|b| !b.expired)
             .map(|b| b.records.len())
             .sum();
         (queued + flying) as u64
@@ -488,6 +540,18 @@ impl Producer {
         ledger: &mut AckLedger,
     ) {
         let p = batch.partition as usize;
+        if batch.expired {
+            // `Sender.completeBatch` after `getExpiredInflightBatches`: the application was told
+            // already; a success still moves the last acknowledged sequence
+            // (`TransactionManager.handleCompletedBatch`), a failure changes nothing.
+            let sequences = &mut self.sequences[p];
+            if let (Ok(_), Some(last)) = (result, batch.last_sequence())
+                && batch.producer_epoch == sequences.epoch
+            {
+                sequences.last_acked = Some(sequences.last_acked.map_or(last, |l| l.max(last)));
+            }
+            return;
+        }
         match result {
             Ok(base) => {
                 let sequences = &mut self.sequences[p];
@@ -541,10 +605,12 @@ impl Producer {
     }
 
     /// `TransactionManager.canRetry`. An idempotent producer retries OUT_OF_ORDER_SEQUENCE_NUMBER
-    /// always; only when the refused batch is the very next one after the last acknowledged (so
-    /// the leader lost the producer's earlier records: an unclean election, a lost disk, a batch
-    /// given up) does it also ask for an epoch bump, which numbers the partition's outstanding
-    /// batches from 0 again (KIP-360). A batch behind another failed one just waits its turn.
+    /// always, and asks for an epoch bump, which numbers the partition's outstanding batches from
+    /// 0 again (KIP-360), when the gap is real: with no batch unresolved, the refused batch is
+    /// the very next one after the last acknowledged and was not renumbered (the leader lost the
+    /// producer's earlier records: an unclean election, a lost disk); with one unresolved, it is
+    /// the batch right after the one given up (`isNextSequenceForUnresolvedPartition`). A batch
+    /// behind another failed one just waits its turn.
     fn can_retry(&mut self, batch: &Batch, error: KafkaError) -> bool {
         let (true, Some(sequence)) = (self.idempotent, batch.base_sequence) else {
             return error.retriable();
@@ -554,7 +620,11 @@ impl Producer {
         }
         let p = batch.partition as usize;
         let sequences = &self.sequences[p];
-        if sequences.is_next(sequence) && (sequences.unresolved || !batch.sequence_reset) {
+        let gap = match sequences.unresolved {
+            None => !batch.sequence_reset && sequences.is_next(sequence),
+            Some(next) => sequence == next,
+        };
+        if gap {
             self.request_bump(p);
         }
         true
@@ -567,8 +637,9 @@ impl Producer {
     }
 
     /// Marks a partition's numbering unknown until its outstanding batches settle.
-    fn mark_unresolved(&mut self, p: usize) {
-        self.sequences[p].unresolved = true;
+    fn mark_unresolved(&mut self, p: usize, next: i32) {
+        let unresolved = &mut self.sequences[p].unresolved;
+        *unresolved = Some(unresolved.map_or(next, |n| n.max(next)));
         self.unsettled = true;
     }
 
@@ -583,14 +654,14 @@ impl Producer {
         }
         for p in 0..self.sequences.len() {
             let sequences = self.sequences[p];
-            if sequences.unresolved && self.outstanding(p as u32).next().is_none() {
-                self.sequences[p].unresolved = false;
+            if sequences.unresolved.is_some() && self.outstanding(p as u32).next().is_none() {
+                self.sequences[p].unresolved = None;
                 if !sequences.is_next(sequences.next) {
                     self.sequences[p].bump_requested = true;
                 }
             }
         }
-        self.unsettled = self.sequences.iter().any(|s| s.unresolved);
+        self.unsettled = self.sequences.iter().any(|s| s.unresolved.is_some());
         if !self.sequences.iter().any(|s| s.bump_requested) {
             return;
         }
@@ -622,14 +693,14 @@ impl Producer {
         let flying = self.in_flight.iter().flat_map(|f| &f.batches);
         flying
             .chain(&self.queues[partition as usize])
-            .filter(move |b| b.partition == partition && b.base_sequence.is_some())
+            .filter(move |b| b.partition == partition && b.base_sequence.is_some() && !b.expired)
     }
 
     fn outstanding_mut(&mut self, partition: u32) -> impl Iterator<Item = &mut Batch> {
         let flying = self.in_flight.iter_mut().flat_map(|f| &mut f.batches);
         flying
             .chain(&mut self.queues[partition as usize])
-            .filter(move |b| b.partition == partition && b.base_sequence.is_some())
+            .filter(move |b| b.partition == partition && b.base_sequence.is_some() && !b.expired)
     }
 
     /// `RecordAccumulator.shouldStopDrainBatchesForPartition`: whether a partition's first batch
@@ -644,7 +715,7 @@ impl Producer {
                 .any(|b| b.base_sequence.is_some_and(|s| s < seq)),
             None if self.idempotent => {
                 let sequences = &self.sequences[p as usize];
-                sequences.unresolved
+                sequences.unresolved.is_some()
                     || (sequences.epoch != self.producer_epoch
                         && self.outstanding(p).next().is_some())
             }
@@ -668,22 +739,132 @@ impl Producer {
             }));
     }
 
-    /// The connection to the broker broke (its process is gone): the request fails at once.
-    pub fn fail_request(
+    /// Its connection to a broker.
+    pub fn connection(&mut self, broker: BrokerId) -> &mut Connection {
+        let i = broker as usize;
+        if self.connections.len() <= i {
+            self.connections.resize(i + 1, Connection::default());
+        }
+        &mut self.connections[i]
+    }
+
+    /// The connection to a broker is gone: the broker's process reset it, a request timed out
+    /// (`NetworkClient.handleTimedOutRequests` closes it), or an attempt failed. Every request in
+    /// flight on it fails with `error` (`cancelInFlightRequests`: REQUEST_TIMED_OUT after a
+    /// timeout, else NETWORK_EXCEPTION), the producer asks for metadata
+    /// (`DefaultMetadataUpdater.handleServerDisconnect`), and it connects again only after the
+    /// reconnect back-off (`ClusterConnectionStates.disconnected`).
+    /// Returns the wire ids of the requests it cancelled.
+    pub fn disconnected(
         &mut self,
-        wire_id: u64,
+        broker: BrokerId,
         error: KafkaError,
         now: u64,
         rng: &mut SimRng,
         ledger: &mut AckLedger,
-    ) {
-        if let Some(i) = self.in_flight.iter().position(|f| f.wire_id == wire_id) {
-            let request = self.in_flight.remove(i);
+    ) -> Vec<u64> {
+        let cancelled: Vec<InFlight> = self
+            .in_flight
+            .extract_if(.., |f| f.broker == broker)
+            .collect();
+        let ids = cancelled.iter().map(|r| r.wire_id).collect();
+        for request in cancelled {
             for batch in request.batches {
                 self.complete(batch, Err(error), now, rng, ledger);
             }
         }
+        self.metadata.wanted = true;
+        let connection = self.connection(broker);
+        let backoff = exponential_backoff(
+            RECONNECT_BACKOFF_MS,
+            RECONNECT_BACKOFF_MAX_MS,
+            connection.failed_attempts,
+            rng,
+        );
+        connection.failed_attempts += 1;
+        connection.link = Link::Disconnected {
+            retry_ms: now + backoff,
+        };
+        ids
     }
+
+    /// A request on the connection to `broker` met a reset (its process is gone) or a close: the
+    /// connection breaks, unless an earlier request of the same step broke it already.
+    pub fn connection_broke(
+        &mut self,
+        broker: BrokerId,
+        wire_id: u64,
+        now: u64,
+        rng: &mut SimRng,
+        ledger: &mut AckLedger,
+    ) {
+        let open = self.connection(broker).link == Link::Ready;
+        if open || self.in_flight.iter().any(|f| f.wire_id == wire_id) {
+            self.disconnected(broker, KafkaError::NetworkException, now, rng, ledger);
+        }
+    }
+
+    /// `NetworkClient.ready`: whether a request may go to `broker` now. A disconnected broker
+    /// past its back-off gets a connection attempt (`initiateConnect`), answered a round trip
+    /// later, or after the setup timeout where nothing answers; one that is then refused counts
+    /// as a failure, and the producer waits again.
+    fn ready_to_send(
+        &mut self,
+        broker: BrokerId,
+        now: u64,
+        reach: Reach,
+        round_trip_ms: u64,
+        rng: &mut SimRng,
+        ledger: &mut AckLedger,
+    ) -> bool {
+        let connection = *self.connection(broker);
+        match connection.link {
+            Link::Ready => true,
+            Link::Disconnected { retry_ms } if now >= retry_ms => {
+                let took = if reach == Reach::Unreachable {
+                    let timeout = exponential_backoff(
+                        CONNECTION_SETUP_TIMEOUT_MS,
+                        CONNECTION_SETUP_TIMEOUT_MAX_MS,
+                        connection.failed_setups,
+                        rng,
+                    );
+                    self.connection(broker).failed_setups += 1;
+                    timeout
+                } else {
+                    round_trip_ms
+                };
+                self.connection(broker).link = Link::Connecting {
+                    until_ms: now + took.max(1),
+                };
+                false
+            }
+            Link::Connecting { until_ms } if now >= until_ms => {
+                if reach == Reach::Accepting {
+                    // `ClusterConnectionStates.ready` forgets the failures.
+                    *self.connection(broker) = Connection::default();
+                    true
+                } else {
+                    self.disconnected(broker, KafkaError::NetworkException, now, rng, ledger);
+                    false
+                }
+            }
+            Link::Disconnected { .. } | Link::Connecting { .. } => false,
+        }
+    }
+}
+
+/// `ExponentialBackoff.backoff(attempts)`: `base` doubled per attempt before, capped at `max`,
+/// with 20% jitter either way.
+fn exponential_backoff(base: u64, max: u64, attempts: u32, rng: &mut SimRng) -> u64 {
+    let term = base
+        .saturating_mul(BACKOFF_BASE.saturating_pow(attempts.min(32)))
+        .min(max);
+    let jittered =
+        term * rng.permille(
+            1000 - BACKOFF_JITTER_PERMILLE,
+            1000 + BACKOFF_JITTER_PERMILLE,
+        ) / 1000;
+    jittered.min(max)
 }
 
 pub(super) fn handle_responses(
@@ -708,6 +889,12 @@ pub(super) fn handle_responses(
         let mut producer = producers
             .get_mut(cluster.producers[index as usize])
             .expect("producer entity");
+        if response.closed {
+            if let Node::Broker(broker) = wire.from {
+                producer.connection_broke(broker, response.request, now, rng, ledger);
+            }
+            continue;
+        }
         let Some(i) = producer
             .in_flight
             .iter()
@@ -736,59 +923,82 @@ pub(super) fn handle_responses(
     }
 }
 
-/// Client-side timeouts: a request unanswered after `request.timeout.ms` fails its batches with
-/// REQUEST_TIMED_OUT (`NetworkClient` disconnects); a batch older than `delivery.timeout.ms` is
-/// given up, queued or in flight (`RecordAccumulator.expiredBatches`,
-/// `Sender.getExpiredInflightBatches`).
+/// Client-side timeouts, for every producer ([`Producer::expire`]); what was still on its way on
+/// a connection closed for a timeout never arrives.
 pub(super) fn expire(
     clock: &SimClock,
     cluster: &Cluster,
     rng: &mut SimRng,
     ledger: &mut AckLedger,
+    wires: &mut Wires,
     producers: &mut Query<&mut Producer>,
 ) {
     let now = clock.now_ms;
     // In scenario order: the order producers draw random numbers and wire ids in.
     for &entity in &cluster.producers {
         let mut producer = producers.get_mut(entity).expect("producer entity");
-        let producer = &mut *producer;
-        let timeout = producer.config.request_timeout_ms;
-        // In send order; allocates nothing at the (most) steps when none timed out.
-        let timed_out: Vec<InFlight> = producer
-            .in_flight
-            .extract_if(.., |f| now >= f.sent_ms + timeout)
-            .collect();
-        for request in timed_out {
-            for batch in request.batches {
-                producer.complete(batch, Err(KafkaError::RequestTimedOut), now, rng, ledger);
-            }
+        for id in producer.expire(now, rng, ledger) {
+            wires.lose(id, now);
         }
-        let delivery = producer.config.delivery_timeout_ms;
+    }
+}
+
+impl Producer {
+    /// A request unanswered after `request.timeout.ms` closes its connection, failing every
+    /// request on it with REQUEST_TIMED_OUT (`NetworkClient.handleTimedOutRequests`), in send
+    /// order; a batch older than `delivery.timeout.ms` is given up, queued or in flight
+    /// (`RecordAccumulator.expiredBatches`, `Sender.getExpiredInflightBatches`). Returns the
+    /// wire ids of the requests cancelled.
+    fn expire(&mut self, now: u64, rng: &mut SimRng, ledger: &mut AckLedger) -> Vec<u64> {
+        let timeout = self.config.request_timeout_ms;
+        let mut cancelled = Vec::new();
+        while let Some(broker) = self
+            .in_flight
+            .iter()
+            .find(|f| now >= f.sent_ms + timeout)
+            .map(|f| f.broker)
+        {
+            cancelled.extend(self.disconnected(
+                broker,
+                KafkaError::RequestTimedOut,
+                now,
+                rng,
+                ledger,
+            ));
+        }
+        let delivery = self.config.delivery_timeout_ms;
         let mut given_up = 0u64;
         let mut unresolved = Vec::new();
-        let mut give_up = |b: &Batch| {
-            let expired = now >= b.created_ms + delivery;
+        let mut give_up = |b: &mut Batch| {
+            let expired = !b.expired && now >= b.created_ms + delivery;
             if expired {
                 given_up += b.records.len() as u64;
                 // A numbered batch sent before may or may not be in the log: its partition's
                 // numbering is unknown until the batches after it settle (`Sender.sendProducerData`
                 // marks it unresolved when the batch was in retry).
-                if b.base_sequence.is_some() && b.attempts > 0 {
-                    unresolved.push(b.partition);
+                if let (Some(last), true) = (b.last_sequence(), b.attempts > 0) {
+                    unresolved.push((b.partition, last + 1));
                 }
             }
-            !expired
+            expired
         };
-        for queue in &mut producer.queues {
-            queue.retain(&mut give_up);
+        for queue in &mut self.queues {
+            queue.retain_mut(|b| !give_up(b));
         }
-        for request in &mut producer.in_flight {
-            request.batches.retain(&mut give_up);
+        // One in flight stays there, failed, for the answer that may still come
+        // (`Sender.getExpiredInflightBatches`).
+        for request in &mut self.in_flight {
+            for batch in &mut request.batches {
+                if give_up(batch) {
+                    batch.expired = true;
+                }
+            }
         }
-        producer.stats.failed += given_up;
-        for p in unresolved {
-            producer.mark_unresolved(p as usize);
+        self.stats.failed += given_up;
+        for (p, next) in unresolved {
+            self.mark_unresolved(p as usize, next);
         }
+        cancelled
     }
 }
 
@@ -916,30 +1126,58 @@ pub(super) fn send(
     clock: &SimClock,
     cluster: &Cluster,
     network: &mut Network,
+    rng: &mut SimRng,
     ledger: &mut AckLedger,
     wake: &mut Wake,
+    brokers: &Query<&Broker>,
     producers: &mut Query<&mut Producer>,
     by_leader: &mut Vec<(BrokerId, u32)>,
 ) {
     let now = clock.now_ms;
+    let views = broker_views(brokers.iter());
     // In scenario order: the order producers draw random numbers and wire ids in.
     for &entity in &cluster.producers {
         let mut producer = producers.get_mut(entity).expect("producer entity");
         let producer = &mut *producer;
         producer.settle_sequences();
         if producer.queues.iter().any(|q| !q.is_empty()) {
-            send_requests(producer, now, network, ledger, by_leader);
+            // How each broker answers a connection attempt now, and the round trip to it.
+            let node = Node::Producer(producer.index);
+            let reach: Vec<(Reach, u64)> = (0..views.len())
+                .map(|b| {
+                    let view = views[b];
+                    let reach = if network.is_cut(node, Node::Broker(b as BrokerId)) {
+                        Reach::Unreachable
+                    } else if view.alive && !view.starting {
+                        Reach::Accepting
+                    } else {
+                        Reach::Refusing
+                    };
+                    let one_way =
+                        network.latency_ms + network.extra_ms.get(b).copied().unwrap_or_default();
+                    (reach, 2 * one_way)
+                })
+                .collect();
+            send_requests(producer, now, network, rng, ledger, &reach, by_leader);
+            // A connection that failed just now asks for metadata at the phase's next turn.
+            if producer.metadata.wanted {
+                wake.at(now + 1);
+            }
         }
         producer.wake(now, wake);
     }
 }
 
-/// A producer's requests to send now: to each leader with a batch ready, the ready batches.
+/// A producer's requests to send now: to each leader with a batch ready and a connection open,
+/// the ready batches.
+#[allow(clippy::too_many_arguments)]
 fn send_requests(
     producer: &mut Producer,
     now: u64,
     network: &mut Network,
+    rng: &mut SimRng,
     ledger: &mut AckLedger,
+    reach: &[(Reach, u64)],
     by_leader: &mut Vec<(BrokerId, u32)>,
 ) {
     // (leader, partition) of each partition with a batch, from the producer's metadata, by
@@ -977,6 +1215,13 @@ fn send_requests(
         if !ready {
             continue;
         }
+        let (broker_reach, round_trip_ms) = reach
+            .get(broker as usize)
+            .copied()
+            .unwrap_or((Reach::Unreachable, 0));
+        if !producer.ready_to_send(broker, now, broker_reach, round_trip_ms, rng, ledger) {
+            continue;
+        }
         let start = producer.drain_start.get(&broker).copied().unwrap_or(0) % led.len();
         producer.drain_start.insert(broker, start + 1);
         let mut batches = Vec::new();
@@ -998,7 +1243,9 @@ fn send_requests(
             let mut batch = producer.queues[p as usize]
                 .pop_front()
                 .expect("head exists");
-            if producer.idempotent && batch.base_sequence.is_none() {
+            // Only a batch never sent gets a sequence: one first sent before the producer was
+            // restarted with idempotence goes on without (Kafka's producer never changes it).
+            if producer.idempotent && batch.base_sequence.is_none() && batch.attempts == 0 {
                 let epoch = producer.producer_epoch;
                 let sequences = &mut producer.sequences[p as usize];
                 // A partition still numbered in an older epoch starts the current one at 0 once
@@ -1087,8 +1334,16 @@ impl Producer {
         }
         for request in &self.in_flight {
             at(request.sent_ms + self.config.request_timeout_ms);
-            for batch in &request.batches {
+            for batch in request.batches.iter().filter(|b| !b.expired) {
                 at(batch.created_ms + delivery);
+            }
+        }
+        if self.queues.iter().any(|q| !q.is_empty()) {
+            for connection in &self.connections {
+                match connection.link {
+                    Link::Ready => {}
+                    Link::Connecting { until_ms: t } | Link::Disconnected { retry_ms: t } => at(t),
+                }
             }
         }
     }
@@ -1100,4 +1355,104 @@ pub fn record_key(world: &World, record: &super::cluster::Record) -> Option<Stri
     let cluster = world.get_resource::<Cluster>()?;
     let producer = world.get::<Producer>(*cluster.producers.get(record.producer as usize)?)?;
     producer.key_text(record.key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An idempotent producer of one partition, with a batch of `records` records numbered from
+    /// `base` in flight to broker 1.
+    fn producer_with_batch_in_flight(base: i32, records: usize) -> Producer {
+        let scenario = crate::scenario::Scenario::parse(
+            r#"(name: "p", topics: [(name: "t", partitions: 1)],
+                producers: [(name: "p", topic: "t", acks: All)])"#,
+            "test.ron",
+        )
+        .expect("a scenario");
+        let mut p = Producer::new(
+            0,
+            &scenario.producers[0],
+            0,
+            vec![Entity::PLACEHOLDER],
+            vec![0],
+        );
+        let mut batch = Batch::new(0, 0, 0);
+        batch.records = (0..records)
+            .map(|i| PendingRecord {
+                id: i as u64,
+                key: Key::NONE,
+                bytes: 100,
+            })
+            .collect();
+        batch.base_sequence = Some(base);
+        batch.attempts = 1;
+        p.sequences[0] = Sequences {
+            next: base + records as i32,
+            last_acked: base.checked_sub(1),
+            ..Sequences::default()
+        };
+        p.in_flight.push(InFlight {
+            wire_id: 7,
+            broker: 1,
+            sent_ms: 0,
+            batches: vec![batch],
+        });
+        p
+    }
+
+    /// `Sender.getExpiredInflightBatches` fails a batch at `delivery.timeout.ms` while its
+    /// request is in flight; when the leader's success comes after, `Sender.completeBatch` still
+    /// records its last sequence (`TransactionManager.handleCompletedBatch`), so the numbering
+    /// resolves without an epoch bump (`maybeResolveSequences` finds the next sequence acked).
+    #[test]
+    fn a_late_success_for_an_expired_batch_still_acknowledges_its_sequences() {
+        let mut p = producer_with_batch_in_flight(0, 10);
+        let mut rng = SimRng::new(1);
+        let mut ledger = AckLedger::default();
+        let delivery = p.config.delivery_timeout_ms;
+        // Sent again a second before its delivery timeout, after a retry.
+        p.in_flight[0].sent_ms = delivery - 1_000;
+        p.expire(delivery, &mut rng, &mut ledger);
+        assert_eq!(p.stats.failed, 10);
+        assert_eq!(p.sequences[0].unresolved, Some(10));
+        let batch = p.in_flight.remove(0).batches.remove(0);
+        p.complete(batch, Ok(0), delivery + 5, &mut rng, &mut ledger);
+        assert_eq!(p.stats.acked, 0, "the application was told it failed");
+        assert_eq!(ledger.records.iter().count(), 0);
+        p.settle_sequences();
+        assert_eq!(p.producer_epoch, 0, "no bump: the leader has the sequences");
+        assert_eq!(p.sequences[0].unresolved, None);
+    }
+
+    /// `TransactionManager.canRetry` with a batch unresolved: OUT_OF_ORDER_SEQUENCE_NUMBER for
+    /// the batch right after the one given up is a real gap and bumps the epoch; for another,
+    /// the producer retries and waits for the numbering to resolve.
+    #[test]
+    fn out_of_order_right_after_an_unresolved_batch_bumps_the_epoch() {
+        let mut p = producer_with_batch_in_flight(20, 5);
+        p.mark_unresolved(0, 20);
+        let mut after = Batch::new(1, 0, 0);
+        after.base_sequence = Some(20);
+        assert!(p.can_retry(&after, KafkaError::OutOfOrderSequenceNumber));
+        assert!(p.sequences[0].bump_requested);
+
+        let mut p = producer_with_batch_in_flight(20, 5);
+        p.mark_unresolved(0, 15);
+        assert!(p.can_retry(&after, KafkaError::OutOfOrderSequenceNumber));
+        assert!(
+            !p.sequences[0].bump_requested,
+            "not the batch after the unresolved one"
+        );
+
+        // With nothing unresolved, only the next batch after the last acknowledged one, not
+        // renumbered, is a gap.
+        let mut p = producer_with_batch_in_flight(20, 5);
+        assert!(p.can_retry(&after, KafkaError::OutOfOrderSequenceNumber));
+        assert!(p.sequences[0].bump_requested);
+        let mut p = producer_with_batch_in_flight(20, 5);
+        after.sequence_reset = true;
+        assert!(p.can_retry(&after, KafkaError::OutOfOrderSequenceNumber));
+        assert!(!p.sequences[0].bump_requested);
+    }
 }

@@ -108,6 +108,9 @@ pub struct ProduceResponse {
     /// The wire id of the request it answers.
     pub request: u64,
     pub results: Vec<BatchResult>,
+    /// Not an answer: the broker closed the connection, as it does on any error to an acks=0
+    /// request, which gets no answer (`KafkaApis.handleProduceRequest`, `closeConnection`).
+    pub closed: bool,
 }
 
 /// One partition of a follower's fetch: from the follower's own log end offset.

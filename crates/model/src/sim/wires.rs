@@ -360,6 +360,19 @@ impl Wires {
         }
     }
 
+    /// A message on its way whose connection its sender closed: lost, it goes on to where it would
+    /// have been and leaves when it would have arrived. One already arrived is left alone.
+    pub fn lose(&mut self, id: u64, now: u64) {
+        if let Some(message) = self.rows.get_mut(id)
+            && message.wire.state == WireState::InFlight
+        {
+            message.wire.state = WireState::Lost { at_ms: now };
+            if message.wire.arrive_ms <= now {
+                self.lost.push(id);
+            }
+        }
+    }
+
     /// A message refused by its receiver (arriving now or held there): lost now, and it leaves
     /// at the end of the step.
     pub fn refuse(&mut self, id: u64, now: u64) -> &Message {

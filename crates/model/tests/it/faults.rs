@@ -601,3 +601,135 @@ fn sweep_of_membership_changes() {
     );
     assert!(failures.is_empty(), "{failures:?}");
 }
+
+/// A schedule with any settings, drawn from `seed`: acks 0, 1 or all, `min.insync.replicas` 1
+/// or 2, unclean election on or off, 3 brokers, 1 to 3 partitions, sometimes a group; faults over
+/// a minute that include zombie leaders returning (a controller link cut, then healed), slow
+/// brokers just before preferred elections, and automatic rebalances every 10 s. Returns the
+/// scenario and how many of its actions can break a producer's connection.
+fn any_settings_schedule(seed: u64) -> (Scenario, u64) {
+    let mut rng = SimRng::new(seed);
+    let acks = ["Zero", "One", "All"][rng.below(3) as usize];
+    let partitions = 1 + rng.below(3);
+    let min_isr = 1 + rng.below(2);
+    let unclean = rng.below(2) == 0;
+    let latency = if rng.below(2) == 0 { 1 } else { 5 };
+    let group = if rng.below(2) == 0 {
+        r#"consumer_groups: [(name: "g", topics: ["t"], members: 2, records_per_sec: 150,
+                             auto_offset_reset: Earliest)],"#
+    } else {
+        ""
+    };
+    let mut scenario = crate::scenario(&format!(
+        r#"(
+        name: "any", seed: {seed}, duration_ms: 70000,
+        cluster: (brokers: 3, network_latency_ms: {latency},
+                  leader_imbalance_check_interval_ms: 10000),
+        topics: [(name: "t", partitions: {partitions}, replication_factor: 3,
+                  min_insync_replicas: {min_isr}, unclean_leader_election: {unclean})],
+        producers: [(name: "p", topic: "t", acks: {acks}, records_per_sec: 300,
+                     keys: Random(1000))],
+        {group}
+    )"#
+    ));
+    let broker = |rng: &mut SimRng| 1 + rng.below(3) as u32;
+    let mut breaking = 0;
+    let mut push = |at_ms: u64, action: Action| {
+        scenario.timeline.push(TimelineEntry { at_ms, action });
+    };
+    for _ in 0..3 + rng.below(8) {
+        let at_ms = 500 + rng.below(55_000);
+        match rng.below(8) {
+            0 => {
+                breaking += 1;
+                push(at_ms, Action::CrashBroker(broker(&mut rng)));
+            }
+            1 => {
+                breaking += 1;
+                push(at_ms, Action::RestartBroker(broker(&mut rng)));
+            }
+            2 => {
+                breaking += 1;
+                push(at_ms, Action::IsolateBroker(broker(&mut rng)));
+                push(
+                    at_ms + rng.below(15_000),
+                    Action::HealBroker(broker(&mut rng)),
+                );
+            }
+            // A zombie leader, and its return.
+            3 | 4 => {
+                let b = broker(&mut rng);
+                push(at_ms, Action::CutControllerLink(b));
+                push(at_ms + 1 + rng.below(20_000), Action::HealControllerLink(b));
+            }
+            // A slow broker just before a preferred election.
+            5 => {
+                let b = broker(&mut rng);
+                push(at_ms, Action::SlowBroker(b, rng.below(200)));
+                push(at_ms + rng.below(50), Action::PreferredElection);
+            }
+            6 => {
+                let a = broker(&mut rng);
+                push(at_ms, Action::CutLink(a, a % 3 + 1));
+            }
+            _ => {
+                breaking += 1;
+                push(at_ms, Action::ControlledShutdown(broker(&mut rng)));
+            }
+        }
+    }
+    scenario.timeline.retain(|e| e.at_ms < 69_000);
+    scenario.timeline.sort_by_key(|e| e.at_ms);
+    scenario.validate("any", scenario.duration_ms).unwrap();
+    (scenario, breaking)
+}
+
+/// What [`any_settings_schedule`]'s run must show: no invariant broken, and the producer's
+/// NETWORK_EXCEPTION errors bounded by the connections broken: each break fails at most the
+/// requests in flight then (`max.in.flight.requests.per.connection`, 5, each with a batch per
+/// partition), and nothing fails again while the broker refuses connections.
+fn any_settings_hold(seed: u64) -> Result<(), String> {
+    let (scenario, breaking) = any_settings_schedule(seed);
+    let report = crate::run(&scenario);
+    if !report.invariant_violations.is_empty() {
+        return Err(format!("{:?}", report.invariant_violations));
+    }
+    let partitions = scenario.topics[0].partitions as u64;
+    let bound = (breaking + 1) * 5 * partitions;
+    let errors = &report.producers[0].stats.errors;
+    let failed = errors.get("NETWORK_EXCEPTION").copied().unwrap_or(0);
+    if failed > bound {
+        return Err(format!(
+            "{failed} NETWORK_EXCEPTION for {breaking} broken connections (at most {bound})"
+        ));
+    }
+    Ok(())
+}
+
+#[test]
+fn schedules_with_any_settings_keep_every_invariant() {
+    for seed in 0..40 {
+        if let Err(e) = any_settings_hold(seed) {
+            panic!("seed {seed}: {e}");
+        }
+    }
+}
+
+/// The README's figure for any settings, run by hand:
+/// `KAFKASCOPE_SWEEP=1000 cargo test --release -p kafkascope-model -- --ignored sweep`.
+#[test]
+#[ignore = "minutes long: run by hand"]
+fn sweep_of_schedules_with_any_settings() {
+    let n: u64 = std::env::var("KAFKASCOPE_SWEEP")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    let failures: Vec<(u64, String)> = (0..n)
+        .filter_map(|seed| any_settings_hold(seed).err().map(|e| (seed, e)))
+        .collect();
+    eprintln!(
+        "{n} schedules with any settings: {} broke an invariant or the error bound",
+        failures.len()
+    );
+    assert!(failures.is_empty(), "{failures:?}");
+}

@@ -1,5 +1,6 @@
 //! The model's integration tests: one binary, which links no window, renderer or UI crate.
 
+mod connections;
 mod consumers;
 mod controller;
 mod coordinator;
