@@ -500,28 +500,17 @@ impl Producer {
         self.stats.sent += 1;
     }
 
-    /// `ExponentialBackoff.backoff`: `retry.backoff.ms` doubled per earlier attempt, with 20%
-    /// jitter, capped at `retry.backoff.max.ms`.
+    /// `retry.backoff.ms` doubled per earlier attempt, with 20% jitter, capped at
+    /// `retry.backoff.max.ms`.
     fn retry_backoff(&self, attempts: u32, rng: &mut SimRng) -> u64 {
-        let base = self.config.retry_backoff_ms;
-        let max = self.config.retry_backoff_max_ms;
-        let mut term = base;
-        for _ in 1..attempts {
-            term = term.saturating_mul(BACKOFF_BASE);
-            if term >= max {
-                term = max;
-                break;
-            }
-        }
+        let (base, max) = (
+            self.config.retry_backoff_ms,
+            self.config.retry_backoff_max_ms,
+        );
         if max <= base {
             return base;
         }
-        let jittered =
-            term * rng.permille(
-                1000 - BACKOFF_JITTER_PERMILLE,
-                1000 + BACKOFF_JITTER_PERMILLE,
-            ) / 1000;
-        jittered.min(max)
+        exponential_backoff(base, max, attempts.saturating_sub(1), rng)
     }
 
     fn delivery_expired(&self, batch: &Batch, now: u64) -> bool {

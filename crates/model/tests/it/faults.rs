@@ -392,27 +392,38 @@ fn safe_schedules_with_groups_keep_every_invariant() {
     }
 }
 
-/// The sweep the README's reliability figures come from, run by hand:
-/// `KAFKASCOPE_SWEEP=1000 cargo test --release -p kafkascope-model -- --ignored sweep`.
-#[test]
-#[ignore = "minutes long: run by hand"]
-fn sweep_of_safe_schedules_with_groups() {
+/// Runs `check` on the first `KAFKASCOPE_SWEEP` seeds (1000 unless set) and fails with those
+/// that failed, after saying how many did.
+fn sweep(what: &str, check: impl Fn(u64) -> Result<(), String>) {
     let n: u64 = std::env::var("KAFKASCOPE_SWEEP")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1000);
-    let mut failures = Vec::new();
-    for seed in 0..n {
-        let report = crate::run(&safe_schedule_with_a_group(seed));
-        if !report.invariant_violations.is_empty() || report.acked_records_lost > 0 {
-            failures.push((seed, report.invariant_violations.clone()));
-        }
-    }
-    eprintln!(
-        "{n} safe schedules with a group: {} broke an invariant",
-        failures.len()
-    );
+    let failures: Vec<(u64, String)> = (0..n)
+        .filter_map(|seed| check(seed).err().map(|e| (seed, e)))
+        .collect();
+    eprintln!("{n} {what}: {} failed", failures.len());
     assert!(failures.is_empty(), "{failures:?}");
+}
+
+/// The sweeps the README's reliability figures come from, run by hand:
+/// `KAFKASCOPE_SWEEP=1000 cargo test --release -p kafkascope-model -- --ignored sweep`.
+#[test]
+#[ignore = "minutes long: run by hand"]
+fn sweep_of_safe_schedules_with_groups() {
+    sweep("safe schedules with a group", |seed| {
+        let report = crate::run(&safe_schedule_with_a_group(seed));
+        match (
+            report.invariant_violations.is_empty(),
+            report.acked_records_lost,
+        ) {
+            (true, 0) => Ok(()),
+            _ => Err(format!(
+                "{:?}, {} lost",
+                report.invariant_violations, report.acked_records_lost
+            )),
+        }
+    });
 }
 
 /// `OffsetMetadataManager.fetchOffsets` at the last committed offset: what the coordinator serves
@@ -583,23 +594,10 @@ fn groups_settle_after_joins_and_leaves() {
     }
 }
 
-/// The README's figure for membership changes, run by hand:
-/// `KAFKASCOPE_SWEEP=1000 cargo test --release -p kafkascope-model -- --ignored membership`.
 #[test]
 #[ignore = "minutes long: run by hand"]
 fn sweep_of_membership_changes() {
-    let n: u64 = std::env::var("KAFKASCOPE_SWEEP")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1000);
-    let failures: Vec<(u64, String)> = (0..n)
-        .filter_map(|seed| membership_settles(seed).err().map(|e| (seed, e)))
-        .collect();
-    eprintln!(
-        "{n} schedules of joins and leaves: {} did not settle",
-        failures.len()
-    );
-    assert!(failures.is_empty(), "{failures:?}");
+    sweep("schedules of joins and leaves", membership_settles);
 }
 
 /// A schedule with any settings, drawn from `seed`: acks 0, 1 or all, `min.insync.replicas` 1
@@ -715,21 +713,8 @@ fn schedules_with_any_settings_keep_every_invariant() {
     }
 }
 
-/// The README's figure for any settings, run by hand:
-/// `KAFKASCOPE_SWEEP=1000 cargo test --release -p kafkascope-model -- --ignored sweep`.
 #[test]
 #[ignore = "minutes long: run by hand"]
 fn sweep_of_schedules_with_any_settings() {
-    let n: u64 = std::env::var("KAFKASCOPE_SWEEP")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1000);
-    let failures: Vec<(u64, String)> = (0..n)
-        .filter_map(|seed| any_settings_hold(seed).err().map(|e| (seed, e)))
-        .collect();
-    eprintln!(
-        "{n} schedules with any settings: {} broke an invariant or the error bound",
-        failures.len()
-    );
-    assert!(failures.is_empty(), "{failures:?}");
+    sweep("schedules with any settings", any_settings_hold);
 }
