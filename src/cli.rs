@@ -115,6 +115,10 @@ enum Command {
         /// headless, instead of opening the window.
         #[arg(long, conflicts_with = "json")]
         table: bool,
+        /// Check every beat's contract (what it shows, what has not happened yet) against the
+        /// run, headless, instead of opening the window.
+        #[arg(long, conflicts_with_all = ["json", "table"])]
+        check: bool,
         #[command(flatten)]
         look: Look,
     },
@@ -362,11 +366,23 @@ fn run(cli: Cli) -> Result<(), String> {
             beat,
             json,
             table,
+            check,
             look,
         }) => {
             let (tour, scenario, beat) = load_tour(&name, beat)?;
+            if check {
+                let broken = crate::view::contract::check(&tour)?;
+                if broken.is_empty() {
+                    outln!("{name}: every beat shows what it says");
+                    return Ok(());
+                }
+                let lines: Vec<String> = broken.iter().map(|b| format!("{name}: {b}")).collect();
+                return Err(lines.join("\n"));
+            }
             if json {
-                outln!("{}", tour.to_json());
+                let followed = crate::view::contract::followed(&tour)?;
+                let tour = tour.with_holds()?;
+                outln!("{}", tour.to_json(followed));
                 return Ok(());
             }
             if table {

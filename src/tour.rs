@@ -67,6 +67,18 @@ pub struct Tour {
     /// A lab: the runs it compares and the table it ends with.
     #[serde(default)]
     pub lab: Option<Lab>,
+    /// Where each beat's playback pauses ([`Beat::hold_at`], found in the run by
+    /// [`Tour::with_holds`]).
+    #[serde(skip)]
+    pub holds: Vec<Vec<Hold>>,
+}
+
+/// A pause in a beat's playback, at the instant the scene first shows a moment that matters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hold {
+    pub at_ms: u64,
+    /// What happened, as the event log says it.
+    pub why: String,
 }
 
 /// What makes a tour a lab: the same scenario run as variants (the beats narrate the first; the
@@ -192,6 +204,52 @@ pub struct Beat {
     pub highlight: Vec<Focus>,
     #[serde(default)]
     pub annotations: Vec<Annotation>,
+    /// What happens within the beat's span of the run: its contract with the scenario, checked
+    /// when the tour is checked and by the tests, never shown.
+    #[serde(default)]
+    pub shows: Vec<Expect>,
+    /// What must not have happened yet when the beat ends: what the next beat tells.
+    #[serde(default)]
+    pub not_yet: Vec<Expect>,
+    /// Moments the playback pauses at, for the reader to take in; the next step goes on. Each
+    /// must happen within the beat, as what it `shows` does.
+    #[serde(default)]
+    pub hold_at: Vec<Expect>,
+}
+
+/// Something the run does, in the model's terms, for a beat's contract. `Record` is the tour's
+/// record; a place is a `Focus`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Expect {
+    /// The record is in the log of every replica the focus names (`Leader`, `Followers` or
+    /// `Partition`).
+    Fetched(Focus, Focus),
+    /// The partition's leader's high watermark passed the record.
+    HighWatermark(Focus),
+    /// The producer was told the record is written.
+    Acknowledged(Focus),
+    /// A member of the group fetched the record (its position passed the record's offset).
+    Consumed(Focus, Focus),
+    /// The group's committed offset passed the record.
+    Committed(Focus, Focus),
+    IsrShrink(String, u32),
+    IsrExpand(String, u32),
+    LinkCut(u32, u32),
+    Crashed(u32),
+    Wiped(u32),
+    Fenced(u32),
+    /// The broker stopped after a controlled shutdown.
+    Stopped(u32),
+    /// A leader elected, cleanly or not.
+    Elected(String, u32),
+    UncleanElection(String, u32),
+    /// A rebalance of the group completed (classic), or its epoch was bumped (consumer protocol).
+    Rebalanced(String),
+    /// A consumer read records from a follower (KIP-392).
+    ReadFromFollowers,
+    PartitionsAdded(String),
+    /// In a lab's run other than the first (from 1): what that run does.
+    Run(usize, Box<Expect>),
 }
 
 /// A part of the scene, by what it is rather than where it is drawn: a leader is found wherever
@@ -271,12 +329,17 @@ struct BeatJson<'a> {
     component: &'static str,
     from_ms: u64,
     to_ms: u64,
+    speed: f64,
+    /// Where its playback pauses.
+    holds_ms: Vec<u64>,
 }
 
 #[derive(Serialize)]
 struct TourJson<'a> {
     name: &'a str,
     scenario: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    follow: Option<crate::view::contract::Followed>,
     beats: Vec<BeatJson<'a>>,
 }
 
@@ -302,6 +365,22 @@ impl Tour {
         };
         tour.validate(origin, &scenario)?;
         Ok((tour, scenario))
+    }
+
+    /// The tour with its holds found in its run: the instant each beat's `hold_at` first
+    /// happens within the beat. Runs the scenario headless when any beat holds.
+    pub fn with_holds(mut self) -> Result<Tour, String> {
+        self.holds = if self.beats.iter().any(|b| !b.hold_at.is_empty()) {
+            crate::view::contract::holds(&self)?
+        } else {
+            vec![Vec::new(); self.beats.len()]
+        };
+        Ok(self)
+    }
+
+    /// The holds of beat `beat` (none until [`Tour::with_holds`]).
+    pub fn holds_of(&self, beat: usize) -> &[Hold] {
+        self.holds.get(beat).map_or(&[], Vec::as_slice)
     }
 
     /// The base scenario a lab's runs edit (the tour's `scenario`).
@@ -416,11 +495,13 @@ impl Tour {
         Ok(n - 1)
     }
 
-    /// `kafkascope tour NAME --json`.
-    pub fn to_json(&self) -> String {
+    /// `kafkascope tour NAME --json`: with the holds found and where the followed record went,
+    /// when [`Tour::with_holds`] and `followed` were given them.
+    pub fn to_json(&self, followed: Option<crate::view::contract::Followed>) -> String {
         let json = TourJson {
             name: &self.name,
             scenario: &self.scenario,
+            follow: followed,
             beats: self
                 .beats
                 .iter()
@@ -431,6 +512,8 @@ impl Tour {
                     component: b.component.id(),
                     from_ms: b.from_ms,
                     to_ms: b.to_ms,
+                    speed: b.speed,
+                    holds_ms: self.holds_of(i).iter().map(|h| h.at_ms).collect(),
                 })
                 .collect(),
         };
@@ -514,6 +597,18 @@ impl Tour {
                 names
                     .annotation(annotation, self.follow.is_some())
                     .map_err(|m| bad(format!("beats[{i}].annotations[{j}]"), m))?;
+            }
+            let runs = self.lab.as_ref().map_or(1, |l| l.runs.len());
+            for (field, list) in [
+                ("shows", &beat.shows),
+                ("not_yet", &beat.not_yet),
+                ("hold_at", &beat.hold_at),
+            ] {
+                for (j, expect) in list.iter().enumerate() {
+                    names
+                        .expect(expect, self.follow.is_some(), runs)
+                        .map_err(|m| bad(format!("beats[{i}].{field}[{j}]"), m))?;
+                }
             }
         }
         for (i, exit) in self.after.iter().enumerate() {
@@ -623,6 +718,62 @@ impl Names<'_> {
             Focus::Route(a, b) => {
                 self.focus(a, follows)?;
                 self.focus(b, follows)
+            }
+        }
+    }
+
+    fn expect(&self, expect: &Expect, follows: bool, runs: usize) -> Result<(), String> {
+        let record = |what: &Focus| match what {
+            Focus::Record if follows => Ok(()),
+            Focus::Record => Err("the tour follows no record (set `follow`)".to_string()),
+            other => Err(format!(
+                "{other:?}: an expectation is about the tour's `Record`"
+            )),
+        };
+        let group = |g: &Focus| match g {
+            Focus::Group(name) => self.group(name),
+            other => Err(format!("{other:?}: a group is named `Group(\"...\")`")),
+        };
+        let broker = |b: u32| self.focus(&Focus::Broker(b), follows);
+        match expect {
+            Expect::Fetched(place, what) => {
+                match place {
+                    Focus::Leader(t, p) | Focus::Followers(t, p) | Focus::Partition(t, p) => {
+                        self.partition(t, *p)?
+                    }
+                    other => {
+                        return Err(format!(
+                            "{other:?}: a record is fetched by a `Leader`, `Followers` or `Partition`"
+                        ));
+                    }
+                }
+                record(what)
+            }
+            Expect::HighWatermark(what) | Expect::Acknowledged(what) => record(what),
+            Expect::Consumed(g, what) | Expect::Committed(g, what) => {
+                group(g)?;
+                record(what)
+            }
+            Expect::IsrShrink(t, p)
+            | Expect::IsrExpand(t, p)
+            | Expect::Elected(t, p)
+            | Expect::UncleanElection(t, p) => self.partition(t, *p),
+            Expect::LinkCut(a, b) => {
+                broker(*a)?;
+                broker(*b)
+            }
+            Expect::Crashed(b) | Expect::Wiped(b) | Expect::Fenced(b) | Expect::Stopped(b) => {
+                broker(*b)
+            }
+            Expect::Rebalanced(g) => self.group(g),
+            Expect::ReadFromFollowers => Ok(()),
+            Expect::PartitionsAdded(t) => self.partition(t, 0),
+            Expect::Run(n, inner) => {
+                if !(1..=runs).contains(n) || matches!(**inner, Expect::Run(..)) {
+                    return Err(format!("run {n}: the tour has runs 1 to {runs}"));
+                }
+                // The run's own scenario is checked when the contract is.
+                Ok(())
             }
         }
     }

@@ -65,12 +65,14 @@ pub(super) fn plugin(app: &mut App) {
     app.add_systems(PostStartup, |mut playback: ResMut<super::Playback>| {
         playback.fixed_frame_ms = Some(1000.0 / 60.0)
     })
-    // A tour measured goes on to its next beat as each ends, as a reader pressing Next would.
+    // A tour measured goes on past each hold and to its next beat as each ends, as a reader
+    // pressing Next would.
     .add_systems(
         Update,
         (|tour: Option<Res<super::tour::TourPlay>>,
           mut steps: MessageWriter<super::tour::TourControl>| {
-            if tour.is_some_and(|t| t.place.stage == crate::view::tour::Stage::Ended) {
+            use crate::view::tour::Stage;
+            if tour.is_some_and(|t| matches!(t.place.stage, Stage::Ended | Stage::Held(_))) {
                 steps.write(super::tour::TourControl::Step(
                     crate::view::tour::Step::Next,
                 ));

@@ -76,6 +76,18 @@ fn text(ui: &mut egui::Ui, tour: &TourPlay, palette: &Palette) {
             .color(color(palette.muted)),
         );
     });
+    if let Some(hold) = tour.place.hold(t) {
+        // Paused at a moment that matters: what happened, and how to go on.
+        ui.add(
+            egui::Label::new(
+                RichText::new(format!("{}. Next to go on.", hold.why))
+                    .size(NARRATION)
+                    .strong()
+                    .color(color(palette.produce)),
+            )
+            .wrap(),
+        );
+    }
     ui.add(egui::Label::new(RichText::new(&beat.narration).size(NARRATION)).wrap());
     if !beat.watch_for.is_empty() {
         ui.add_space(4.0);
@@ -114,6 +126,7 @@ fn buttons(ui: &mut egui::Ui, tour: &TourPlay, steps: &mut MessageWriter<TourCon
         }
         let next = match place.stage {
             Stage::Ready => "Play this beat",
+            Stage::Held(_) => "Go on >",
             _ if place.beat + 1 == n => "Where next >",
             _ => "Next >",
         };

@@ -23,7 +23,15 @@ pub struct TourPlay {
 }
 
 impl TourPlay {
+    /// The tour, with its holds found in its run (a tour whose run cannot be played has none).
     pub fn new(tour: Tour, place: Place) -> Self {
+        let tour = match tour.clone().with_holds() {
+            Ok(held) => held,
+            Err(e) => {
+                warn!("{}: no holds: {e}", tour.name);
+                tour
+            }
+        };
         TourPlay {
             tour,
             place,
@@ -108,11 +116,12 @@ fn open(
     if !options.paused && !open.at_end {
         place.stage = Stage::Playing;
     }
-    let c = place.cue(&open.tour);
+    let play = TourPlay::new(open.tour.clone(), place);
+    let c = place.cue(&play.tour);
     playback.speed = c.speed;
     playback.stop_ms = Some(c.stop_ms);
     playback.paused = !c.play;
-    commands.insert_resource(TourPlay::new(open.tour.clone(), place));
+    commands.insert_resource(play);
 }
 
 fn steer(
@@ -144,11 +153,12 @@ fn steer(
             }
             TourControl::Open(t, scenario) => {
                 let place = Place::open(0, false);
-                let c = place.cue(t);
+                let play = TourPlay::new((**t).clone(), place);
+                let c = place.cue(&play.tour);
                 *following = Following::default();
                 controls.write(Control::Load(scenario.clone()));
                 cue(&mut playback, &mut controls, c);
-                commands.insert_resource(TourPlay::new((**t).clone(), place));
+                commands.insert_resource(play);
                 compare_runs(t, &mut controls);
             }
         }

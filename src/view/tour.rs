@@ -15,8 +15,10 @@ use crate::tour::{Beat, Focus, Tour};
 pub enum Stage {
     /// At the beat's start, paused, waiting for the reader to start it.
     Ready,
-    /// Playing towards the beat's end.
+    /// Playing towards the beat's next hold, or its end.
     Playing,
+    /// Paused at one of the beat's holds (an index into its holds), until the next step.
+    Held(usize),
     /// Stopped at its end.
     Ended,
     /// The last beat has ended and the reader moved on: the ways out are shown.
@@ -52,6 +54,8 @@ pub struct Place {
     /// The beat on screen (an index).
     pub beat: usize,
     pub stage: Stage,
+    /// How many of the beat's holds the playback has gone past.
+    pub holds_passed: usize,
 }
 
 impl Place {
@@ -60,18 +64,40 @@ impl Place {
         Place {
             beat,
             stage: if at_end { Stage::Ended } else { Stage::Ready },
+            holds_passed: 0,
         }
     }
 
-    /// The cue that opens the beat, for the playback.
+    /// The cue that opens the beat, or goes on with it, for the playback: from the beat's start,
+    /// the hold it went past last, or its end; until its next hold, or its end.
     pub fn cue(&self, tour: &Tour) -> Cue {
         let b = &tour.beats[self.beat];
-        let at_end = matches!(self.stage, Stage::Ended | Stage::Finished);
+        let holds = tour.holds_of(self.beat);
+        let hold = |k: usize| holds.get(k).map(|h| h.at_ms);
+        let (at_ms, stop_ms) = match self.stage {
+            Stage::Ended | Stage::Finished => (b.to_ms, b.to_ms),
+            Stage::Held(k) => (hold(k).unwrap_or(b.to_ms), hold(k).unwrap_or(b.to_ms)),
+            Stage::Ready | Stage::Playing => (
+                self.holds_passed
+                    .checked_sub(1)
+                    .and_then(hold)
+                    .unwrap_or(b.from_ms),
+                hold(self.holds_passed).unwrap_or(b.to_ms),
+            ),
+        };
         Cue {
-            at_ms: if at_end { b.to_ms } else { b.from_ms },
+            at_ms,
             speed: b.speed,
-            stop_ms: b.to_ms,
+            stop_ms,
             play: self.stage == Stage::Playing,
+        }
+    }
+
+    /// The hold the beat is paused at, if it is.
+    pub fn hold<'a>(&self, tour: &'a Tour) -> Option<&'a crate::tour::Hold> {
+        match self.stage {
+            Stage::Held(k) => tour.holds_of(self.beat).get(k),
+            _ => None,
         }
     }
 
@@ -83,6 +109,12 @@ impl Place {
         let to = match (step, self.stage) {
             // On the first beat's start screen only Next (Start) starts.
             (Step::Previous | Step::First, Stage::Ready) if self.beat == 0 => return None,
+            // Next at a hold goes on with the beat, from there.
+            (Step::Next, Stage::Held(k)) => {
+                self.stage = Stage::Playing;
+                self.holds_passed = k + 1;
+                return Some(self.cue(tour));
+            }
             (Step::Next, Stage::Ready) => self.beat,
             (Step::Next, Stage::Finished) => return None,
             (Step::Next, _) if self.beat == last => {
@@ -102,14 +134,22 @@ impl Place {
         *self = Place {
             beat: to,
             stage: Stage::Playing,
+            holds_passed: 0,
         };
         Some(self.cue(tour))
     }
 
-    /// The playhead reached `now_ms`: a playing beat ends at its end.
+    /// The playhead reached `now_ms`: a playing beat pauses at its next hold, and ends at its
+    /// end.
     pub fn reached(&mut self, tour: &Tour, now_ms: u64) {
-        if self.stage == Stage::Playing && now_ms >= tour.beats[self.beat].to_ms {
-            self.stage = Stage::Ended;
+        if self.stage != Stage::Playing {
+            return;
+        }
+        match tour.holds_of(self.beat).get(self.holds_passed) {
+            Some(hold) if now_ms >= hold.at_ms => self.stage = Stage::Held(self.holds_passed),
+            Some(_) => {}
+            None if now_ms >= tour.beats[self.beat].to_ms => self.stage = Stage::Ended,
+            None => {}
         }
     }
 }

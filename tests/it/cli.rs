@@ -156,9 +156,32 @@ fn tour_json_prints_the_beats() {
     assert_eq!(beats[7]["component"], "lag_monitor");
     for b in beats {
         let keys: Vec<&str> = b.as_object().unwrap().keys().map(String::as_str).collect();
-        assert_eq!(keys, ["component", "from_ms", "n", "title", "to_ms"]);
+        assert_eq!(
+            keys,
+            [
+                "component",
+                "from_ms",
+                "holds_ms",
+                "n",
+                "speed",
+                "title",
+                "to_ms"
+            ]
+        );
         assert!(b["from_ms"].as_u64() < b["to_ms"].as_u64());
+        for hold in b["holds_ms"].as_array().unwrap() {
+            assert!(hold.as_u64() > b["from_ms"].as_u64() && hold.as_u64() <= b["to_ms"].as_u64());
+        }
     }
+    assert_eq!(
+        beats[3]["holds_ms"].as_array().unwrap().len(),
+        1,
+        "the ISR shrink"
+    );
+    assert_eq!(
+        json["follow"],
+        serde_json::json!({"key": "user-7", "topic": "orders", "partition": 2, "offset": 4})
+    );
     // The default tour is the walkthrough, and --json needs no display.
     let out = Command::new(env!("CARGO_BIN_EXE_kafkascope"))
         .args(["tour", "--json"])
@@ -407,4 +430,24 @@ fn assign_command_prints_kafkas_assignment() {
         .output()
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
+fn tour_check_passes_a_kept_contract_and_names_a_broken_one() {
+    let out = kafkascope(&["tour", "walkthrough", "--check"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("every beat shows what it says"));
+    // Beat 2 cut 1 ms later shows the followers' copies, which beat 3 is about.
+    let dir = std::env::temp_dir().join(format!("kafkascope-check-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let source = include_str!("../../scenarios/tours/walkthrough.ron")
+        .replacen("to_ms: 2673,", "to_ms: 2674,", 1)
+        .replacen("from_ms: 2673,", "from_ms: 2674,", 1);
+    let file = dir.join("late.ron");
+    std::fs::write(&file, source).unwrap();
+    let out = kafkascope(&["tour", file.to_str().unwrap(), "--check"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let said = stderr(&out);
+    assert!(said.contains("beat 2: says Fetched(Followers"), "{said}");
+    assert!(said.contains("beat 3: shows Fetched(Followers"), "{said}");
 }

@@ -63,7 +63,14 @@ fn the_walkthrough_scenario_is_the_one_the_issue_describes() {
         Some(false),
         "idempotent with acks=all"
     );
-    assert_eq!(s.consumer_groups[0].members, 2);
+    // The fulfilment service starts once the orders are in: two members.
+    assert_eq!(s.consumer_groups[0].members, 0);
+    assert!(
+        s.timeline
+            .iter()
+            .any(|e| e.action
+                == kafkascope::scenario::Action::SetGroupMembers("fulfilment".into(), 2))
+    );
 }
 
 /// The focused partition's numbers in a report: LEO, HW, committed, lag.
@@ -94,15 +101,16 @@ fn the_walkthrough_ends_at_42_42_42_and_no_lag() {
         "{:?}",
         report.invariant_violations
     );
-    // The focused partition gets its 42nd record in beat 6 (the one the consumer is served
-    // there), and no more after it.
-    let leo_at = |ms: u64| {
+    // The group starts once orders-2 holds all 42 records; it has committed nothing when beat
+    // 7 starts, and 42 when it ends.
+    let at = |ms: u64| {
         let mut sim = Sim::new(&scenario);
         sim.run_until(ms);
-        orders_2(&Report::of(&sim)).0
+        orders_2(&Report::of(&sim))
     };
-    assert_eq!(leo_at(tour.beats[5].from_ms), 41);
-    assert_eq!(leo_at(tour.beats[5].to_ms), 42);
+    assert_eq!(at(tour.beats[5].from_ms).0, 42);
+    assert_eq!(at(tour.beats[6].from_ms).2, None);
+    assert_eq!(at(tour.beats[6].to_ms).2, Some(42));
 }
 
 #[test]
@@ -524,4 +532,91 @@ fn a_bad_tour_is_refused_with_the_field() {
     }
     // The same beats, well formed, are a tour.
     assert!(Tour::parse(&tour(&beat(ok), ""), "test.ron").is_ok());
+}
+
+/// Every built-in tour and lab does what its beats say they show, when they say it, and nothing
+/// a beat says comes later has happened by its end.
+#[test]
+fn every_built_in_tour_keeps_its_contract() {
+    for built_in in kafkascope::tour::BUILT_IN_TOURS {
+        let (tour, _) = Tour::built_in(built_in.name).unwrap_or_else(|e| panic!("{e}"));
+        let broken = kafkascope::view::contract::check(&tour).unwrap();
+        assert!(broken.is_empty(), "{}: {broken:?}", built_in.name);
+        assert!(
+            tour.beats.iter().any(|b| !b.shows.is_empty()),
+            "{}: its decisive moment is in a contract",
+            built_in.name
+        );
+    }
+}
+
+/// A beat cut a millisecond too late shows what the next one says is still to come: the check
+/// names the beat and the expectation.
+#[test]
+fn a_beat_that_shows_the_next_beats_moment_breaks_its_contract() {
+    let (mut tour, _) = walkthrough();
+    tour.beats[1].to_ms += 1;
+    tour.beats[2].from_ms += 1;
+    let broken = kafkascope::view::contract::check(&tour).unwrap();
+    assert_eq!(broken.len(), 2, "{broken:?}");
+    assert_eq!(broken[0].beat, 2);
+    assert!(
+        broken[0]
+            .why
+            .contains("Fetched(Followers(\"orders\", 2), Record)")
+    );
+    assert!(broken[0].why.contains("has not happened by its end"));
+    assert_eq!(broken[1].beat, 3);
+    assert!(broken[1].why.contains("outside"));
+}
+
+/// Beat 4 pauses the moment follower 2 leaves the ISR, with the link still cut and follower 2
+/// out; the next step goes on to the rejoin. Replaying the beat reaches the same hold.
+#[test]
+fn a_beat_pauses_at_its_hold_and_goes_on_with_the_next_step() {
+    let (tour, scenario) = walkthrough();
+    let tour = tour.with_holds().unwrap();
+    let beat = &tour.beats[3];
+    let holds = tour.holds_of(3).to_vec();
+    assert_eq!(holds.len(), 1, "{holds:?}");
+    assert!(holds[0].why.contains("ISR shrinks"), "{}", holds[0].why);
+    let mut sim = Sim::new(&scenario);
+    let mut place = Place::open(3, false);
+    let play = |sim: &mut Sim, place: &mut Place, step: Step| {
+        let cue = place.step(&tour, step).expect("a step moves");
+        sim.seek(cue.at_ms);
+        sim.run_until(cue.stop_ms);
+        place.reached(&tour, sim.now_ms());
+        cue
+    };
+    for _ in 0..2 {
+        let cue = play(&mut sim, &mut place, Step::Replay);
+        assert_eq!((cue.at_ms, cue.stop_ms), (beat.from_ms, holds[0].at_ms));
+        assert_eq!(place.stage, Stage::Held(0));
+        let report = Report::of(&sim);
+        let p = report
+            .partitions
+            .iter()
+            .find(|p| p.topic == "orders" && p.partition == 2)
+            .unwrap();
+        assert_eq!(p.isr, [3, 1], "follower 2 is out at the hold");
+        assert!(
+            report
+                .events
+                .iter()
+                .any(|e| matches!(e.kind, EventKind::LinkCut { .. }))
+        );
+        assert!(
+            !report
+                .events
+                .iter()
+                .any(|e| matches!(e.kind, EventKind::LinkHealed { .. }))
+        );
+        let cue = play(&mut sim, &mut place, Step::Next);
+        assert_eq!(
+            (cue.at_ms, cue.stop_ms, cue.play),
+            (holds[0].at_ms, beat.to_ms, true)
+        );
+        assert_eq!(place.stage, Stage::Ended);
+    }
 }
