@@ -118,6 +118,8 @@ pub(super) struct Targets<'w, 's> {
     controllers: Query<'w, 's, &'static mut Controller>,
     groups: Query<'w, 's, &'static ConsumerGroup>,
     consumers: Query<'w, 's, &'static mut Consumer>,
+    /// A member started now acts from the next instant, whatever else is due then.
+    wake: ResMut<'w, super::Wake>,
     commands: Commands<'w, 's>,
     /// Members started in this step (group, instance id): spawned, not yet in `consumers`.
     spawned: Local<'s, Vec<(u32, Option<String>)>>,
@@ -823,6 +825,7 @@ fn add_member(t: &mut Targets, group: u32, config: &ConsumerGroupConfig, now: u6
     }
     let member = consumer.member_id.clone();
     t.spawned.push((group, consumer.instance_id.clone()));
+    t.wake.at(now + 1);
     let entity = t
         .commands
         .spawn((Name::new(format!("consumer {member}")), consumer))
