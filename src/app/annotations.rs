@@ -8,30 +8,17 @@ use super::AppSet;
 use super::painter::Paint;
 use super::playback::{Model, Shown};
 use super::tour::{Following, TourPlay};
-use crate::sim::{EventKind, EventLog};
-use crate::tour::Focus;
+use crate::sim::EventLog;
 use crate::view::annotations::{
-    CALLOUT_ROW, CALLOUT_TEXT, Context, IsrChange, Mark, ROW_TEXT, Row, Tone, marks,
+    BAR_WIDTH, CALLOUT_ROW, CALLOUT_TEXT, Context, Drawing, Mark, ROW_TEXT, Row, Tone, drawing,
+    isr_change,
 };
 use crate::view::palette::Palette;
-use crate::view::tour::{focus_rects, route_line, unlit};
+use crate::view::tour::unlit;
 
-/// This frame's marks, and the parts of the scene the beat keeps lit (empty: nothing dims).
+/// This frame's drawing of the beat: marks laid out, and what stays lit.
 #[derive(Resource, Default)]
-pub struct BeatMarks {
-    pub marks: Vec<Mark>,
-    pub lit: Vec<Rect>,
-}
-
-impl BeatMarks {
-    /// The callouts' rectangles: the camera frames them with the beat's focus.
-    pub fn callouts(&self) -> impl Iterator<Item = Rect> + '_ {
-        self.marks.iter().filter_map(|m| match m {
-            Mark::Callout { rect, .. } => Some(*rect),
-            _ => None,
-        })
-    }
-}
+pub struct BeatMarks(pub Drawing);
 
 pub(super) fn plugin(app: &mut App) {
     app.init_resource::<BeatMarks>().add_systems(
@@ -43,38 +30,6 @@ pub(super) fn plugin(app: &mut App) {
     );
 }
 
-/// The latest change to a partition's ISR up to now, read backwards from the newest event.
-fn isr_change(events: &EventLog, topic: &str, partition: u32, now_ms: u64) -> Option<IsrChange> {
-    events.events.iter().rev().find_map(|e| {
-        if e.at_ms > now_ms {
-            return None;
-        }
-        match &e.kind {
-            EventKind::IsrShrink {
-                topic: t,
-                partition: p,
-                removed,
-                ..
-            } if t == topic && *p == partition => Some(IsrChange {
-                at_ms: e.at_ms,
-                removed: removed.clone(),
-                added: Vec::new(),
-            }),
-            EventKind::IsrExpand {
-                topic: t,
-                partition: p,
-                added,
-                ..
-            } if t == topic && *p == partition => Some(IsrChange {
-                at_ms: e.at_ms,
-                removed: Vec::new(),
-                added: added.clone(),
-            }),
-            _ => None,
-        }
-    })
-}
-
 pub(super) fn marks_of_beat(
     shown: Res<Shown>,
     model: Res<Model>,
@@ -83,17 +38,8 @@ pub(super) fn marks_of_beat(
     mut out: ResMut<BeatMarks>,
 ) {
     let beat = tour.as_ref().map(|t| &t.tour.beats[t.place.beat]);
-    let annotations = beat.map_or(&[][..], |b| &b.annotations[..]);
-    let change = annotations.iter().find_map(|a| match a {
-        crate::tour::Annotation::IsrTimers(t, p) => Some(isr_change(
-            model.sim.world().resource::<EventLog>(),
-            t,
-            *p,
-            shown.snapshot.now_ms.saturating_sub(1),
-        )),
-        _ => None,
-    });
-    let change = change.flatten();
+    let events = model.sim.world().resource::<EventLog>();
+    let change = beat.and_then(|b| isr_change(b, events, shown.snapshot.now_ms));
     let ctx = Context {
         s: &shown.snapshot,
         layout: &shown.layout,
@@ -102,41 +48,7 @@ pub(super) fn marks_of_beat(
         display_ms: shown.display_ms,
         isr_change: change.as_ref(),
     };
-    out.marks = marks(annotations, &ctx);
-    out.lit.clear();
-    if let Some(beat) = beat
-        && !(beat.frame.is_empty() && beat.highlight.is_empty())
-    {
-        let trace = following.trace.as_ref();
-        for f in beat.frame.iter().chain(&beat.highlight) {
-            // A route is drawn as a line above the dimmed scene, rather than lit as a band.
-            if let Focus::Route(a, b) = f
-                && let Some((from, to)) = route_line(a, b, &shown.snapshot, &shown.layout)
-            {
-                out.marks.push(Mark::Line {
-                    from,
-                    to,
-                    tone: Tone::Accent,
-                });
-                continue;
-            }
-            out.lit.extend(focus_rects(
-                f,
-                &shown.snapshot,
-                &shown.layout,
-                trace,
-                shown.display_ms,
-            ));
-        }
-        // Callouts and outlines stay lit; the other marks are drawn above the dim.
-        let marked: Vec<Rect> = out
-            .marks
-            .iter()
-            .filter(|m| matches!(m, Mark::Callout { .. } | Mark::Outline { .. }))
-            .map(Mark::rect)
-            .collect();
-        out.lit.extend(marked);
-    }
+    out.0 = drawing(beat, &ctx);
 }
 
 fn tone(palette: &Palette, tone: Tone) -> Srgba {
@@ -160,6 +72,7 @@ fn paint_marks(
     let palette = shown.palette();
     let k = shown.layout.text;
     // Side by side, both runs stay lit: they are read against each other.
+    let marks = &marks.0;
     if !marks.lit.is_empty() && twin.is_none() {
         // Everything but what the beat is about dims, so the eye goes there.
         let lit: Vec<Rect> = marks.lit.iter().map(|r| r.inflate(6.0)).collect();
@@ -183,7 +96,9 @@ fn paint_marks(
 
 fn paint_mark(paint: &mut Paint, palette: &Palette, k: f32, mark: &Mark) {
     match mark {
-        Mark::Callout { rect, title, rows } => {
+        Mark::Callout {
+            rect, title, rows, ..
+        } => {
             paint.rect(*rect, palette.panel, 8.0);
             paint.frame(*rect, 2.0, palette.produce, 8.1);
             let x = rect.min.x + 10.0;
@@ -256,7 +171,7 @@ fn paint_row(paint: &mut Paint, palette: &Palette, k: f32, rect: Rect, y: f32, r
             tone: t,
         } => {
             let bar = Rect::new(
-                rect.max.x - 110.0 * k,
+                rect.max.x - (BAR_WIDTH + 12.0) * k,
                 y - 5.0 * k,
                 rect.max.x - 12.0 * k,
                 y + 5.0 * k,

@@ -15,11 +15,6 @@ use super::tour::{Following, TourPlay};
 
 /// How long the camera takes to move to a new framing (wall time).
 const MOVE: Duration = Duration::from_millis(900);
-/// The smallest share of the scene's area a framing shows, so a small focus is not blown up
-/// past reading.
-const MIN_FRAME: f32 = 0.36;
-/// Room around what is framed.
-const MARGIN: f32 = 28.0;
 
 /// The part of the scene (layout coordinates) the camera shows now.
 #[derive(Component, Debug, Clone, Copy)]
@@ -145,44 +140,10 @@ fn target(
             following.trace.as_ref(),
         )
     });
-    let Some(focus) = focus else {
-        return whole;
-    };
-    let with_marks = marks
-        .callouts()
-        .fold(focus, |a, r| a.union(r))
-        .inflate(MARGIN);
-    // The layout keeps a margin of its own at the area's edge: room beyond it is void.
-    let inside = with_marks.intersect(whole);
-    let with_marks = if inside.is_empty() {
-        with_marks
-    } else {
-        inside
-    };
-    inward(
-        with_marks,
-        with_marks.size().max(whole.size() * MIN_FRAME),
-        whole,
-    )
-}
-
-/// A framing of `size` around `focus`, at the area's own shape (the camera shows that much
-/// anyway), moved inward where it would cross the area's edge: the view then shows more of the
-/// cluster, not the void beyond it. A framing larger than the area keeps the area in view.
-fn inward(focus: Rect, size: Vec2, whole: Rect) -> Rect {
-    let aspect = whole.width() / whole.height().max(1.0);
-    let size = Vec2::new(size.x.max(size.y * aspect), size.y.max(size.x / aspect));
-    let half = size / 2.0;
-    let axis = |c: f32, lo: f32, hi: f32, h: f32| {
-        let (a, b) = (lo + h, hi - h);
-        c.clamp(a.min(b), a.max(b))
-    };
-    let c = focus.center();
-    let center = Vec2::new(
-        axis(c.x, whole.min.x, whole.max.x, half.x),
-        axis(c.y, whole.min.y, whole.max.y, half.y),
-    );
-    Rect::from_center_size(center, size)
+    match focus {
+        Some(focus) => crate::view::tour::camera_frame(focus, marks.0.callouts(), whole),
+        None => whole,
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -235,31 +196,5 @@ fn apply(mut cameras: Query<(&Framing, &mut Projection, &mut Transform), Changed
             };
         }
         transform.translation = to_world(framing.rect.center()).extend(transform.translation.z);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_framing_near_the_edge_moves_inward_and_keeps_its_focus() {
-        let whole = Rect::new(0.0, 0.0, 1600.0, 900.0);
-        // A framing wider than its focus at the left edge: it takes the area's shape and starts
-        // at the area's edge, not before it.
-        let focus = Rect::new(20.0, 300.0, 420.0, 500.0);
-        let f = inward(focus, Vec2::new(800.0, 300.0), whole);
-        assert_eq!(f.min.x, 0.0);
-        assert!((f.width() / f.height() - 16.0 / 9.0).abs() < 1e-3);
-        assert!(f.contains(focus.min) && f.contains(focus.max));
-        assert!(f.min.y >= 0.0 && f.max.y <= 900.0);
-        // In the middle it stays centred on its focus.
-        let middle = Rect::new(700.0, 400.0, 900.0, 500.0);
-        let f = inward(middle, Vec2::new(400.0, 225.0), whole);
-        assert_eq!(f.center(), middle.center());
-        // Larger than the area: the area stays in view, reaching toward the focus.
-        let wide = Rect::new(-100.0, 0.0, 1600.0, 900.0);
-        let f = inward(wide, Vec2::new(1800.0, 900.0), whole);
-        assert!(f.min.x <= -100.0 && f.max.x >= 1600.0);
     }
 }

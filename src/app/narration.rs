@@ -109,7 +109,13 @@ fn buttons(ui: &mut egui::Ui, tour: &TourPlay, steps: &mut MessageWriter<TourCon
     let big = |text: &str| egui::Button::new(RichText::new(text).size(WATCH + 3.0).strong());
     ui.horizontal_wrapped(|ui| {
         if place.stage == Stage::Ready && place.beat == 0 {
-            if ui.add(big("Start the walkthrough")).clicked() {
+            // A lab is started as a lab; any other tour is the walkthrough or told like it.
+            let start = if tour.tour.lab.is_some() {
+                "Start the lab"
+            } else {
+                "Start the walkthrough"
+            };
+            if ui.add(big(start)).clicked() {
                 steps.write(TourControl::Step(Step::Next));
             }
             if ui.add(big("Skip to the sandbox")).clicked() {

@@ -1296,8 +1296,7 @@ fn lag_table(ui: &mut egui::Ui, g: &crate::view::snapshot::GroupView, palette: &
         });
 }
 
-/// The largest share of the window's height the narration panel takes.
-const NARRATION_SHARE: f32 = 0.45;
+use crate::view::layout::NARRATION_SHARE;
 /// Shorter windows (in egui points) show the narration beside the scene, not under it.
 const SHORT_WINDOW_HEIGHT: f32 = 600.0;
 /// Narrower windows (in egui points) show the narration in one column, without the record's card.

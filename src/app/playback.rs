@@ -7,7 +7,7 @@ use bevy::prelude::*;
 use super::{AppSet, Options};
 use crate::scenario::{Action, Scenario};
 use crate::sim::Sim;
-use crate::view::layout::{Content, Layout, PartitionInfo};
+use crate::view::layout::Layout;
 use crate::view::palette::{Palette, Theme};
 use crate::view::snapshot::Snapshot;
 
@@ -34,8 +34,7 @@ pub struct Playback {
 }
 
 pub use super::options::{MAX_SPEED, MIN_SPEED};
-/// The talk preset's text, times the reader's: large enough for the back of a room.
-pub const TALK_TEXT: f32 = 1.5;
+pub use crate::view::layout::TALK_TEXT;
 /// The most sim time one frame runs: beyond it playback slows down rather than stalls.
 const MAX_MS_PER_FRAME: f64 = 2_000.0;
 
@@ -111,7 +110,7 @@ impl Shown {
         let area = DEFAULT_AREA;
         Shown {
             placed: (snapshot.brokers.len(), snapshot.assignments_version),
-            layout: layout_for(&snapshot, area, text_scale),
+            layout: Layout::of(&snapshot, area, text_scale),
             area,
             display_ms: snapshot.now_ms.saturating_sub(1) as f64,
             snapshot,
@@ -140,7 +139,7 @@ impl Shown {
 
     /// Lays the scene out anew for the snapshot (a new cluster, moved replicas).
     pub fn relayout(&mut self) {
-        self.layout = layout_for(&self.snapshot, self.area, self.text_factor()).at(self.origin);
+        self.layout = Layout::of(&self.snapshot, self.area, self.text_factor()).at(self.origin);
         // Unique over every Shown, so that a new second run never passes for the last one.
         static VERSIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         self.layout_version = VERSIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -219,41 +218,8 @@ pub(super) fn plugin(app: &mut App) {
         );
 }
 
-/// The partitions the scene shows: every topic's, and of `__consumer_offsets` only those a group
-/// commits to (the other fifty-odd would only repeat them).
-pub fn shown_partitions(snapshot: &Snapshot) -> Vec<PartitionInfo> {
-    snapshot
-        .partitions
-        .iter()
-        .filter(|p| {
-            !p.internal
-                || snapshot
-                    .groups
-                    .iter()
-                    .any(|g| g.offsets_partition == p.ordinal)
-        })
-        .map(|p| PartitionInfo {
-            ordinal: p.ordinal,
-            brokers: p.assignment.clone(),
-        })
-        .collect()
-}
-
 /// The area a layout fills before the window says how large the scene is (and headless).
 pub const DEFAULT_AREA: Vec2 = Vec2::new(1600.0, 900.0);
-
-pub fn layout_for(snapshot: &Snapshot, area: Vec2, text: f32) -> Layout {
-    Layout::new(
-        &Content {
-            brokers: snapshot.brokers.len() as u32,
-            partitions: &shown_partitions(snapshot),
-            producers: snapshot.producers.len(),
-            groups: snapshot.groups.len(),
-        },
-        area,
-        text,
-    )
-}
 
 fn setup(mut commands: Commands, options: Res<Options>) {
     let mut sim = Sim::new(&options.scenario);

@@ -3,8 +3,9 @@
 //! everything (pipelines, glyphs) before it takes the picture.
 //!
 //! With `--places`, it also writes where the scene drew what, in the picture's pixels: each log
-//! cell with its state, each high-watermark bar and role mark, each message and each text. The
-//! render tests measure contrast and size there, on what was drawn.
+//! cell with its state, each high-watermark bar and role mark, each message, each text with what
+//! it belongs to and whether it is in the beat's focus, and each callout where the layout pass
+//! put it. The render tests measure contrast, size and collisions there, on what was drawn.
 
 use bevy::prelude::*;
 use bevy::render::view::screenshot::{Screenshot, ScreenshotCaptured, save_to_disk};
@@ -14,9 +15,10 @@ use bevy::window::PrimaryWindow;
 use serde::Serialize;
 
 use super::Options;
-use super::painter::to_world;
+use super::painter::{to_layout, to_world};
 use super::playback::Shown;
 use super::scene::{message_at, message_half_size};
+use crate::view::annotations::{Drawing, Mark};
 use crate::view::log_strip::{Cell, StripPlace, strip};
 
 /// Frames drawn before the picture: pipelines and glyph atlases are ready by then.
@@ -37,6 +39,14 @@ struct Places {
     rows: Vec<RowPlace>,
     messages: Vec<MessagePlace>,
     texts: Vec<TextPlace>,
+    /// Where the layout pass put the beat's callouts.
+    callouts: Vec<CalloutPlace>,
+}
+
+#[derive(Serialize)]
+struct CalloutPlace {
+    id: String,
+    rect: Px,
 }
 
 /// A replica's row: its background, the mark of its role, its cells and its high watermark.
@@ -72,13 +82,18 @@ struct TextPlace {
     /// The font's size in the picture's pixels.
     size: f32,
     rect: Px,
+    /// What it belongs to: `callout:<id>`, a component (`broker:1`, `controller`,
+    /// `producer:<name>`, `group:<name>`, `lag-monitor`), or `scene`.
+    owner: String,
+    /// It lies in what the beat frames or highlights, or in a callout.
+    focus: bool,
 }
 
 fn take_shot(
     mut commands: Commands,
     options: Res<Options>,
     mut frames: Local<u32>,
-    shown: Res<Shown>,
+    (shown, marks): (Res<Shown>, Res<super::annotations::BeatMarks>),
     window: Single<&Window, With<PrimaryWindow>>,
     cameras: Query<(&Camera, &GlobalTransform)>,
     texts: TextQuery,
@@ -93,7 +108,7 @@ fn take_shot(
     if let Some(places_path) = &options.places {
         let camera = cameras.iter().find(|(c, _)| c.order == 0);
         let written = camera
-            .map(|(camera, at)| places(&shown, camera, at, window.scale_factor(), &texts))
+            .map(|(camera, at)| places(&shown, &marks.0, camera, at, window.scale_factor(), &texts))
             .ok_or_else(|| "no scene camera".to_string())
             .and_then(|p| serde_json::to_string_pretty(&p).map_err(|e| e.to_string()))
             .and_then(|json| std::fs::write(places_path, json).map_err(|e| e.to_string()));
@@ -133,6 +148,7 @@ type TextQuery<'w, 's> = Query<
 
 fn places(
     shown: &Shown,
+    drawing: &Drawing,
     camera: &Camera,
     at: &GlobalTransform,
     scale_factor: f32,
@@ -239,11 +255,26 @@ fn places(
             };
             // The anchor is where on its box the text's position is, from -0.5 to 0.5.
             let center = transform.translation().truncate() - anchor.as_vec() * info.size;
+            let z = transform.translation().z;
+            let (owner, focus) = owner(shown, drawing, to_layout(center), z);
             TextPlace {
                 text: text.0.clone(),
                 size: size * unit,
                 rect: world_rect(Rect::from_center_size(center, info.size)),
+                owner,
+                focus,
             }
+        })
+        .collect();
+    let callouts = drawing
+        .marks
+        .iter()
+        .filter_map(|m| match m {
+            Mark::Callout { id, rect, .. } => Some(CalloutPlace {
+                id: id.clone(),
+                rect: layout_rect(*rect),
+            }),
+            _ => None,
         })
         .collect();
 
@@ -252,5 +283,56 @@ fn places(
         rows,
         messages,
         texts,
+        callouts,
     }
+}
+
+/// The lowest layer a callout's text is painted on.
+const CALLOUT_LAYER: f32 = 8.0;
+
+/// What a text at `at` (layout coordinates) belongs to, and whether it is in the beat's focus:
+/// the topmost callout holding it, else the component whose box holds it.
+fn owner(shown: &Shown, drawing: &Drawing, at: Vec2, z: f32) -> (String, bool) {
+    // Callouts are painted above the scene (`annotations`' layers from 8): a text below them
+    // under a callout is the scene's, covered.
+    let callout = drawing.marks.iter().rev().find_map(|m| match m {
+        Mark::Callout { id, rect, .. } if z >= CALLOUT_LAYER && rect.contains(at) => Some(id),
+        _ => None,
+    });
+    if let Some(id) = callout {
+        return (format!("callout:{id}"), true);
+    }
+    // A beat that frames and highlights nothing is about the whole scene.
+    let focus = (drawing.framed.is_empty() && drawing.highlighted.is_empty())
+        || drawing
+            .framed
+            .iter()
+            .chain(&drawing.highlighted)
+            .any(|r| r.contains(at));
+    let s = &shown.snapshot;
+    let l = &shown.layout;
+    let named = |rects: &[Rect], name: &dyn Fn(usize) -> Option<String>| {
+        rects.iter().position(|r| r.contains(at)).and_then(name)
+    };
+    let owner = named(&l.brokers, &|i| {
+        s.brokers.get(i).map(|b| format!("broker:{}", b.id))
+    })
+    .or_else(|| {
+        named(&l.producers, &|i| {
+            s.producers.get(i).map(|p| format!("producer:{}", p.name))
+        })
+    })
+    .or_else(|| {
+        named(&l.groups, &|i| {
+            s.groups.get(i).map(|g| format!("group:{}", g.name))
+        })
+    })
+    .or_else(|| l.controller.contains(at).then(|| "controller".to_string()))
+    .or_else(|| {
+        l.lag_monitor
+            .filter(|r| r.contains(at))
+            .map(|_| "lag-monitor".to_string())
+    })
+    .unwrap_or_else(|| "scene".to_string());
+    (owner, focus)
 }

@@ -12,7 +12,8 @@ use super::snapshot::{PartitionView, ProducerView, Snapshot};
 use super::tour::route_line;
 use crate::partitioner::{java_string_hash, offsets_partition_for_group};
 use crate::scenario::ClusterConfig;
-use crate::tour::{Annotation, Focus};
+use crate::sim::{EventKind, EventLog};
+use crate::tour::{Annotation, Beat, Focus};
 
 /// How a mark is coloured: by meaning, which the palette turns into a colour.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,11 +74,17 @@ pub enum Row {
 /// Something drawn over the scene.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Mark {
-    /// A panel of rows.
+    /// A panel of rows, about a part of the scene (its `subject`): beside it, or joined to it
+    /// by a leader line where the layout had to move it away.
     Callout {
+        /// Names it in `shot --places` ("follower:2").
+        id: String,
         rect: Rect,
         title: String,
         rows: Vec<Row>,
+        subject: Rect,
+        /// It opens its subject up and is drawn over it (a producer's insides).
+        over_subject: bool,
     },
     /// A short text at a point (its centre).
     Label {
@@ -142,6 +149,8 @@ pub const CALLOUT_ROW: f32 = 22.0;
 const CALLOUT_PAD: f32 = 10.0;
 /// A row's text, of the callout's title's size: 14 units, the scene's smallest.
 pub const ROW_TEXT: f32 = 0.875;
+/// A timer's bar, at the right of its row.
+pub const BAR_WIDTH: f32 = 80.0;
 /// The producer's insides take more room than its box.
 const PRODUCER_CALLOUT_WIDTH: f32 = 430.0;
 /// The sender's rows: room for this many requests in flight, so the callout keeps its size.
@@ -168,7 +177,7 @@ pub fn callout_width(title: &str, rows: &[Row], t: f32) -> f32 {
         .map(|r| match r {
             Row::Text(text, _) => chars(text, CALLOUT_TEXT * ROW_TEXT),
             Row::Heading(text) => chars(text, CALLOUT_TEXT * ROW_TEXT),
-            Row::Bar { label, .. } => chars(label, CALLOUT_TEXT * ROW_TEXT) + 120.0,
+            Row::Bar { label, .. } => chars(label, CALLOUT_TEXT * ROW_TEXT) + BAR_WIDTH + 16.0,
             Row::Chips(_, chips) => 50.0 + chips.len() as f32 * 38.0,
             Row::Cards { .. } => 0.0,
         })
@@ -176,10 +185,25 @@ pub fn callout_width(title: &str, rows: &[Row], t: f32) -> f32 {
     (widest + 2.0 * CALLOUT_PAD + 8.0) * t
 }
 
-/// A callout at `rect`, widened for its text: to the right, or (`from_right`) to the left. It is
-/// moved inside the layout's area where it would cross its edge (under a broker that reaches
-/// the bottom, say), so that the camera need not pull back from the cluster to show it.
-fn callout(rect: Rect, title: String, rows: Vec<Row>, from_right: bool, layout: &Layout) -> Mark {
+/// A callout where it would like to be, at `rect`, widened for its text: to the right, or
+/// (`from_right`) to the left. It is moved inside the layout's area where it would cross its
+/// edge (under a broker that reaches the bottom, say), so that the camera need not pull back
+/// from the cluster to show it. The layout pass (`callout_layout`) moves it off what it would
+/// cover.
+struct Spot {
+    id: String,
+    rect: Rect,
+    subject: Rect,
+    from_right: bool,
+}
+
+fn callout(spot: Spot, title: String, rows: Vec<Row>, layout: &Layout) -> Mark {
+    let Spot {
+        id,
+        rect,
+        subject,
+        from_right,
+    } = spot;
     let extra = (callout_width(&title, &rows, layout.text) - rect.width()).max(0.0);
     let rect = if from_right {
         Rect::new(rect.min.x - extra, rect.min.y, rect.max.x, rect.max.y)
@@ -202,7 +226,14 @@ fn callout(rect: Rect, title: String, rows: Vec<Row>, from_right: bool, layout: 
         shift(rect.min.x, rect.max.x, area.min.x, area.max.x),
         shift(rect.min.y, rect.max.y, area.min.y, area.max.y),
     ));
-    Mark::Callout { rect, title, rows }
+    Mark::Callout {
+        id,
+        rect,
+        title,
+        rows,
+        subject,
+        over_subject: false,
+    }
 }
 
 impl Context<'_> {
@@ -220,15 +251,20 @@ impl Context<'_> {
     }
 
     /// A callout under a broker's box, `slot` places down (several annotations stack).
-    fn under_broker(&self, broker: u32, slot: usize, title: String, rows: Vec<Row>) -> Mark {
+    fn under_broker(&self, id: String, broker: u32, title: String, rows: Vec<Row>) -> Mark {
         let b = self.broker_box(broker).unwrap_or(self.layout.controller);
         let h = callout_height(&rows, self.layout.text);
-        let top = b.max.y + 12.0 + slot as f32 * (h + 8.0);
+        let top = b.max.y + 12.0;
         callout(
-            Rect::new(b.min.x, top, b.max.x, top + h),
+            Spot {
+                id,
+                // As wide as its text: narrow callouts find room beside each other.
+                rect: Rect::new(b.min.x, top, b.min.x, top + h),
+                subject: b,
+                from_right: false,
+            },
             title,
             rows,
-            false,
             self.layout,
         )
     }
@@ -249,10 +285,75 @@ impl Context<'_> {
     }
 }
 
-/// Everything a beat's annotations draw, and the outline of the tour's record.
-pub fn marks(annotations: &[Annotation], ctx: &Context) -> Vec<Mark> {
+/// The latest change to the ISR of the partition a beat's `IsrTimers` annotation is about, up to
+/// `now_ms` (the snapshot's instant), read backwards from the newest event.
+pub fn isr_change(beat: &Beat, events: &EventLog, now_ms: u64) -> Option<IsrChange> {
+    let (topic, partition) = beat.annotations.iter().find_map(|a| match a {
+        Annotation::IsrTimers(t, p) => Some((t, *p)),
+        _ => None,
+    })?;
+    let now_ms = now_ms.saturating_sub(1);
+    events.events.iter().rev().find_map(|e| {
+        if e.at_ms > now_ms {
+            return None;
+        }
+        match &e.kind {
+            EventKind::IsrShrink {
+                topic: t,
+                partition: p,
+                removed,
+                ..
+            } if t == topic && *p == partition => Some(IsrChange {
+                at_ms: e.at_ms,
+                removed: removed.clone(),
+                added: Vec::new(),
+            }),
+            EventKind::IsrExpand {
+                topic: t,
+                partition: p,
+                added,
+                ..
+            } if t == topic && *p == partition => Some(IsrChange {
+                at_ms: e.at_ms,
+                removed: Vec::new(),
+                added: added.clone(),
+            }),
+            _ => None,
+        }
+    })
+}
+
+/// What a beat draws over the scene, laid out.
+#[derive(Debug, Default)]
+pub struct Drawing {
+    pub marks: Vec<Mark>,
+    /// The parts of the scene kept lit while the rest dims (empty: nothing dims).
+    pub lit: Vec<Rect>,
+    /// The parts the beat frames, each whole.
+    pub framed: Vec<Rect>,
+    /// The parts it highlights.
+    pub highlighted: Vec<Rect>,
+}
+
+impl Drawing {
+    /// The callouts' rectangles: the camera frames them with the beat's focus.
+    pub fn callouts(&self) -> impl Iterator<Item = Rect> + '_ {
+        self.marks.iter().filter_map(|m| match m {
+            Mark::Callout { rect, .. } => Some(*rect),
+            _ => None,
+        })
+    }
+}
+
+/// Everything a beat draws: its annotations' marks, the outline of the tour's record, its
+/// routes, laid out so that no callout covers another, what the beat frames or highlights, or
+/// a mark; and what stays lit.
+pub fn drawing(beat: Option<&Beat>, ctx: &Context) -> Drawing {
+    let Some(beat) = beat else {
+        return Drawing::default();
+    };
     let mut out = Vec::new();
-    for a in annotations {
+    for a in &beat.annotations {
         annotate(a, ctx, &mut out);
     }
     if let Some(t) = ctx.trace {
@@ -263,7 +364,86 @@ pub fn marks(annotations: &[Annotation], ctx: &Context) -> Vec<Mark> {
             });
         }
     }
-    out
+    let framed = super::tour::framed_parts(beat, ctx.s, ctx.layout, ctx.trace);
+    let highlighted: Vec<Rect> = beat
+        .highlight
+        .iter()
+        .flat_map(|f| super::tour::focus_parts(f, ctx.s, ctx.layout, ctx.trace, ctx.display_ms))
+        .collect();
+    let marked: Vec<Rect> = out
+        .iter()
+        .filter(|m| {
+            !matches!(
+                m,
+                Mark::Callout { .. } | Mark::Line { .. } | Mark::Pulse { .. }
+            )
+        })
+        .map(Mark::rect)
+        .collect();
+    let keep_clear: Vec<Rect> = framed
+        .iter()
+        .chain(&highlighted)
+        .chain(&marked)
+        .copied()
+        .collect();
+    let l = ctx.layout;
+    let avoid: Vec<Rect> = l
+        .brokers
+        .iter()
+        .chain(&l.producers)
+        .chain(&l.groups)
+        .chain(&l.lag_monitor)
+        .chain([&l.controller])
+        .copied()
+        .collect();
+    super::callout_layout::lay_out(
+        &mut out,
+        &super::callout_layout::Room {
+            area: l.whole().inflate(-4.0),
+            keep_clear: &keep_clear,
+            avoid: &avoid,
+        },
+    );
+    for a in &beat.annotations {
+        if let Annotation::Lag(g, ..) = a {
+            lag_route(g, ctx, &mut out);
+        }
+    }
+    let mut lit = Vec::new();
+    if !(beat.frame.is_empty() && beat.highlight.is_empty()) {
+        for f in beat.frame.iter().chain(&beat.highlight) {
+            // A route is drawn as a line above the dimmed scene, rather than lit as a band.
+            if let Focus::Route(a, b) = f {
+                if let Some((from, to)) = route_line(a, b, ctx.s, ctx.layout) {
+                    out.push(Mark::Line {
+                        from,
+                        to,
+                        tone: Tone::Accent,
+                    });
+                }
+                continue;
+            }
+            lit.extend(super::tour::focus_rects(
+                f,
+                ctx.s,
+                ctx.layout,
+                ctx.trace,
+                ctx.display_ms,
+            ));
+        }
+        // Callouts and outlines stay lit; the other marks are drawn above the dim.
+        lit.extend(
+            out.iter()
+                .filter(|m| matches!(m, Mark::Callout { .. } | Mark::Outline { .. }))
+                .map(Mark::rect),
+        );
+    }
+    Drawing {
+        marks: out,
+        lit,
+        framed,
+        highlighted,
+    }
 }
 
 fn seconds(ms: u64) -> String {
@@ -316,8 +496,8 @@ fn annotate(a: &Annotation, ctx: &Context, out: &mut Vec<Mark>) {
                 });
             }
             out.push(ctx.under_broker(
+                format!("leader:{}", p.name()),
                 leader.broker,
-                0,
                 format!("Leader of {}: broker {}", p.name(), leader.broker),
                 vec![
                     Row::Text(
@@ -337,9 +517,9 @@ fn annotate(a: &Annotation, ctx: &Context, out: &mut Vec<Mark>) {
             };
             for r in p.replicas.iter().filter(|r| Some(r.broker) != p.leader) {
                 out.push(ctx.under_broker(
+                    format!("follower:{}:{}", p.name(), r.broker),
                     r.broker,
-                    0,
-                    format!("Follower on broker {}", r.broker),
+                    format!("Follower {}", r.broker),
                     vec![
                         Row::Text(
                             format!("fetches from offset {}", r.log_end_offset),
@@ -390,15 +570,24 @@ fn annotate(a: &Annotation, ctx: &Context, out: &mut Vec<Mark>) {
             // Under the leader the election chose: the epoch is its term. Without one, beside
             // the controller that decided.
             match p.leader {
-                Some(leader) => out.push(ctx.under_broker(leader, 0, p.name(), rows)),
+                Some(leader) => out.push(ctx.under_broker(
+                    format!("epoch:{}", p.name()),
+                    leader,
+                    p.name(),
+                    rows,
+                )),
                 None => {
                     let c = ctx.layout.controller;
                     let h = callout_height(&rows, ctx.layout.text);
                     out.push(callout(
-                        Rect::new(c.min.x - 292.0, c.max.y - h, c.min.x - 12.0, c.max.y),
+                        Spot {
+                            id: format!("epoch:{}", p.name()),
+                            rect: Rect::new(c.min.x - 292.0, c.max.y - h, c.min.x - 12.0, c.max.y),
+                            subject: c,
+                            from_right: true,
+                        },
                         p.name(),
                         rows,
-                        true,
                         ctx.layout,
                     ));
                 }
@@ -415,10 +604,14 @@ fn annotate(a: &Annotation, ctx: &Context, out: &mut Vec<Mark>) {
                 let h = callout_height(&rows, ctx.layout.text);
                 let w = (text.chars().count() as f32 * CALLOUT_TEXT * 0.55 + 24.0).max(160.0);
                 out.push(callout(
-                    Rect::new(r.min.x, r.max.y + 10.0, r.min.x + w, r.max.y + 10.0 + h),
+                    Spot {
+                        id: format!("note:{}", text.chars().take(24).collect::<String>()),
+                        rect: Rect::new(r.min.x, r.max.y + 10.0, r.min.x + w, r.max.y + 10.0 + h),
+                        subject: r,
+                        from_right: false,
+                    },
                     String::new(),
                     rows,
-                    false,
                     ctx.layout,
                 ));
             }
@@ -474,18 +667,40 @@ fn producer_internals(name: &str, ctx: &Context, out: &mut Vec<Mark>) {
     let top = r.center().y - h / 2.0;
     // Over the producer's box, reaching left of it, so the requests still leave from its right
     // edge.
-    out.push(callout(
-        Rect::new(
-            r.max.x - PRODUCER_CALLOUT_WIDTH * ctx.layout.text,
-            top,
-            r.max.x,
-            top + h,
-        ),
+    let opened = callout(
+        Spot {
+            id: format!("producer:{}", p.name),
+            rect: Rect::new(
+                r.max.x - PRODUCER_CALLOUT_WIDTH * ctx.layout.text,
+                top,
+                r.max.x,
+                top + h,
+            ),
+            subject: r,
+            from_right: true,
+        },
         format!("Producer {}, opened up", p.name),
         rows,
-        true,
         ctx.layout,
-    ));
+    );
+    out.push(match opened {
+        Mark::Callout {
+            id,
+            rect,
+            title,
+            rows,
+            subject,
+            ..
+        } => Mark::Callout {
+            id,
+            rect,
+            title,
+            rows,
+            subject,
+            over_subject: true,
+        },
+        other => other,
+    });
 }
 
 /// A card for each record of some batches, the followed one marked.
@@ -536,7 +751,7 @@ fn isr_timers(topic: &str, index: u32, ctx: &Context, out: &mut Vec<Mark>) {
         let since = f.last_caught_up_ms.map(|t| now.saturating_sub(t));
         let (label, fraction) = match since {
             Some(ms) => (
-                format!("last caught up {} ago", seconds(ms)),
+                format!("caught up {} ago", seconds(ms)),
                 ms as f32 / lag_max as f32,
             ),
             None => ("never caught up with this leader".into(), 1.0),
@@ -549,10 +764,10 @@ fn isr_timers(topic: &str, index: u32, ctx: &Context, out: &mut Vec<Mark>) {
             Tone::Good
         };
         out.push(ctx.under_broker(
+            format!("follower:{}:{}", p.name(), f.broker),
             f.broker,
-            0,
             format!(
-                "Follower on broker {}: {}",
+                "Follower {}: {}",
                 f.broker,
                 if in_isr {
                     "in the ISR"
@@ -567,7 +782,7 @@ fn isr_timers(topic: &str, index: u32, ctx: &Context, out: &mut Vec<Mark>) {
                     tone,
                 },
                 Row::Text(
-                    format!("replica.lag.time.max.ms = {}", seconds(lag_max)),
+                    format!("replica.lag.time.max.ms {}", seconds(lag_max)),
                     Tone::Muted,
                 ),
             ],
@@ -602,14 +817,14 @@ fn isr_timers(topic: &str, index: u32, ctx: &Context, out: &mut Vec<Mark>) {
         .collect();
     if let Some(leader) = p.leader {
         out.push(ctx.under_broker(
+            format!("isr:{}", p.name()),
             leader,
-            0,
-            format!("Leader of {}: broker {leader}", p.name()),
+            format!("{} leader: broker {leader}", p.name()),
             vec![
                 Row::Chips("ISR".into(), chips),
                 Row::Text(
                     format!(
-                        "high watermark {}; log end offset {}",
+                        "high watermark {}, LEO {}",
                         p.leader_replica().map_or(0, |r| r.high_watermark),
                         p.leader_replica().map_or(0, |r| r.log_end_offset)
                     ),
@@ -668,7 +883,17 @@ fn heartbeat_timers(ctx: &Context, out: &mut Vec<Mark>) {
     } else {
         Rect::new(c.min.x - 12.0 - w, c.max.y - h, c.min.x - 12.0, c.max.y)
     };
-    out.push(callout(rect, title, rows, !clear, ctx.layout));
+    out.push(callout(
+        Spot {
+            id: "heartbeats".into(),
+            rect,
+            subject: c,
+            from_right: !clear,
+        },
+        title,
+        rows,
+        ctx.layout,
+    ));
 }
 
 fn read_limit(topic: &str, index: u32, ctx: &Context, out: &mut Vec<Mark>) {
@@ -683,8 +908,8 @@ fn read_limit(topic: &str, index: u32, ctx: &Context, out: &mut Vec<Mark>) {
     };
     let hw = leader.high_watermark;
     out.push(ctx.under_broker(
+        format!("read-limit:{}", p.name()),
         leader.broker,
-        0,
         format!("The read limit of {}", p.name()),
         vec![
             Row::Text(format!("consumers read below HW {hw}"), Tone::Accent),
@@ -741,10 +966,14 @@ fn read_limit(topic: &str, index: u32, ctx: &Context, out: &mut Vec<Mark>) {
             let gr = ctx.layout.groups[gi];
             let top = ctx.below_group(gi);
             out.push(callout(
-                Rect::new(gr.max.x - 380.0, top, gr.max.x, top + h),
+                Spot {
+                    id: format!("reader:{}", m.name),
+                    rect: Rect::new(gr.max.x - 380.0, top, gr.max.x, top + h),
+                    subject: r,
+                    from_right: true,
+                },
                 format!("{} reads {}", m.name, p.name()),
                 rows,
-                true,
                 ctx.layout,
             ));
             out.push(Mark::Outline {
@@ -773,25 +1002,31 @@ fn offsets_partition(group: &str, ctx: &Context, out: &mut Vec<Mark>) {
         .partitions
         .get(g.offsets_partition as usize)
         .and_then(|p| p.leader);
+    // Few rows, so that it finds room above a cluster whose boxes fill the scene's height.
     let mut rows = vec![
         Row::Text(format!("hash(\"{group}\") = {hash}"), Tone::Text),
-        Row::Text(format!("abs({hash}) % {n} = {partition}"), Tone::Text),
         Row::Text(
             match leader {
-                Some(l) => format!("__consumer_offsets-{partition}: leader broker {l}"),
-                None => format!("__consumer_offsets-{partition}: no leader"),
+                Some(l) => format!("abs({hash}) % {n} = {partition}: leader broker {l}"),
+                None => format!("abs({hash}) % {n} = {partition}: no leader"),
             },
             Tone::Accent,
         ),
-        Row::Heading("Committed".into()),
     ];
-    for o in &g.offsets {
+    // The committed offsets, three partitions a row.
+    for chunk in g.offsets.chunks(3) {
+        let parts: Vec<String> = chunk
+            .iter()
+            .map(|o| {
+                format!(
+                    "{} {}",
+                    o.partition,
+                    o.committed.map_or("-".into(), |c| c.to_string())
+                )
+            })
+            .collect();
         rows.push(Row::Text(
-            format!(
-                "{}: {}",
-                o.partition,
-                o.committed.map_or("none yet".into(), |c| c.to_string())
-            ),
+            format!("committed: {}", parts.join(", ")),
             Tone::Text,
         ));
     }
@@ -799,10 +1034,14 @@ fn offsets_partition(group: &str, ctx: &Context, out: &mut Vec<Mark>) {
     let h = callout_height(&rows, ctx.layout.text);
     let top = ctx.below_group(gi);
     out.push(callout(
-        Rect::new(r.min.x - 60.0, top, r.max.x, top + h),
-        format!("Where {group} commits"),
+        Spot {
+            id: format!("offsets:{group}"),
+            rect: Rect::new(r.min.x - 60.0, top, r.max.x, top + h),
+            subject: r,
+            from_right: true,
+        },
+        format!("{group} commits to __consumer_offsets-{partition}"),
         rows,
-        true,
         ctx.layout,
     ));
     if let Some(p) = ctx.s.partitions.get(g.offsets_partition as usize) {
@@ -853,23 +1092,35 @@ fn lag(group: &str, topic: &str, index: u32, ctx: &Context, out: &mut Vec<Mark>)
         ),
     ];
     let h = callout_height(&rows, ctx.layout.text);
-    // The monitor opened up: over its box, reaching left.
-    let opened = Rect::new(
-        monitor.max.x - 600.0,
-        monitor.min.y,
-        monitor.max.x,
-        monitor.min.y + h,
-    );
-    let opened = callout(
-        opened,
+    // What the monitor prints, under its box, reaching left.
+    let top = monitor.max.y + 12.0;
+    out.push(callout(
+        Spot {
+            id: lag_id(group),
+            rect: Rect::new(monitor.max.x - 600.0, top, monitor.max.x, top + h),
+            subject: monitor,
+            from_right: true,
+        },
         format!("Lag monitor: kafka-consumer-groups --describe --group {group}"),
         rows,
-        true,
         ctx.layout,
-    );
-    let opened_rect = opened.rect();
-    out.push(opened);
-    // The committed offset's way to the monitor: from the group's coordinator.
+    ));
+}
+
+fn lag_id(group: &str) -> String {
+    format!("lag:{group}")
+}
+
+/// The committed offset's way to the lag callout, where the layout put it: from the group's
+/// coordinator.
+fn lag_route(group: &str, ctx: &Context, out: &mut Vec<Mark>) {
+    let id = lag_id(group);
+    let Some(opened) = out.iter().find_map(|m| match m {
+        Mark::Callout { id: i, rect, .. } if *i == id => Some(*rect),
+        _ => None,
+    }) else {
+        return;
+    };
     let route = route_line(
         &Focus::OffsetsPartition(group.into()),
         &Focus::LagMonitor,
@@ -877,7 +1128,7 @@ fn lag(group: &str, topic: &str, index: u32, ctx: &Context, out: &mut Vec<Mark>)
         ctx.layout,
     );
     if let Some((from, _)) = route {
-        let to = from.clamp(opened_rect.min, opened_rect.max);
+        let to = from.clamp(opened.min, opened.max);
         out.push(Mark::Line {
             from,
             to,

@@ -39,6 +39,11 @@ pub mod text {
 /// (520), in pixels: from it and wider, the scale never goes below 1, so the smallest text is
 /// at least 14 pixels.
 pub const FULL_WIDTH: f32 = 1400.0;
+/// The talk preset's text, times the reader's: large enough for the back of a room.
+pub const TALK_TEXT: f32 = 1.5;
+/// The largest share of the window's height a tour's narration takes (it scrolls past it): the
+/// scene keeps room enough for its callouts' text to read at 12 px and more.
+pub const NARRATION_SHARE: f32 = 0.3;
 /// The most a layout is enlarged (a lone broker does not fill a projector with three cells).
 const MAX_SCALE: f32 = 2.5;
 
@@ -312,6 +317,37 @@ impl Layout {
         }
     }
 
+    /// The layout of what a snapshot shows, in `area`: every topic's partitions, and of
+    /// `__consumer_offsets` only those a group commits to (the other fifty-odd would only
+    /// repeat them).
+    pub fn of(snapshot: &Snapshot, area: Vec2, text: f32) -> Layout {
+        let partitions: Vec<PartitionInfo> = snapshot
+            .partitions
+            .iter()
+            .filter(|p| {
+                !p.internal
+                    || snapshot
+                        .groups
+                        .iter()
+                        .any(|g| g.offsets_partition == p.ordinal)
+            })
+            .map(|p| PartitionInfo {
+                ordinal: p.ordinal,
+                brokers: p.assignment.clone(),
+            })
+            .collect();
+        Layout::new(
+            &Content {
+                brokers: snapshot.brokers.len() as u32,
+                partitions: &partitions,
+                producers: snapshot.producers.len(),
+                groups: snapshot.groups.len(),
+            },
+            area,
+            text,
+        )
+    }
+
     /// The whole area, where it lies.
     pub fn whole(&self) -> Rect {
         Rect::from_corners(self.origin, self.origin + self.area)
@@ -375,11 +411,13 @@ impl Layout {
         match node {
             Node::Broker(b) => {
                 let r = self.brokers.get(b.checked_sub(1)? as usize)?;
-                let header = r.min.y + BROKER_HEADER * self.text / 2.0;
+                // Clients' requests reach the box's edge just under its header, clear of the
+                // broker's title on the left and its state on the right.
+                let under_header = r.min.y + BROKER_HEADER * self.text + 6.0 * self.text;
                 Some(match peer {
                     Node::Controller => Vec2::new(r.center().x, r.min.y),
-                    Node::Producer(_) => Vec2::new(r.min.x + 6.0, header),
-                    Node::Consumer(_) => Vec2::new(r.max.x - 6.0, header),
+                    Node::Producer(_) => Vec2::new(r.min.x, under_header),
+                    Node::Consumer(_) => Vec2::new(r.max.x, under_header),
                     Node::Broker(o) => {
                         let other = self.brokers.get(o.checked_sub(1)? as usize)?;
                         let dx = (other.center().x - r.center().x).signum() * r.width() * 0.3;

@@ -3,6 +3,7 @@
 //! what a tour's beat frames. The renderer reads these; tests check them headless.
 
 pub mod annotations;
+pub mod callout_layout;
 pub mod contract;
 pub mod event_text;
 pub mod explain;

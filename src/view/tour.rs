@@ -259,20 +259,99 @@ pub fn record_rects(
     rects
 }
 
-/// What a beat frames: the union of its frame's parts, or `None` to frame the whole scene.
-pub fn framing(beat: &Beat, s: &Snapshot, layout: &Layout, trace: Option<&Trace>) -> Option<Rect> {
-    beat.frame
-        .iter()
-        .flat_map(|f| focus_rects(f, s, layout, trace, s.now_ms as f64))
-        // A replica's row is framed with its broker's box, so its broker is named on screen.
-        .map(|r| {
-            layout
+/// The rectangles a focus names, a route as its two ends' (`focus_rects` gives a route the
+/// band between them).
+pub fn focus_parts(
+    focus: &Focus,
+    s: &Snapshot,
+    layout: &Layout,
+    trace: Option<&Trace>,
+    display_ms: f64,
+) -> Vec<Rect> {
+    match focus {
+        Focus::Route(a, b) => {
+            let mut out = focus_parts(a, s, layout, trace, display_ms);
+            out.extend(focus_parts(b, s, layout, trace, display_ms));
+            out
+        }
+        f => focus_rects(f, s, layout, trace, display_ms),
+    }
+}
+
+/// The parts a beat frames, each whole: a replica's row with its broker's box, so its broker is
+/// named on screen; a route as its two ends.
+pub fn framed_parts(
+    beat: &Beat,
+    s: &Snapshot,
+    layout: &Layout,
+    trace: Option<&Trace>,
+) -> Vec<Rect> {
+    let mut out: Vec<Rect> = Vec::new();
+    for f in &beat.frame {
+        for r in focus_parts(f, s, layout, trace, s.now_ms as f64) {
+            let r = layout
                 .brokers
                 .iter()
                 .find(|b| b.contains(r.center()))
-                .map_or(r, |b| r.union(*b))
-        })
+                .map_or(r, |b| r.union(*b));
+            if !out.contains(&r) {
+                out.push(r);
+            }
+        }
+    }
+    out
+}
+
+/// What a beat frames: the union of its frame's parts, or `None` to frame the whole scene.
+pub fn framing(beat: &Beat, s: &Snapshot, layout: &Layout, trace: Option<&Trace>) -> Option<Rect> {
+    framed_parts(beat, s, layout, trace)
+        .into_iter()
         .reduce(|a, b| a.union(b))
+}
+
+/// The smallest share of the scene's area a framing shows, so a small focus is not blown up
+/// past reading.
+const MIN_FRAME: f32 = 0.36;
+/// Room around what is framed.
+const MARGIN: f32 = 28.0;
+
+/// What the camera shows of a scene whose area is `whole`, for a beat framing `focus` with
+/// these callouts: all of them and a margin, at the area's shape. The layout keeps a margin of
+/// its own at the area's edge, and room beyond it is void: the framing stays inside the area,
+/// or inside it and the callouts where one is larger than the room the area has.
+pub fn camera_frame(focus: Rect, callouts: impl Iterator<Item = Rect>, whole: Rect) -> Rect {
+    let (with_marks, bound) = callouts.fold((focus, whole), |(a, w), r| (a.union(r), w.union(r)));
+    let with_marks = with_marks.inflate(MARGIN);
+    let inside = with_marks.intersect(bound);
+    let with_marks = if inside.is_empty() {
+        with_marks
+    } else {
+        inside
+    };
+    inward(
+        with_marks,
+        with_marks.size().max(whole.size() * MIN_FRAME),
+        bound,
+        whole.width() / whole.height().max(1.0),
+    )
+}
+
+/// A framing of `size` around `focus`, at the viewport's shape (`aspect`: the camera shows that
+/// much anyway), moved inward where it would cross the area's edge: the view then shows more of
+/// the cluster, not the void beyond it. A framing larger than the area keeps the area in view.
+pub fn inward(focus: Rect, size: Vec2, whole: Rect, aspect: f32) -> Rect {
+    let size = Vec2::new(size.x.max(size.y * aspect), size.y.max(size.x / aspect));
+    let half = size / 2.0;
+    let axis = |c: f32, lo: f32, hi: f32, h: f32| {
+        let (a, b) = (lo + h, hi - h);
+        c.clamp(a.min(b), a.max(b))
+    };
+    let c = focus.center();
+    let center = Vec2::new(
+        axis(c.x, whole.min.x, whole.max.x, half.x),
+        axis(c.y, whole.min.y, whole.max.y, half.y),
+    );
+    Rect::from_center_size(center, size)
 }
 
 /// The parts of `area` outside every rectangle in `lit`, as rectangles: the scene dims them.
@@ -388,5 +467,26 @@ mod tests {
         // A lit rectangle past the edge counts only inside.
         let dim = unlit(scene, &[Rect::new(-10.0, -10.0, 50.0, 100.0)]);
         assert!((area(&dim) - 50.0 * 50.0).abs() < 1e-3);
+    }
+
+    #[test]
+    fn a_framing_near_the_edge_moves_inward_and_keeps_its_focus() {
+        let whole = Rect::new(0.0, 0.0, 1600.0, 900.0);
+        // A framing wider than its focus at the left edge: it takes the area's shape and starts
+        // at the area's edge, not before it.
+        let focus = Rect::new(20.0, 300.0, 420.0, 500.0);
+        let f = inward(focus, Vec2::new(800.0, 300.0), whole, 16.0 / 9.0);
+        assert_eq!(f.min.x, 0.0);
+        assert!((f.width() / f.height() - 16.0 / 9.0).abs() < 1e-3);
+        assert!(f.contains(focus.min) && f.contains(focus.max));
+        assert!(f.min.y >= 0.0 && f.max.y <= 900.0);
+        // In the middle it stays centred on its focus.
+        let middle = Rect::new(700.0, 400.0, 900.0, 500.0);
+        let f = inward(middle, Vec2::new(400.0, 225.0), whole, 16.0 / 9.0);
+        assert_eq!(f.center(), middle.center());
+        // Larger than the area: the area stays in view, reaching toward the focus.
+        let wide = Rect::new(-100.0, 0.0, 1600.0, 900.0);
+        let f = inward(wide, Vec2::new(1800.0, 900.0), whole, 16.0 / 9.0);
+        assert!(f.min.x <= -100.0 && f.max.x >= 1600.0);
     }
 }

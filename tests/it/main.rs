@@ -1,6 +1,7 @@
 //! The app's integration tests: one binary (each test binary links all of Bevy). The model's own
 //! are in `crates/model/tests`.
 
+mod callouts;
 mod cli;
 mod labs;
 mod render;

@@ -789,3 +789,55 @@ fn the_talk_presets_narration_reads_at_32_pixels() {
         "the narration's lines are {pitch} px apart (lines start at {starts:?})"
     );
 }
+
+/// The callouts on the rendered frame, where `shot --places` says they are: apart from each
+/// other, inside the scene, their texts inside them, and over no text of what the beat frames.
+#[test]
+fn a_beats_callouts_cover_nothing_it_frames_on_the_rendered_frame() {
+    for (beat, size) in [("4", "1920x1080"), ("7", "1280x720")] {
+        let Some(shot) = placed_shot("walkthrough", &["--beat", beat], "dark", size) else {
+            return;
+        };
+        let overlap = |a: PxRect, b: PxRect| {
+            a[0] < b[2] - 1.0 && b[0] < a[2] - 1.0 && a[1] < b[3] - 1.0 && b[1] < a[3] - 1.0
+        };
+        let callouts: Vec<(String, PxRect)> = shot.places["callouts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| (c["id"].as_str().unwrap().to_string(), rect_of(&c["rect"])))
+            .collect();
+        assert!(!callouts.is_empty(), "beat {beat}: no callouts placed");
+        let scene = rect_of(&shot.places["scene"]);
+        for (i, (id, r)) in callouts.iter().enumerate() {
+            assert!(
+                r[0] >= scene[0] - 1.0
+                    && r[1] >= scene[1] - 1.0
+                    && r[2] <= scene[2] + 1.0
+                    && r[3] <= scene[3] + 1.0,
+                "beat {beat} at {size}: callout {id} {r:?} leaves the scene {scene:?}"
+            );
+            for (other, o) in &callouts[i + 1..] {
+                assert!(!overlap(*r, *o), "beat {beat}: {id} covers {other}");
+            }
+        }
+        for t in shot.places["texts"].as_array().unwrap() {
+            let (owner, rect) = (t["owner"].as_str().unwrap(), rect_of(&t["rect"]));
+            let text = t["text"].as_str().unwrap();
+            if let Some(id) = owner.strip_prefix("callout:") {
+                let (_, c) = callouts.iter().find(|(i, _)| i == id).unwrap();
+                assert!(
+                    rect[0] >= c[0] - 1.0 && rect[2] <= c[2] + 1.0,
+                    "beat {beat}: {text:?} runs out of callout {id}"
+                );
+            } else if t["focus"].as_bool().unwrap() {
+                for (id, c) in &callouts {
+                    assert!(
+                        !overlap(rect, *c),
+                        "beat {beat} at {size}: callout {id} covers {text:?} of {owner}"
+                    );
+                }
+            }
+        }
+    }
+}
