@@ -463,6 +463,7 @@ fn run_label(ctx: &egui::Context, h: RunHeading, palette: &Palette) {
         format!("lost {lost}"),
         format!("unavailable {unavailable}"),
         format!("offline {}", s.offline()),
+        format!("under-replicated {}", s.under_replicated()),
         format!("under min ISR {}", s.under_min_isr()),
     ];
     let dead = s.dead_leader_ms();
@@ -888,13 +889,36 @@ fn timeline(
                 palette.leader
             };
             painter.rect_filled(span, 2.0, color(c).gamma_multiply(0.8));
+        }
+        // Their numbers, beats that start too close to be told apart sharing one ("1-3").
+        let font = egui::FontId::proportional(11.0);
+        let starts: Vec<f32> = tour.tour.beats.iter().map(|b| x_of(b.from_ms)).collect();
+        let label = |first: usize, last: usize| {
+            if first == last {
+                format!("{}", first + 1)
+            } else {
+                format!("{}-{}", first + 1, last + 1)
+            }
+        };
+        // About how wide 11-point digits run, with room after them.
+        let width = |text: &str| text.len() as f32 * 6.5 + 6.0;
+        let mut i = 0;
+        while i < starts.len() {
+            let mut last = i;
+            while last + 1 < starts.len()
+                && starts[last + 1] < starts[i] + width(&label(i, last + 1))
+            {
+                last += 1;
+            }
+            let label = label(i, last);
             painter.text(
-                egui::pos2(x0, rect.top()),
+                egui::pos2(starts[i], rect.top()),
                 egui::Align2::LEFT_TOP,
-                format!("{}", i + 1),
-                egui::FontId::proportional(11.0),
+                label,
+                font.clone(),
                 color(palette.text),
             );
+            i = last + 1;
         }
     }
     let head = x_of(shown.snapshot.now_ms);

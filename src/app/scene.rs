@@ -872,7 +872,8 @@ pub(super) fn paint_scene<S: Side>(
         paint_partition_row(&mut paint, &palette, t, slot.rect, p, slot.broker);
     }
 
-    // Cut links.
+    // Cut links, each label clear of the others.
+    let mut cut_labels: Vec<Rect> = Vec::new();
     for (a, b) in &s.cut_links {
         let (Some(pa), Some(pb)) = (
             layout.route_end(s, Node::Broker(*a), Node::Broker(*b)),
@@ -882,9 +883,13 @@ pub(super) fn paint_scene<S: Side>(
         };
         let (pa, pb) = (pa + Vec2::Y * 4.0, pb + Vec2::Y * 4.0);
         paint.line(pa, pb, 3.0, with_alpha(palette.lost, 0.9), 4.5);
+        let label = format!("link {a}-{b} cut");
+        let size = Vec2::new(text::width(&label, text::BODY * t), text::BODY * t * 1.3);
+        let at = crate::view::layout::clear_spot(layout, pa, pb, size, &cut_labels);
+        cut_labels.push(Rect::from_center_size(at, size));
         paint.text(
-            (pa + pb) / 2.0 + Vec2::Y * 12.0,
-            format!("link {a}-{b} cut"),
+            at,
+            label,
             text::BODY * t,
             srgba(palette.readable(palette.lost)),
             Anchor::CENTER,

@@ -421,7 +421,16 @@ impl Layout {
                     Node::Broker(o) => {
                         let other = self.brokers.get(o.checked_sub(1)? as usize)?;
                         let dx = (other.center().x - r.center().x).signum() * r.width() * 0.3;
-                        Vec2::new(r.center().x + dx, r.max.y - 8.0)
+                        // A broker in the row below or above is reached across the gap between
+                        // them, not through either box.
+                        let y = if other.min.y >= r.max.y {
+                            r.max.y
+                        } else if other.max.y <= r.min.y {
+                            r.min.y
+                        } else {
+                            r.max.y - 8.0
+                        };
+                        Vec2::new(r.center().x + dx, y)
                     }
                 })
             }
@@ -469,6 +478,44 @@ impl Layout {
             .iter()
             .find(|s| s.ordinal == ordinal && s.broker == broker)
     }
+}
+
+/// Where to write a label of `size` about the line from `a` to `b` (a cut link): by the line,
+/// near its middle, on no broker's title or row (where HW and LEO are written) and no other
+/// box, nor on the labels `taken` already; the middle where every place by the line is on one.
+pub fn clear_spot(layout: &Layout, a: Vec2, b: Vec2, size: Vec2, taken: &[Rect]) -> Vec2 {
+    // A broker's title line and its rows (where HW and LEO are), and every other box whole.
+    let headers = layout.brokers.iter().map(|b| {
+        Rect::new(
+            b.min.x,
+            b.min.y,
+            b.max.x,
+            b.min.y + BROKER_HEADER * layout.text,
+        )
+    });
+    let boxes: Vec<Rect> = headers
+        .chain(layout.replicas.iter().map(|s| s.rect))
+        .chain(layout.producers.iter().copied())
+        .chain(layout.groups.iter().copied())
+        .chain(layout.lag_monitor)
+        .chain([layout.controller])
+        .chain(taken.iter().copied())
+        .collect();
+    let half = size / 2.0;
+    let offsets = [
+        Vec2::new(0.0, half.y + 4.0),
+        Vec2::new(0.0, -half.y - 4.0),
+        Vec2::new(half.x + 8.0, 0.0),
+        Vec2::new(-half.x - 8.0, 0.0),
+    ];
+    [0.5, 0.4, 0.6, 0.3, 0.7, 0.2, 0.8, 0.1, 0.9]
+        .into_iter()
+        .flat_map(|f| offsets.map(|o| a.lerp(b, f) + o))
+        .find(|at| {
+            let r = Rect::from_center_half_size(*at, half);
+            boxes.iter().all(|b| b.intersect(r).is_empty())
+        })
+        .unwrap_or((a + b) / 2.0 + Vec2::Y * (half.y + 4.0))
 }
 
 #[cfg(test)]
