@@ -667,7 +667,7 @@ fn producer_internals(name: &str, ctx: &Context, out: &mut Vec<Mark>) {
     let top = r.center().y - h / 2.0;
     // Over the producer's box, reaching left of it, so the requests still leave from its right
     // edge.
-    let opened = callout(
+    let mut opened = callout(
         Spot {
             id: format!("producer:{}", p.name),
             rect: Rect::new(
@@ -683,24 +683,11 @@ fn producer_internals(name: &str, ctx: &Context, out: &mut Vec<Mark>) {
         rows,
         ctx.layout,
     );
-    out.push(match opened {
-        Mark::Callout {
-            id,
-            rect,
-            title,
-            rows,
-            subject,
-            ..
-        } => Mark::Callout {
-            id,
-            rect,
-            title,
-            rows,
-            subject,
-            over_subject: true,
-        },
-        other => other,
-    });
+    // It opens the producer's box up: drawn over it.
+    if let Mark::Callout { over_subject, .. } = &mut opened {
+        *over_subject = true;
+    }
+    out.push(opened);
 }
 
 /// A card for each record of some batches, the followed one marked.
