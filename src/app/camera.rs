@@ -11,7 +11,6 @@ use super::AppSet;
 use super::painter::to_world;
 use super::playback::DEFAULT_AREA;
 use super::playback::{Shown, TwinShown};
-use super::tour::{Following, TourPlay};
 
 /// How long the camera takes to move to a new framing (wall time).
 const MOVE: Duration = Duration::from_millis(900);
@@ -118,29 +117,15 @@ fn frame_twin(
 }
 
 /// What to frame now: the beat's focus and its marks, or the whole layout.
-fn target(
-    shown: &Shown,
-    side_by_side: bool,
-    tour: Option<&TourPlay>,
-    following: &Following,
-    marks: &super::annotations::BeatMarks,
-) -> Rect {
+fn target(shown: &Shown, side_by_side: bool, marks: &super::annotations::BeatMarks) -> Rect {
     // The layout fills its area: the whole scene is all of it.
     let whole = shown.layout.whole();
     // Side by side, both halves show their whole run, to be read against each other.
     if side_by_side {
         return whole;
     }
-    let focus = tour.and_then(|t| {
-        let beat = &t.tour.beats[t.place.beat];
-        crate::view::tour::framing(
-            beat,
-            &shown.snapshot,
-            &shown.layout,
-            following.trace.as_ref(),
-        )
-    });
-    match focus {
+    // What the beat frames, as this frame's drawing found it; nothing framed: the whole scene.
+    match marks.0.framing() {
         Some(focus) => crate::view::tour::camera_frame(focus, marks.0.callouts(), whole),
         None => whole,
     }
@@ -150,14 +135,12 @@ fn target(
 fn frame(
     mut commands: Commands,
     shown: Res<Shown>,
-    tour: Option<Res<TourPlay>>,
-    following: Res<Following>,
     marks: Res<super::annotations::BeatMarks>,
     options: Res<super::Options>,
     twin: Option<Res<TwinShown>>,
     mut cameras: Query<(Entity, &mut Framing), With<SceneCamera>>,
 ) {
-    let to = target(&shown, twin.is_some(), tour.as_deref(), &following, &marks);
+    let to = target(&shown, twin.is_some(), &marks);
     for (e, mut framing) in &mut cameras {
         // A new layout (a scenario loaded, the first frame) snaps; so does a shot, which must
         // show the framing it asks for. Going from beat to beat moves the camera.

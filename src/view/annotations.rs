@@ -185,11 +185,7 @@ pub fn callout_width(title: &str, rows: &[Row], t: f32) -> f32 {
     (widest + 2.0 * CALLOUT_PAD + 8.0) * t
 }
 
-/// A callout where it would like to be, at `rect`, widened for its text: to the right, or
-/// (`from_right`) to the left. It is moved inside the layout's area where it would cross its
-/// edge (under a broker that reaches the bottom, say), so that the camera need not pull back
-/// from the cluster to show it. The layout pass (`callout_layout`) moves it off what it would
-/// cover.
+/// Where a callout would like to be, and what it is about.
 struct Spot {
     id: String,
     rect: Rect,
@@ -197,6 +193,10 @@ struct Spot {
     from_right: bool,
 }
 
+/// A callout at its spot, widened for its text: to the right, or (`from_right`) to the left. It
+/// is moved inside the layout's area where it would cross its edge (under a broker that reaches
+/// the bottom, say), so that its wish is a place the camera need not pull back for; the layout
+/// pass (`callout_layout`) then moves it off what it would cover.
 fn callout(spot: Spot, title: String, rows: Vec<Row>, layout: &Layout) -> Mark {
     let Spot {
         id,
@@ -250,7 +250,7 @@ impl Context<'_> {
         self.layout.broker(broker)
     }
 
-    /// A callout under a broker's box, `slot` places down (several annotations stack).
+    /// A callout under a broker's box, where the layout pass starts it.
     fn under_broker(&self, id: String, broker: u32, title: String, rows: Vec<Row>) -> Mark {
         let b = self.broker_box(broker).unwrap_or(self.layout.controller);
         let h = callout_height(&rows, self.layout.text);
@@ -336,6 +336,11 @@ pub struct Drawing {
 }
 
 impl Drawing {
+    /// What the beat frames: the union of its parts, or `None` to frame the whole scene.
+    pub fn framing(&self) -> Option<Rect> {
+        self.framed.iter().copied().reduce(|a, b| a.union(b))
+    }
+
     /// The callouts' rectangles: the camera frames them with the beat's focus.
     pub fn callouts(&self) -> impl Iterator<Item = Rect> + '_ {
         self.marks.iter().filter_map(|m| match m {
@@ -387,15 +392,7 @@ pub fn drawing(beat: Option<&Beat>, ctx: &Context) -> Drawing {
         .copied()
         .collect();
     let l = ctx.layout;
-    let avoid: Vec<Rect> = l
-        .brokers
-        .iter()
-        .chain(&l.producers)
-        .chain(&l.groups)
-        .chain(&l.lag_monitor)
-        .chain([&l.controller])
-        .copied()
-        .collect();
+    let avoid: Vec<Rect> = l.boxes().collect();
     super::callout_layout::lay_out(
         &mut out,
         &super::callout_layout::Room {

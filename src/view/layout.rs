@@ -397,12 +397,18 @@ impl Layout {
 
     /// Everything the scene draws boxes for, together: what the camera frames by default.
     pub fn bounds(&self) -> Rect {
+        self.boxes().fold(self.controller, |a, b| a.union(b))
+    }
+
+    /// Every box the scene draws: brokers, producers, groups, the lag monitor, the controller.
+    pub fn boxes(&self) -> impl Iterator<Item = Rect> + '_ {
         self.brokers
             .iter()
             .chain(&self.producers)
             .chain(&self.groups)
             .chain(&self.lag_monitor)
-            .fold(self.controller, |a, b| a.union(*b))
+            .chain([&self.controller])
+            .copied()
     }
 
     /// Where a message leaves or reaches `node` when its other end is `peer`: every route is a

@@ -302,13 +302,6 @@ pub fn framed_parts(
     out
 }
 
-/// What a beat frames: the union of its frame's parts, or `None` to frame the whole scene.
-pub fn framing(beat: &Beat, s: &Snapshot, layout: &Layout, trace: Option<&Trace>) -> Option<Rect> {
-    framed_parts(beat, s, layout, trace)
-        .into_iter()
-        .reduce(|a, b| a.union(b))
-}
-
 /// The smallest share of the scene's area a framing shows, so a small focus is not blown up
 /// past reading.
 const MIN_FRAME: f32 = 0.36;
@@ -339,7 +332,7 @@ pub fn camera_frame(focus: Rect, callouts: impl Iterator<Item = Rect>, whole: Re
 /// A framing of `size` around `focus`, at the viewport's shape (`aspect`: the camera shows that
 /// much anyway), moved inward where it would cross the area's edge: the view then shows more of
 /// the cluster, not the void beyond it. A framing larger than the area keeps the area in view.
-pub fn inward(focus: Rect, size: Vec2, whole: Rect, aspect: f32) -> Rect {
+fn inward(focus: Rect, size: Vec2, whole: Rect, aspect: f32) -> Rect {
     let size = Vec2::new(size.x.max(size.y * aspect), size.y.max(size.x / aspect));
     let half = size / 2.0;
     let axis = |c: f32, lo: f32, hi: f32, h: f32| {
