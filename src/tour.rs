@@ -188,6 +188,10 @@ pub struct Beat {
     pub component: Component,
     /// Two to four short sentences.
     pub narration: String,
+    /// The one line the talk preset shows under the title (the speaker says the rest): the
+    /// narration's first sentence unless given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<String>,
     /// What to look at while it plays, a line each.
     #[serde(default)]
     pub watch_for: Vec<String>,
@@ -215,6 +219,22 @@ pub struct Beat {
     /// must happen within the beat, as what it `shows` does.
     #[serde(default)]
     pub hold_at: Vec<Expect>,
+}
+
+impl Beat {
+    /// The talk preset's line: the beat's own, or its narration's first sentence.
+    pub fn stage_line(&self) -> &str {
+        if let Some(line) = &self.line {
+            return line;
+        }
+        let n = &self.narration;
+        // A sentence ends at a full stop followed by a space: "4.0's" and "e.g." in a sentence
+        // are not ends.
+        match n.find(". ") {
+            Some(i) => &n[..=i],
+            None => n,
+        }
+    }
 }
 
 /// Something the run does, in the model's terms, for a beat's contract. `Record` is the tour's

@@ -85,9 +85,12 @@ fn paint_marks(
             crate::view::palette::Theme::Dark => 0.7,
             crate::view::palette::Theme::Light => 0.55,
         };
-        for r in unlit(area, &lit) {
-            paint.rect(r, palette.background.with_alpha(dim), 7.0);
-        }
+        paint.dim(super::painter::Dim {
+            rects: unlit(area, &lit),
+            palette,
+            alpha: dim,
+            z: 7.0,
+        });
     }
     for m in &marks.marks {
         paint_mark(&mut paint, &palette, k, m);

@@ -86,6 +86,9 @@ pub(super) fn keyboard(
         if let Some(step) = step {
             steps.write(TourControl::Step(step));
         }
+        if keys.just_pressed(KeyCode::KeyN) {
+            steps.write(TourControl::WholeText);
+        }
         if keys.just_pressed(KeyCode::KeyK) {
             playback.paused = !playback.paused;
         }

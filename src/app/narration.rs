@@ -21,15 +21,25 @@ fn color(c: Srgba) -> Color32 {
     Color32::from_rgba_unmultiplied(r, g, b, a)
 }
 
-/// The panel's contents. `compact` (the talk preset, a small window) keeps to the narration,
-/// across the window, and the buttons: the scene needs the room, and a speaker's clicker moves
-/// the beats.
+/// How much of the narration the panel shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Shape {
+    /// The narration beside the buttons and the record's card.
+    Whole,
+    /// A narrow window: the narration across it, then the buttons.
+    Narrow,
+    /// The talk preset: the beat's title and one line, since the speaker says the rest, with the
+    /// buttons beside the title; N shows the whole text.
+    Stage,
+}
+
+/// The panel's contents, in the `shape` the window and the preset give it.
 pub(super) fn narration(
     ui: &mut egui::Ui,
     tour: &TourPlay,
     trace: Option<&Trace>,
     palette: &Palette,
-    compact: bool,
+    shape: Shape,
     steps: &mut MessageWriter<TourControl>,
 ) {
     let place = tour.place;
@@ -38,25 +48,121 @@ pub(super) fn narration(
         finished(ui, tour, palette, steps);
         return;
     }
-    if compact {
-        text(ui, tour, palette);
-        buttons(ui, tour, steps);
-    } else {
-        ui.columns(2, |cols| {
-            let (left, right) = cols.split_at_mut(1);
-            left[0].with_layout(egui::Layout::top_down(egui::Align::LEFT), |ui| {
-                text(ui, tour, palette)
+    match shape {
+        Shape::Stage => stage(ui, tour, palette, steps),
+        Shape::Narrow => {
+            text(ui, tour, palette);
+            buttons(ui, tour, steps);
+        }
+        Shape::Whole => {
+            ui.columns(2, |cols| {
+                let (left, right) = cols.split_at_mut(1);
+                left[0].with_layout(egui::Layout::top_down(egui::Align::LEFT), |ui| {
+                    text(ui, tour, palette)
+                });
+                right[0].with_layout(egui::Layout::top_down(egui::Align::LEFT), |ui| {
+                    buttons(ui, tour, steps);
+                    if let Some(trace) = trace {
+                        ui.add_space(8.0);
+                        record_card(ui, trace, palette);
+                    }
+                });
             });
-            right[0].with_layout(egui::Layout::top_down(egui::Align::LEFT), |ui| {
-                buttons(ui, tour, steps);
-                if let Some(trace) = trace {
-                    ui.add_space(8.0);
-                    record_card(ui, trace, palette);
-                }
-            });
-        });
+        }
     }
     ui.add_space(6.0);
+}
+
+/// The talk preset's narration: the title with the buttons on its right, and one line under it,
+/// a held moment's note in place of the beat's line while it holds.
+fn stage(
+    ui: &mut egui::Ui,
+    tour: &TourPlay,
+    palette: &Palette,
+    steps: &mut MessageWriter<TourControl>,
+) {
+    let t = &tour.tour;
+    let beat = &t.beats[tour.place.beat];
+    let width = ui.available_width();
+    ui.allocate_ui_with_layout(
+        egui::vec2(width, 0.0),
+        egui::Layout::right_to_left(egui::Align::Center),
+        |ui| {
+            stage_buttons(ui, tour, steps);
+            ui.with_layout(egui::Layout::left_to_right(egui::Align::Center), |ui| {
+                ui.add(
+                    egui::Label::new(RichText::new(&beat.title).size(TITLE).strong()).truncate(),
+                );
+                ui.add(
+                    egui::Label::new(
+                        RichText::new(format!("{} of {}", tour.place.beat + 1, t.beats.len()))
+                            .size(WATCH)
+                            .color(color(palette.muted)),
+                    )
+                    .truncate(),
+                );
+            });
+        },
+    );
+    let line = match tour.place.hold(t) {
+        Some(hold) => RichText::new(format!("{}. Next to go on.", hold.why))
+            .strong()
+            .color(color(palette.produce)),
+        None => RichText::new(beat.stage_line()),
+    };
+    ui.add(egui::Label::new(line.size(NARRATION)).truncate());
+}
+
+/// The talk preset's buttons, right to left: the whole text, next, previous.
+fn stage_buttons(ui: &mut egui::Ui, tour: &TourPlay, steps: &mut MessageWriter<TourControl>) {
+    let place = tour.place;
+    let big = |text: &str| egui::Button::new(RichText::new(text).size(WATCH + 3.0).strong());
+    if ui
+        .add(big("Text"))
+        .on_hover_text("N: the beat's whole narration")
+        .clicked()
+    {
+        steps.write(TourControl::WholeText);
+    }
+    if place.stage == Stage::Ready && place.beat == 0 {
+        if ui.add(big(start_label(tour))).clicked() {
+            steps.write(TourControl::Step(Step::Next));
+        }
+        return;
+    }
+    if ui
+        .add(big(next_label(tour)))
+        .on_hover_text("Right, PageDown, Space")
+        .clicked()
+    {
+        steps.write(TourControl::Step(Step::Next));
+    }
+    if ui
+        .add_enabled(place.beat > 0, big("<"))
+        .on_hover_text("Previous: Left, PageUp")
+        .clicked()
+    {
+        steps.write(TourControl::Step(Step::Previous));
+    }
+}
+
+/// A lab is started as a lab; any other tour is the walkthrough or told like it.
+fn start_label(tour: &TourPlay) -> &'static str {
+    if tour.tour.lab.is_some() {
+        "Start the lab"
+    } else {
+        "Start the walkthrough"
+    }
+}
+
+/// What the next step does from here.
+fn next_label(tour: &TourPlay) -> &'static str {
+    match tour.place.stage {
+        Stage::Ready => "Play this beat",
+        Stage::Held(_) => "Go on >",
+        _ if tour.place.beat + 1 == tour.tour.beats.len() => "Where next >",
+        _ => "Next >",
+    }
 }
 
 /// Which beat this is, its title, its narration and what to watch for.
@@ -105,16 +211,10 @@ fn text(ui: &mut egui::Ui, tour: &TourPlay, palette: &Palette) {
 
 fn buttons(ui: &mut egui::Ui, tour: &TourPlay, steps: &mut MessageWriter<TourControl>) {
     let place = tour.place;
-    let n = tour.tour.beats.len();
     let big = |text: &str| egui::Button::new(RichText::new(text).size(WATCH + 3.0).strong());
     ui.horizontal_wrapped(|ui| {
         if place.stage == Stage::Ready && place.beat == 0 {
-            // A lab is started as a lab; any other tour is the walkthrough or told like it.
-            let start = if tour.tour.lab.is_some() {
-                "Start the lab"
-            } else {
-                "Start the walkthrough"
-            };
+            let start = start_label(tour);
             if ui.add(big(start)).clicked() {
                 steps.write(TourControl::Step(Step::Next));
             }
@@ -130,12 +230,7 @@ fn buttons(ui: &mut egui::Ui, tour: &TourPlay, steps: &mut MessageWriter<TourCon
         {
             steps.write(TourControl::Step(Step::Previous));
         }
-        let next = match place.stage {
-            Stage::Ready => "Play this beat",
-            Stage::Held(_) => "Go on >",
-            _ if place.beat + 1 == n => "Where next >",
-            _ => "Next >",
-        };
+        let next = next_label(tour);
         if ui
             .add(big(next))
             .on_hover_text("Right, PageDown, Space")

@@ -194,7 +194,7 @@ fn overlay(
                             tour,
                             following.trace.as_ref(),
                             &palette,
-                            true,
+                            super::narration::Shape::Narrow,
                             &mut steps,
                         )
                     })
@@ -205,13 +205,21 @@ fn overlay(
             0.0
         }
         Some(tour) => {
+            use super::narration::Shape;
+            let shape = if talk && !tour.whole_text {
+                Shape::Stage
+            } else if talk || narrow {
+                Shape::Narrow
+            } else {
+                Shape::Whole
+            };
             let mut show = |ui: &mut egui::Ui| {
                 super::narration::narration(
                     ui,
                     tour,
                     following.trace.as_ref(),
                     &palette,
-                    talk || narrow,
+                    shape,
                     &mut steps,
                 )
             };
@@ -1465,6 +1473,7 @@ fn help(ctx: &egui::Context, pointer: &mut Pointer, in_tour: bool) {
                         "P",
                         "the talk preset: light theme, large text, narration and lag only",
                     ),
+                    ("N", "the talk preset: the beat's whole text"),
                     ("F", "full screen"),
                     ("?", "this list"),
                     ("Esc", "close menus"),

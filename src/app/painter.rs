@@ -41,7 +41,24 @@ pub struct Label {
 pub struct Paint {
     pub quads: Vec<Quad>,
     pub labels: Vec<Label>,
+    /// Where the scene is dimmed this frame.
+    pub dim: Option<Dim>,
 }
+
+/// A translucent layer of the background over the parts of the scene a beat is not about. The
+/// text under it is drawn over it instead, in a colour as faint as the layer makes the fills but
+/// never under 3:1 against them, so that dimmed HW and LEO stay readable.
+pub struct Dim {
+    pub rects: Vec<Rect>,
+    pub palette: crate::view::palette::Palette,
+    /// The layer's opacity.
+    pub alpha: f32,
+    pub z: f32,
+}
+
+/// The least contrast of dimmed text against the dimmed fills under it: 3:1 and a margin for
+/// the rendering's rounding and antialiasing.
+pub const DIMMED_TEXT_CONTRAST: f32 = 3.5;
 
 impl Paint {
     pub fn rect(&mut self, rect: Rect, color: impl Into<Color>, z: f32) {
@@ -89,6 +106,28 @@ impl Paint {
                 c,
                 z,
             );
+        }
+    }
+
+    /// Dims `rects` (see `Dim`).
+    pub fn dim(&mut self, dim: Dim) {
+        for r in &dim.rects {
+            self.rect(*r, dim.palette.background.with_alpha(dim.alpha), dim.z);
+        }
+        self.dim = Some(dim);
+    }
+
+    /// Lifts the labels under the dimming layer over it, in their dimmed colours.
+    fn lift_dimmed_text(&mut self) {
+        let Some(dim) = self.dim.take() else { return };
+        for l in &mut self.labels {
+            if l.z < dim.z && dim.rects.iter().any(|r| r.contains(l.at)) {
+                let c =
+                    dim.palette
+                        .dimmed_text(l.color.to_srgba(), dim.alpha, DIMMED_TEXT_CONTRAST);
+                l.color = c.into();
+                l.z = dim.z + 0.01;
+            }
         }
     }
 
@@ -203,6 +242,7 @@ fn flush(
 ) {
     let Some(images) = images else { return };
     let paint = &mut *paint;
+    paint.lift_dimmed_text();
     while pools.quads.len() < paint.quads.len() {
         let e = commands.spawn((Pooled, Sprite::default())).id();
         pools.quads.push(e);

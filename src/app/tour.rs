@@ -20,6 +20,8 @@ pub struct TourPlay {
     pub table: Option<Result<crate::view::lab::Table, String>>,
     /// The reader reached the table: it is counted the frame after, once "Counting" shows.
     counting: bool,
+    /// The talk preset shows the beat's whole narration, not its title and one line (N).
+    pub whole_text: bool,
 }
 
 impl TourPlay {
@@ -37,6 +39,7 @@ impl TourPlay {
             place,
             table: None,
             counting: false,
+            whole_text: false,
         }
     }
 }
@@ -72,6 +75,8 @@ pub enum TourControl {
     Leave(Box<Scenario>),
     /// Open a tour (from the sandbox) at its first beat.
     Open(Box<Tour>, Box<Scenario>),
+    /// Show or hide the beat's whole narration under the talk preset's one line.
+    WholeText,
 }
 
 pub(super) fn plugin(app: &mut App) {
@@ -143,6 +148,11 @@ fn steer(
                     cue(&mut playback, &mut controls, c);
                 }
             }
+            TourControl::WholeText => {
+                if let Some(tour) = tour.as_deref_mut() {
+                    tour.whole_text = !tour.whole_text;
+                }
+            }
             TourControl::Leave(scenario) => {
                 commands.remove_resource::<TourPlay>();
                 *following = Following::default();
@@ -187,6 +197,7 @@ fn track(model: Res<Model>, tour: Option<ResMut<TourPlay>>) {
             place,
             table,
             counting,
+            ..
         } = &mut *tour;
         place.reached(tour, now);
         if place.stage == Stage::Finished

@@ -166,7 +166,10 @@ impl Layout {
                 + (rows as f32 - 1.0) * GAP;
             Vec2::new(w, h)
         };
-        let floor = (area.x / FULL_WIDTH).min(1.0);
+        // The least scale keeps the smallest text as large as it is at 1x in a window this
+        // wide: larger text (the talk preset, the reader's) shrinks back towards it before
+        // replicas fold away, and the camera enlarges what a beat frames.
+        let floor = (area.x / FULL_WIDTH).min(1.0) / t.max(1.0);
         let scale_of = |rows: usize| {
             let size = natural(rows);
             (area.x / size.x)

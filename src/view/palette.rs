@@ -1,7 +1,7 @@
 //! Colours: the Okabe-Ito palette, safe for the common colour-vision deficiencies, in a dark theme
 //! for screens and a light one for projectors (which wash out dark ones).
 
-use bevy::color::{Mix, Srgba};
+use bevy::color::{LinearRgba, Mix, Srgba};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Theme {
@@ -134,6 +134,53 @@ pub fn contrast(a: Srgba, b: Srgba) -> f32 {
     (la.max(lb) + 0.05) / (la.min(lb) + 0.05)
 }
 
+/// `c` a share `by` of the way to `to`, mixed as the renderer blends a translucent layer: in
+/// linear light. Keeps `c`'s alpha.
+pub fn blend(c: Srgba, to: Srgba, by: f32) -> Srgba {
+    let (a, b) = (LinearRgba::from(c), LinearRgba::from(to));
+    let mix = |x: f32, y: f32| x + (y - x) * by;
+    let mut out = Srgba::from(LinearRgba::rgb(
+        mix(a.red, b.red),
+        mix(a.green, b.green),
+        mix(a.blue, b.blue),
+    ));
+    out.alpha = c.alpha;
+    out
+}
+
+impl Palette {
+    /// The colour of `text` in a part of the scene dimmed by a layer of the background at
+    /// `dim`: as far towards the background as the layer takes the fills under it, but no
+    /// further than keeps `least` contrast with them (the panels' and the background's).
+    pub fn dimmed_text(&self, text: Srgba, dim: f32, least: f32) -> Srgba {
+        let fills = [
+            blend(self.panel, self.background, dim),
+            blend(self.background, self.background, dim),
+        ];
+        let reads = |by: f32| {
+            let t = blend(text, self.background, by);
+            fills.iter().all(|f| contrast(t, *f) >= least)
+        };
+        if reads(dim) {
+            return blend(text, self.background, dim);
+        }
+        if !reads(0.0) {
+            return text;
+        }
+        // The furthest share that still reads, by halving.
+        let (mut lo, mut hi) = (0.0, dim);
+        for _ in 0..16 {
+            let mid = (lo + hi) / 2.0;
+            if reads(mid) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        blend(text, self.background, lo)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,6 +200,31 @@ mod tests {
                 );
             }
             assert!(contrast(p.text, p.background) >= 7.0, "{theme:?}: text");
+        }
+    }
+
+    #[test]
+    fn dimmed_text_keeps_three_to_one_on_dimmed_fills() {
+        for theme in [Theme::Dark, Theme::Light] {
+            let p = Palette::of(theme);
+            for dim in [0.3, 0.55, 0.7] {
+                let fills = [
+                    blend(p.panel, p.background, dim),
+                    blend(p.background, p.background, dim),
+                ];
+                for text in [p.text, p.muted, p.leader, p.in_sync, p.produce] {
+                    let t = p.dimmed_text(text, dim, 3.0);
+                    for f in fills {
+                        let c = contrast(t, f);
+                        assert!(c >= 2.99, "{theme:?} {dim}: {text:?} reads at {c:.2}");
+                    }
+                    // Dimmed, it is fainter than it was: nearer the background.
+                    assert!(
+                        contrast(t, p.background) <= contrast(text, p.background) + 1e-3,
+                        "{theme:?} {dim}: {text:?} got stronger"
+                    );
+                }
+            }
         }
     }
 

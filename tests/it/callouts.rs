@@ -29,7 +29,9 @@ fn scene_areas(window: (f32, f32), talk: bool) -> Vec<Vec2> {
     let k = if talk { TALK_TEXT } else { 1.0 };
     let bars = if talk { 0.0 } else { (40.0 + 54.0) * k };
     let (w, h) = window;
-    [110.0 * k, h * NARRATION_SHARE]
+    // The talk preset's narration is its title and a line; its whole text takes at most the
+    // share.
+    [if talk { 80.0 } else { 110.0 } * k, h * NARRATION_SHARE]
         .into_iter()
         .map(|narration| Vec2::new(w, h - bars - narration))
         .collect()

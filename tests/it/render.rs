@@ -283,8 +283,8 @@ fn the_talk_preset_shows_only_the_narration_and_the_lag_monitor() {
     // The talk preset is light whatever the theme asked, and has no transport bar: the top rows
     // are the scene's background, not a panel.
     let palette = Palette::of(Theme::Light);
-    let top = count_in((w, h), &px, (0.0, 0.0, 0.6, 0.02), palette.background);
-    let region = (w as f32 * 0.6) * (h as f32 * 0.02);
+    let top = count_in((w, h), &px, (0.0, 0.0, 0.2, 0.02), palette.background);
+    let region = (w as f32 * 0.2) * (h as f32 * 0.02);
     assert!(
         top as f32 > region * 0.9,
         "{top} of {region} pixels in the top rows are background: a panel is there"
@@ -738,6 +738,83 @@ fn scene_text_is_large_enough_to_read_from_the_back() {
             "{scenario} {when:?}: {:?} is {:.1} px",
             smallest.1,
             smallest.0
+        );
+    }
+}
+
+/// With the talk preset, at 1280x720 and 1920x1080: the stage takes at least 60% of the
+/// window's height, no broker folds replicas into "+N more", the narration's buttons show at its
+/// right, and every HW and LEO, dimmed or not, reads at 3:1 or better on the rendered pixels.
+#[test]
+fn the_talk_preset_keeps_its_stage_its_rows_its_buttons_and_dimmed_text_readable() {
+    for size in ["1280x720", "1920x1080"] {
+        let Some(shot) = placed_shot("walkthrough", &["--beat", "4", "--talk"], "light", size)
+        else {
+            return;
+        };
+        let scene = rect_of(&shot.places["scene"]);
+        let stage = (scene[3] - scene[1]) / shot.h as f32;
+        assert!(
+            stage >= 0.6,
+            "{size}: the stage is {:.0}% of the height",
+            stage * 100.0
+        );
+        let texts = shot.places["texts"].as_array().unwrap();
+        for t in texts {
+            let text = t["text"].as_str().unwrap();
+            assert!(
+                !text.contains("more"),
+                "{size}: {text:?} folds what the beat frames"
+            );
+        }
+        // Each broker shows orders-2, the partition the beat frames, as a row of its own.
+        let rows = shot.places["rows"].as_array().unwrap();
+        for broker in 1..=3 {
+            assert!(
+                rows.iter()
+                    .any(|r| r["partition"] == "orders-2" && r["broker"] == broker),
+                "{size}: broker {broker} shows no orders-2 row"
+            );
+        }
+        // The narration's buttons: ink in the right fifth of the band under the stage.
+        let band = [
+            shot.w as f32 * 0.8,
+            scene[3] + 4.0,
+            shot.w as f32,
+            shot.h as f32,
+        ];
+        let px = shot.inside(band);
+        let (panel, _) = mode(&px);
+        let inked = px.iter().filter(|p| contrast(**p, panel) >= 3.0).count();
+        assert!(
+            inked > 200,
+            "{size}: {inked} inked pixels where the buttons go"
+        );
+        // HW and LEO, lit and dimmed: the most contrast any of their pixels makes with what is behind
+        // them (the most common colour around them).
+        let callouts = rects(&shot.places["callouts"], "rect");
+        let mut measured = 0;
+        for t in texts {
+            let text = t["text"].as_str().unwrap();
+            let r = rect_of(&t["rect"]);
+            if !text.contains("HW")
+                || r[0] < scene[0]
+                || r[2] > scene[2]
+                || r[1] < scene[1]
+                || r[3] > scene[3]
+                || callouts.iter().any(|c| overlaps(*c, r))
+            {
+                continue;
+            }
+            let inner = shot.inside(r);
+            let (behind, _) = mode(&shot.around(r, 3.0));
+            let c = ink(&inner, behind);
+            assert!(c >= 3.0, "{size}: dimmed {text:?} reads at {c:.2}:1");
+            measured += 1;
+        }
+        assert!(
+            measured >= 6,
+            "{size}: only {measured} dimmed HW or LEO measured"
         );
     }
 }
