@@ -280,7 +280,14 @@ fn finished(
     steps: &mut MessageWriter<TourControl>,
 ) {
     match &tour.tour.lab {
-        // A lab's result on the left, the ways out on the right.
+        // A lab's result on the left, the ways out on the right; one above the other where
+        // half the window is too narrow for the table (a metric's name and each run's before
+        // -> after).
+        Some(lab) if ui.available_width() < 2.0 * table_width(tour) => {
+            lab_result(ui, tour, lab, palette);
+            ui.add_space(8.0);
+            where_next(ui, tour, palette, steps);
+        }
         Some(lab) => {
             ui.columns(2, |cols| {
                 let (left, right) = cols.split_at_mut(1);
@@ -319,7 +326,7 @@ fn where_next(
                 if ui.add(button).clicked() {
                     exit_to(exit, steps);
                 }
-                ui.label(RichText::new(&exit.about).size(WATCH));
+                ui.add(egui::Label::new(RichText::new(&exit.about).size(WATCH)).wrap());
                 ui.end_row();
             }
         });
@@ -372,37 +379,12 @@ fn lab_result(ui: &mut egui::Ui, tour: &TourPlay, lab: &crate::tour::Lab, palett
                 .size(WATCH)
                 .color(color(palette.muted)),
             );
-            egui::Grid::new("lab")
-                .striped(true)
-                .spacing([24.0, 6.0])
-                .show(ui, |ui| {
-                    ui.label("");
-                    for run in &table.runs {
-                        ui.label(RichText::new(run).size(WATCH).strong());
-                    }
-                    ui.end_row();
-                    for row in &table.rows {
-                        ui.label(RichText::new(row.metric.name()).size(WATCH).monospace());
-                        for (was, now) in &row.values {
-                            ui.horizontal(|ui| {
-                                ui.label(RichText::new(row.metric.format(*was)).size(WATCH));
-                                ui.label(
-                                    RichText::new("->").size(WATCH).color(color(palette.muted)),
-                                );
-                                let now_text = RichText::new(row.metric.format(*now))
-                                    .size(WATCH + 2.0)
-                                    .strong();
-                                // A cost that grew is what the lab is about.
-                                ui.label(if row.metric.is_cost() && now > was {
-                                    now_text.color(color(palette.out_of_sync))
-                                } else {
-                                    now_text
-                                });
-                            });
-                        }
-                        ui.end_row();
-                    }
-                });
+            // The table scrolls sideways inside its own column where the window is narrow: it
+            // never runs under "Where next".
+            egui::ScrollArea::horizontal()
+                .id_salt("lab table")
+                .scroll_bar_visibility(egui::scroll_area::ScrollBarVisibility::AlwaysVisible)
+                .show(ui, |ui| lab_table(ui, table, palette));
         }
     }
     ui.add_space(8.0);
@@ -415,6 +397,48 @@ fn lab_result(ui: &mut egui::Ui, tour: &TourPlay, lab: &crate::tour::Lab, palett
     for line in &lab.prevent {
         ui.add(egui::Label::new(RichText::new(format!("•  {line}")).size(WATCH)).wrap());
     }
+}
+
+/// About how wide the lab's table is, in points.
+fn table_width(tour: &TourPlay) -> f32 {
+    let runs = match &tour.table {
+        Some(Ok(table)) => table.runs.len(),
+        _ => 2,
+    };
+    380.0 + 190.0 * runs as f32
+}
+
+/// The lab's metrics, a row each, before -> after for each run.
+fn lab_table(ui: &mut egui::Ui, table: &crate::view::lab::Table, palette: &Palette) {
+    egui::Grid::new("lab")
+        .striped(true)
+        .spacing([24.0, 6.0])
+        .show(ui, |ui| {
+            ui.label("");
+            for run in &table.runs {
+                ui.label(RichText::new(run).size(WATCH).strong());
+            }
+            ui.end_row();
+            for row in &table.rows {
+                ui.label(RichText::new(row.metric.name()).size(WATCH).monospace());
+                for (was, now) in &row.values {
+                    ui.horizontal(|ui| {
+                        ui.label(RichText::new(row.metric.format(*was)).size(WATCH));
+                        ui.label(RichText::new("->").size(WATCH).color(color(palette.muted)));
+                        let now_text = RichText::new(row.metric.format(*now))
+                            .size(WATCH + 2.0)
+                            .strong();
+                        // A cost that grew is what the lab is about.
+                        ui.label(if row.metric.is_cost() && now > was {
+                            now_text.color(color(palette.out_of_sync))
+                        } else {
+                            now_text
+                        });
+                    });
+                }
+                ui.end_row();
+            }
+        });
 }
 
 /// What is known of a followed record, a line each.

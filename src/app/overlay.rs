@@ -518,6 +518,10 @@ fn run_label(ctx: &egui::Context, h: RunHeading, palette: &Palette) {
                         Plot::new(("run lag", id))
                             .height(RUN_PLOT)
                             .legend(Legend::default().position(egui_plot::Corner::LeftTop))
+                            // Axes labelled without a row of their own: seconds on the
+                            // ticks, records up the side.
+                            .x_axis_formatter(|mark, _| format!("{} s", mark.value))
+                            .y_axis_label("records")
                             .show_x(false)
                             .allow_scroll(false)
                             .allow_drag(false)
