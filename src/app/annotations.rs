@@ -35,6 +35,7 @@ pub(super) fn marks_of_beat(
     model: Res<Model>,
     tour: Option<Res<TourPlay>>,
     following: Res<Following>,
+    twin: Option<Res<super::playback::TwinShown>>,
     mut out: ResMut<BeatMarks>,
 ) {
     let beat = tour.as_ref().map(|t| &t.tour.beats[t.place.beat]);
@@ -47,6 +48,7 @@ pub(super) fn marks_of_beat(
         trace: following.trace.as_ref(),
         display_ms: shown.display_ms,
         isr_change: change.as_ref(),
+        half: twin.is_some(),
     };
     out.0 = drawing(beat, &ctx);
 }

@@ -11,6 +11,8 @@ use super::AppSet;
 use super::painter::to_world;
 use super::playback::DEFAULT_AREA;
 use super::playback::{Shown, TwinShown};
+use super::tour::TourPlay;
+use crate::view::tour::{framed_parts, view_of};
 
 /// How long the camera takes to move to a new framing (wall time).
 const MOVE: Duration = Duration::from_millis(900);
@@ -92,12 +94,19 @@ fn spawn_cameras(mut commands: Commands) {
     ));
 }
 
-/// The second run's camera shows all of its scene, and only while there is one.
+/// The second run's camera frames what the first's does where their scenes are laid out alike,
+/// so that the halves compare place for place, else what the beat frames in its own run. It
+/// works only while there is a second run.
 fn frame_twin(
+    mut commands: Commands,
+    main: Res<Shown>,
+    marks: Res<super::annotations::BeatMarks>,
     twin: Option<Res<TwinShown>>,
-    mut cameras: Query<(&mut Framing, &mut Camera), With<TwinCamera>>,
+    tour: Option<Res<TourPlay>>,
+    options: Res<super::Options>,
+    mut cameras: Query<(Entity, &mut Framing, &mut Camera), With<TwinCamera>>,
 ) {
-    for (mut framing, mut camera) in &mut cameras {
+    for (e, mut framing, mut camera) in &mut cameras {
         // Written only when it changes: a write marks the camera changed for the renderer.
         if camera.is_active != twin.is_some() {
             camera.is_active = twin.is_some();
@@ -105,33 +114,46 @@ fn frame_twin(
         let Some(twin) = twin.as_deref() else {
             continue;
         };
-        let whole = twin.layout.whole();
-        if framing.rect != whole {
-            *framing = Framing {
-                rect: whole,
-                target: whole,
-                layout: Some(twin.layout_version),
-            };
+        let shown = &twin.0;
+        if shown.layout.boxes().eq(main.layout.boxes()) {
+            let to = target(&main, true, &marks);
+            move_to(
+                &mut commands,
+                e,
+                &mut framing,
+                to,
+                shown,
+                options.shot.is_some(),
+            );
+            continue;
         }
+        let beat = tour.as_ref().map(|t| &t.tour.beats[t.place.beat]);
+        let focus = beat
+            .map_or_else(Vec::new, |b| {
+                framed_parts(b, &shown.snapshot, &shown.layout, None)
+            })
+            .into_iter()
+            .reduce(|a, b| a.union(b));
+        let to = view_of(focus, &[], &shown.layout, true);
+        move_to(
+            &mut commands,
+            e,
+            &mut framing,
+            to,
+            shown,
+            options.shot.is_some(),
+        );
     }
 }
 
-/// What to frame now: the beat's focus and its marks, or the whole layout.
+/// What to frame now: the beat's focus and its marks, as this frame's drawing found them, or
+/// the whole layout; side by side, at a size that reads.
 fn target(shown: &Shown, side_by_side: bool, marks: &super::annotations::BeatMarks) -> Rect {
-    // The layout fills its area: the whole scene is all of it.
-    let whole = shown.layout.whole();
-    // Side by side, both halves show their whole run, to be read against each other.
-    if side_by_side {
-        return whole;
-    }
-    // What the beat frames, as this frame's drawing found it; nothing framed: the whole scene.
-    match marks.0.framing() {
-        Some(focus) => crate::view::tour::camera_frame(focus, marks.0.callouts(), whole),
-        None => whole,
-    }
+    let drawing = &marks.0;
+    let callouts: Vec<Rect> = drawing.callouts().collect();
+    view_of(drawing.framing(), &callouts, &shown.layout, side_by_side)
 }
 
-#[allow(clippy::too_many_arguments)]
 fn frame(
     mut commands: Commands,
     shown: Res<Shown>,
@@ -142,31 +164,50 @@ fn frame(
 ) {
     let to = target(&shown, twin.is_some(), &marks);
     for (e, mut framing) in &mut cameras {
-        // A new layout (a scenario loaded, the first frame) snaps; so does a shot, which must
-        // show the framing it asks for. Going from beat to beat moves the camera.
-        let snap = framing.layout != Some(shown.layout_version) || options.shot.is_some();
-        let moved = (framing.target.min - to.min).length() + (framing.target.max - to.max).length();
-        if snap {
-            if framing.rect != to || framing.layout != Some(shown.layout_version) {
-                commands.entity(e).remove::<TweenAnim>();
-                *framing = Framing {
-                    rect: to,
-                    target: to,
-                    layout: Some(shown.layout_version),
-                };
-            }
-        } else if moved > 2.0 {
-            framing.target = to;
-            let tween = Tween::new(
-                EaseFunction::CubicInOut,
-                MOVE,
-                FramingLens {
-                    start: framing.rect,
-                    end: to,
-                },
-            );
-            commands.entity(e).insert(TweenAnim::new(tween));
+        move_to(
+            &mut commands,
+            e,
+            &mut framing,
+            to,
+            &shown,
+            options.shot.is_some(),
+        );
+    }
+}
+
+/// Sends a camera to frame `to`. A new layout (a scenario loaded, the first frame) snaps; so
+/// does a shot, which must show the framing it asks for. Going from beat to beat moves the
+/// camera.
+fn move_to(
+    commands: &mut Commands,
+    e: Entity,
+    framing: &mut Framing,
+    to: Rect,
+    shown: &Shown,
+    shot: bool,
+) {
+    let snap = framing.layout != Some(shown.layout_version) || shot;
+    let moved = (framing.target.min - to.min).length() + (framing.target.max - to.max).length();
+    if snap {
+        if framing.rect != to || framing.layout != Some(shown.layout_version) {
+            commands.entity(e).remove::<TweenAnim>();
+            *framing = Framing {
+                rect: to,
+                target: to,
+                layout: Some(shown.layout_version),
+            };
         }
+    } else if moved > 2.0 {
+        framing.target = to;
+        let tween = Tween::new(
+            EaseFunction::CubicInOut,
+            MOVE,
+            FramingLens {
+                start: framing.rect,
+                end: to,
+            },
+        );
+        commands.entity(e).insert(TweenAnim::new(tween));
     }
 }
 

@@ -283,16 +283,18 @@ fn finished(
         // A lab's result on the left, the ways out on the right; one above the other where
         // half the window is too narrow for the table (a metric's name and each run's before
         // -> after).
-        Some(lab) if ui.available_width() < 2.0 * table_width(tour) => {
+        Some(lab) if ui.available_width() < 2.0 * table_width(ui, tour) => {
             lab_result(ui, tour, lab, palette);
             ui.add_space(8.0);
             where_next(ui, tour, palette, steps);
         }
         Some(lab) => {
             ui.columns(2, |cols| {
+                // Columns justify their text; wrapped lines read better ragged.
+                let ragged = egui::Layout::top_down(egui::Align::Min);
                 let (left, right) = cols.split_at_mut(1);
-                lab_result(&mut left[0], tour, lab, palette);
-                where_next(&mut right[0], tour, palette, steps);
+                left[0].with_layout(ragged, |ui| lab_result(ui, tour, lab, palette));
+                right[0].with_layout(ragged, |ui| where_next(ui, tour, palette, steps));
             });
         }
         None => where_next(ui, tour, palette, steps),
@@ -399,13 +401,43 @@ fn lab_result(ui: &mut egui::Ui, tour: &TourPlay, lab: &crate::tour::Lab, palett
     }
 }
 
-/// About how wide the lab's table is, in points.
-fn table_width(tour: &TourPlay) -> f32 {
-    let runs = match &tour.table {
-        Some(Ok(table)) => table.runs.len(),
-        _ => 2,
+/// How wide the lab's table is, in points: its widest metric name, and each run's column at
+/// its label or its widest "was -> now", with the grid's spacing.
+fn table_width(ui: &egui::Ui, tour: &TourPlay) -> f32 {
+    let Some(Ok(table)) = &tour.table else {
+        return 760.0;
     };
-    380.0 + 190.0 * runs as f32
+    let width = |text: String, font: egui::FontId| {
+        ui.ctx()
+            .fonts_mut(|f| f.layout_no_wrap(text, font, egui::Color32::WHITE).size().x)
+    };
+    let names = table
+        .rows
+        .iter()
+        .map(|r| width(r.metric.name(), egui::FontId::monospace(WATCH)))
+        .fold(0.0, f32::max);
+    let columns: f32 = (0..table.runs.len())
+        .map(|i| {
+            let values = table.rows.iter().filter_map(|r| {
+                let (was, now) = r.values.get(i)?;
+                Some(
+                    width(r.metric.format(*was), egui::FontId::proportional(WATCH))
+                        + width(
+                            r.metric.format(*now),
+                            egui::FontId::proportional(WATCH + 2.0),
+                        )
+                        + 40.0,
+                )
+            });
+            values
+                .chain([width(
+                    table.runs[i].clone(),
+                    egui::FontId::proportional(WATCH),
+                )])
+                .fold(0.0, f32::max)
+        })
+        .sum();
+    names + columns + 24.0 * table.runs.len() as f32 + 16.0
 }
 
 /// The lab's metrics, a row each, before -> after for each run.

@@ -17,6 +17,7 @@ use crate::scenario::{Action, BUILT_IN, ClusterConfig};
 use crate::sim::EventLog;
 use crate::sim::chunked::Chunked;
 use crate::sim::lag::{LagMonitor, LagSample, PartitionLag};
+use crate::tour::LabMetric;
 use crate::view::event_text::{Severity, clock, describe};
 use crate::view::explain::{Target, explain};
 use crate::view::palette::{Palette, ReplicaRole, Theme};
@@ -175,7 +176,14 @@ fn overlay(
     };
     // The narration takes at most this share of the window's height, scrolling past it, so a
     // small window (an embed) keeps a scene.
-    let narration_most = ctx.viewport_rect().height() * NARRATION_SHARE;
+    // A lab's end is its table: the scene behind it has told its story, and gives up more.
+    let share = match &tour {
+        Some(t) if t.tour.lab.is_some() && t.place.stage == crate::view::tour::Stage::Finished => {
+            LAB_END_SHARE
+        }
+        _ => NARRATION_SHARE,
+    };
+    let narration_most = ctx.viewport_rect().height() * share;
     let narrow = ctx.viewport_rect().width() < NARROW_WINDOW_WIDTH;
     // A short window (an embed in a post) has no height to spare under the scene: the
     // narration goes beside it, on the right with the other panels.
@@ -357,6 +365,9 @@ fn overlay(
                 right_lag,
             ),
         ];
+        let watched = tour
+            .and_then(|t| t.tour.lab.as_ref())
+            .map_or(&[][..], |lab| &lab.metrics[..]);
         for (id, at, label, run, lag) in headings {
             run_label(
                 ctx,
@@ -365,6 +376,7 @@ fn overlay(
                     at,
                     width,
                     label,
+                    watched,
                     shown: run,
                     lag: lag.filter(|_| plots).map(|l| (l, top, now_s)),
                 },
@@ -449,6 +461,8 @@ struct RunHeading<'a> {
     at: egui::Pos2,
     width: f32,
     label: &'a str,
+    /// The lab's metrics: the numbers that show them come first, before any is cut.
+    watched: &'a [LabMetric],
     shown: &'a Shown,
     /// Its group's lag, the top of the scale both plots share, and the instant shown (s).
     lag: Option<(GroupLagPlot, f64, f64)>,
@@ -462,41 +476,73 @@ fn run_label(ctx: &egui::Context, h: RunHeading, palette: &Palette) {
         at,
         width,
         label,
+        watched,
         shown,
         lag,
     } = h;
     let s = &shown.snapshot;
     let (lost, unavailable) = shown.missing();
+    // Each number with the lab metric it shows.
     let mut numbers = vec![
-        format!("lost {lost}"),
-        format!("unavailable {unavailable}"),
-        format!("offline {}", s.offline()),
-        format!("under-replicated {}", s.under_replicated()),
-        format!("under min ISR {}", s.under_min_isr()),
+        (LabMetric::AckedLost, format!("lost {lost}")),
+        (
+            LabMetric::AckedUnavailable,
+            format!("unavailable {unavailable}"),
+        ),
+        (
+            LabMetric::OfflinePartitionsCount,
+            format!("offline {}", s.offline()),
+        ),
+        (
+            LabMetric::UnderReplicatedPartitions,
+            format!("under-replicated {}", s.under_replicated()),
+        ),
+        (
+            LabMetric::UnderMinIsrPartitionCount,
+            format!("under min ISR {}", s.under_min_isr()),
+        ),
     ];
     let dead = s.dead_leader_ms();
     if dead > 0 {
-        numbers.push(format!("dead leader {:.1} s", dead as f64 / 1000.0));
+        numbers.push((
+            LabMetric::DeadLeaderTime,
+            format!("dead leader {:.1} s", dead as f64 / 1000.0),
+        ));
     }
     for p in &s.producers {
-        numbers.push(format!("{} acked {}", p.name, p.acked));
+        numbers.push((
+            LabMetric::Acked(p.name.clone()),
+            format!("{} acked {}", p.name, p.acked),
+        ));
     }
     if s.metrics.records_read_from_followers > 0 {
-        numbers.push(format!(
-            "read from followers {}",
-            s.metrics.records_read_from_followers
+        numbers.push((
+            LabMetric::ReadFromFollowers,
+            format!(
+                "read from followers {}",
+                s.metrics.records_read_from_followers
+            ),
         ));
     }
     for g in &s.groups {
-        numbers.push(format!("{} rebalances {}", g.name, g.rebalances));
+        numbers.push((
+            LabMetric::Rebalances(g.name.clone()),
+            format!("{} rebalances {}", g.name, g.rebalances),
+        ));
         let paused = g.offsets.iter().filter(|o| o.paused).count();
         if paused > 0 {
-            numbers.push(match paused {
-                1 => "1 partition paused".to_string(),
-                n => format!("{n} partitions paused"),
-            });
+            numbers.push((
+                LabMetric::Pauses(g.name.clone()),
+                match paused {
+                    1 => "1 partition paused".to_string(),
+                    n => format!("{n} partitions paused"),
+                },
+            ));
         }
     }
+    // What the lab watches first, in its order; the line is cut at its end where it is long.
+    numbers.sort_by_key(|(m, _)| watched.iter().position(|w| w == m).unwrap_or(usize::MAX));
+    let numbers: Vec<String> = numbers.into_iter().map(|(_, n)| n).collect();
     egui::Area::new(egui::Id::new(("run label", id)))
         .fixed_pos(at + egui::vec2(6.0, 4.0))
         .interactable(false)
@@ -510,8 +556,7 @@ fn run_label(ctx: &egui::Context, h: RunHeading, palette: &Palette) {
                     ui.set_width(width - 32.0);
                     ui.add(egui::Label::new(RichText::new(label).size(20.0).strong()).truncate());
                     ui.add(
-                        egui::Label::new(RichText::new(numbers.join("  ·  ")).size(15.0))
-                            .truncate(),
+                        egui::Label::new(RichText::new(numbers.join(" · ")).size(15.0)).truncate(),
                     );
                     if let Some((plot, top, now)) = lag {
                         let group = s.groups.first().map_or("", |g| g.name.as_str());
@@ -1332,7 +1377,7 @@ fn lag_table(ui: &mut egui::Ui, g: &crate::view::snapshot::GroupView, palette: &
         });
 }
 
-use crate::view::layout::NARRATION_SHARE;
+use crate::view::layout::{LAB_END_SHARE, NARRATION_SHARE};
 /// Shorter windows (in egui points) show the narration beside the scene, not under it.
 const SHORT_WINDOW_HEIGHT: f32 = 600.0;
 /// Narrower windows (in egui points) show the narration in one column, without the record's card.

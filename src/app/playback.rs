@@ -476,7 +476,8 @@ fn read(model: &mut Model, playback: &Playback, shown: &mut Shown) {
     // A reassignment moves replicas between brokers: the scene is laid out for the new ones.
     let placed = (snapshot.brokers.len(), snapshot.assignments_version);
     shown.snapshot = snapshot;
-    if placed != shown.placed {
+    // So does a group grown past the rows its box has.
+    if placed != shown.placed || shown.snapshot.most_members() > shown.layout.members {
         shown.relayout();
     }
     // Records are lost only by what the event log records (truncations, wipes, elections).

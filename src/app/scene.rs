@@ -737,6 +737,22 @@ fn paint_partition_row(
     }
 }
 
+/// Where a message's label goes: above the message, or, where that would sit on a box's
+/// title line (a message meeting a broker at its corner), above the box instead.
+fn label_clear_of_titles(layout: &Layout, at: Vec2, label: &str) -> Vec2 {
+    let t = layout.text;
+    let size = Vec2::new(text::width(label, text::SMALL * t), text::SMALL * t * 1.3);
+    let rect = Rect::from_center_size(at, size);
+    let titled = layout.boxes().find(|b| {
+        let title = Rect::new(b.min.x, b.min.y, b.max.x, b.min.y + BROKER_HEADER * t);
+        !rect.intersect(title).is_empty()
+    });
+    match titled {
+        Some(b) => Vec2::new(at.x, b.min.y - size.y / 2.0 - 2.0),
+        None => at,
+    }
+}
+
 pub(super) fn paint_scene<S: Side>(
     side: Res<S>,
     following: Res<super::tour::Following>,
@@ -1147,13 +1163,14 @@ pub(super) fn paint_scene<S: Side>(
                 (MessageKind::Produce, Some(acks)) => format!("ProduceRequest acks={acks}"),
                 (kind, _) => kind.name().to_string(),
             };
+            let label = format!(
+                "{name}: {} record{}",
+                m.records,
+                if m.records == 1 { "" } else { "s" }
+            );
             paint.text(
-                at + Vec2::new(0.0, -20.0 * t),
-                format!(
-                    "{name}: {} record{}",
-                    m.records,
-                    if m.records == 1 { "" } else { "s" }
-                ),
+                label_clear_of_titles(layout, at + Vec2::new(0.0, -20.0 * t), &label),
+                label,
                 text::SMALL * t,
                 text,
                 Anchor::CENTER,

@@ -5,13 +5,14 @@
 //! With `--places`, it also writes where the scene drew what, in the picture's pixels: each log
 //! cell with its state, each high-watermark bar and role mark, each message, each text with what
 //! it belongs to and whether it is in the beat's focus, and each callout where the layout pass
-//! put it. The render tests measure contrast, size and collisions there, on what was drawn.
+//! put it, and the panels' texts with what of each their scrolling areas show. The render tests measure contrast, size and collisions there, on what was drawn.
 
 use bevy::prelude::*;
 use bevy::render::view::screenshot::{Screenshot, ScreenshotCaptured, save_to_disk};
 use bevy::sprite::Anchor;
 use bevy::text::TextLayoutInfo;
 use bevy::window::PrimaryWindow;
+use bevy_egui::egui;
 use serde::Serialize;
 
 use super::Options;
@@ -25,7 +26,105 @@ use crate::view::log_strip::{Cell, StripPlace, strip};
 const SETTLE_FRAMES: u32 = 20;
 
 pub(super) fn plugin(app: &mut App) {
-    app.add_systems(Last, take_shot);
+    app.init_resource::<PanelTexts>()
+        .add_systems(
+            PostUpdate,
+            read_panel_texts
+                .after(bevy_egui::EguiPostUpdateSet::EndPass)
+                .before(bevy_egui::EguiPostUpdateSet::ProcessOutput),
+        )
+        .add_systems(Last, take_shot);
+}
+
+/// The texts the panels (egui) painted last frame, kept for `--places`.
+#[derive(Resource, Default)]
+struct PanelTexts(Vec<PanelText>);
+
+/// A text of the panels: the narration, the headings, a lab's table.
+#[derive(Serialize, Clone)]
+struct PanelText {
+    /// What it shows, a line per row; an elided text ends with its ellipsis.
+    text: String,
+    /// The font's size in the picture's pixels.
+    size: f32,
+    /// Where its rows lie, and the part of that its clip (a scrolling area's edge) shows.
+    rect: Px,
+    visible: Px,
+}
+
+/// Reads the texts out of egui's shapes before they are turned into meshes.
+fn read_panel_texts(
+    options: Res<Options>,
+    outputs: Query<&bevy_egui::EguiFullOutput>,
+    mut out: ResMut<PanelTexts>,
+) {
+    if options.places.is_none() {
+        return;
+    }
+    out.0.clear();
+    for full in outputs.iter().filter_map(|o| o.0.as_ref()) {
+        for clipped in &full.shapes {
+            panel_texts(
+                &clipped.shape,
+                clipped.clip_rect,
+                full.pixels_per_point,
+                &mut out.0,
+            );
+        }
+    }
+}
+
+fn panel_texts(shape: &egui::Shape, clip: egui::Rect, ppp: f32, out: &mut Vec<PanelText>) {
+    match shape {
+        egui::Shape::Vec(shapes) => {
+            for s in shapes {
+                panel_texts(s, clip, ppp, out);
+            }
+        }
+        egui::Shape::Text(t) => {
+            let g = &t.galley;
+            let text: Vec<String> = g
+                .rows
+                .iter()
+                .map(|r| r.row.glyphs.iter().map(|c| c.chr).collect())
+                .collect();
+            let text = text.join("\n");
+            if text.trim().is_empty() {
+                return;
+            }
+            // The rows' own extent: a galley's rect may start at its layout's left, before a
+            // centred or indented text.
+            let rect = g
+                .rows
+                .iter()
+                .map(|r| r.rect_without_leading_space())
+                .reduce(|a, b| a.union(b))
+                .unwrap_or(g.rect);
+            // Turned about its position (a plot's axis label reads upwards).
+            let rot = egui::emath::Rot2::from_angle(t.angle);
+            let rect = egui::Rect::from_points(
+                &[
+                    rect.left_top(),
+                    rect.right_top(),
+                    rect.left_bottom(),
+                    rect.right_bottom(),
+                ]
+                .map(|c| t.pos + rot * c.to_vec2()),
+            );
+            let px = |r: egui::Rect| [r.min.x * ppp, r.min.y * ppp, r.max.x * ppp, r.max.y * ppp];
+            out.push(PanelText {
+                text,
+                size: g
+                    .job
+                    .sections
+                    .first()
+                    .map_or(f32::NAN, |s| s.format.font_id.size * ppp),
+                rect: px(rect),
+                visible: px(rect.intersect(clip)),
+            });
+        }
+        _ => {}
+    }
 }
 
 /// A rectangle in the picture's pixels: left, top, right, bottom.
@@ -41,6 +140,8 @@ struct Places {
     texts: Vec<TextPlace>,
     /// Where the layout pass put the beat's callouts.
     callouts: Vec<CalloutPlace>,
+    /// The panels' texts (the narration, the headings, a lab's table), above the scene.
+    panel_texts: Vec<PanelText>,
 }
 
 #[derive(Serialize)]
@@ -93,7 +194,11 @@ fn take_shot(
     mut commands: Commands,
     options: Res<Options>,
     mut frames: Local<u32>,
-    (shown, marks): (Res<Shown>, Res<super::annotations::BeatMarks>),
+    (shown, marks, panel_texts): (
+        Res<Shown>,
+        Res<super::annotations::BeatMarks>,
+        Res<PanelTexts>,
+    ),
     window: Single<&Window, With<PrimaryWindow>>,
     cameras: Query<(&Camera, &GlobalTransform)>,
     texts: TextQuery,
@@ -108,7 +213,10 @@ fn take_shot(
     if let Some(places_path) = &options.places {
         let camera = cameras.iter().find(|(c, _)| c.order == 0);
         let written = camera
-            .map(|(camera, at)| places(&shown, &marks.0, camera, at, window.scale_factor(), &texts))
+            .map(|(camera, at)| Places {
+                panel_texts: panel_texts.0.clone(),
+                ..places(&shown, &marks.0, camera, at, window.scale_factor(), &texts)
+            })
             .ok_or_else(|| "no scene camera".to_string())
             .and_then(|p| serde_json::to_string_pretty(&p).map_err(|e| e.to_string()))
             .and_then(|json| std::fs::write(places_path, json).map_err(|e| e.to_string()));
@@ -284,6 +392,7 @@ fn places(
         messages,
         texts,
         callouts,
+        panel_texts: Vec::new(),
     }
 }
 

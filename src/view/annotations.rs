@@ -139,6 +139,9 @@ pub struct Context<'a> {
     pub display_ms: f64,
     /// For an `IsrTimers` annotation: the last ISR change of its partition, if any.
     pub isr_change: Option<&'a IsrChange>,
+    /// The run is one half of a side by side: the camera shows part of its scene, enlarged,
+    /// and the callouts keep inside that part.
+    pub half: bool,
 }
 
 /// How long a chip takes to leave or join the set, in sim time.
@@ -393,10 +396,13 @@ pub fn drawing(beat: Option<&Beat>, ctx: &Context) -> Drawing {
         .collect();
     let l = ctx.layout;
     let avoid: Vec<Rect> = l.boxes().collect();
+    // Side by side the camera shows what the beat frames, enlarged: the callouts go inside it.
+    let focus = framed.iter().copied().reduce(|a, b| a.union(b));
+    let room = super::tour::callout_room(focus, l, ctx.half);
     super::callout_layout::lay_out(
         &mut out,
         &super::callout_layout::Room {
-            area: l.whole().inflate(-4.0),
+            area: room.inflate(-4.0),
             keep_clear: &keep_clear,
             avoid: &avoid,
         },

@@ -44,6 +44,8 @@ pub const TALK_TEXT: f32 = 1.5;
 /// The largest share of the window's height a tour's narration takes (it scrolls past it): the
 /// scene keeps room enough for its callouts' text to read at 12 px and more.
 pub const NARRATION_SHARE: f32 = 0.3;
+/// The share a lab's end takes: its table, how to prevent what it showed, and where next.
+pub const LAB_END_SHARE: f32 = 0.5;
 /// The most a layout is enlarged (a lone broker does not fill a projector with three cells).
 const MAX_SCALE: f32 = 2.5;
 
@@ -111,6 +113,8 @@ pub struct Layout {
     pub replicas: Vec<ReplicaSlot>,
     /// Per broker (by id - 1): replicas not shown row by row, summarised in the last row.
     pub hidden: Vec<u32>,
+    /// The members a group's box was sized for: a group that grows past it is laid out anew.
+    pub members: usize,
 }
 
 /// What a layout is of.
@@ -119,6 +123,8 @@ pub struct Content<'a> {
     pub partitions: &'a [PartitionInfo],
     pub producers: usize,
     pub groups: usize,
+    /// The most members a group's box must have rows for.
+    pub members: usize,
 }
 
 /// `n` boxes stacked in a column of width `w`, each `h` tall at most, from `top`.
@@ -291,6 +297,8 @@ impl Layout {
         let column_h = bottom - top;
         let side_h = (column_h * SIDE_BOX_SHARE).max(SIDE_BOX_MIN * t);
         let group_x = size.x - MARGIN - group_w;
+        // A group's box has a row for each member, as far as its column allows.
+        let members_h = (MEMBERS_TOP + content.members as f32 * MEMBER_ROW + MEMBERS_BOTTOM) * t;
         Layout {
             area: size,
             origin: Vec2::ZERO,
@@ -305,7 +313,7 @@ impl Layout {
                 top,
                 bottom,
                 content.groups,
-                side_h.max(300.0 * t),
+                side_h.max(300.0 * t).max(members_h),
             ),
             lag_monitor: (content.groups > 0).then(|| {
                 Rect::new(
@@ -317,6 +325,7 @@ impl Layout {
             }),
             replicas,
             hidden,
+            members: content.members,
         }
     }
 
@@ -345,6 +354,9 @@ impl Layout {
                 partitions: &partitions,
                 producers: snapshot.producers.len(),
                 groups: snapshot.groups.len(),
+                // Room for two more than the most there are, so that a joining member seldom
+                // lays the scene out again.
+                members: snapshot.most_members() + 2,
             },
             area,
             text,
@@ -547,6 +559,7 @@ mod tests {
                 partitions: parts,
                 producers: clients,
                 groups: clients,
+                members: 3,
             },
             area,
             1.0,

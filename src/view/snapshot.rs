@@ -730,6 +730,15 @@ impl Snapshot {
             .count()
     }
 
+    /// The most members (rows, the dead ones' included) any group shows.
+    pub fn most_members(&self) -> usize {
+        self.groups
+            .iter()
+            .map(|g| g.members.len())
+            .max()
+            .unwrap_or(0)
+    }
+
     /// Partitions without a leader (OfflinePartitionsCount).
     pub fn offline(&self) -> usize {
         self.partitions

@@ -329,6 +329,96 @@ pub fn camera_frame(focus: Rect, callouts: impl Iterator<Item = Rect>, whole: Re
     )
 }
 
+/// Side by side, the smallest text of each half reads at this size (pixels) or larger.
+pub const HALF_TEXT: f32 = 12.0;
+
+/// What the camera shows of a run's scene: what the beat frames (`focus`) with its callouts,
+/// or, with nothing framed, the whole scene. Side by side (`half`), each run has half the room,
+/// and a whole scene there may draw its text small: the framing is then enlarged until the
+/// layout's smallest text reads at `HALF_TEXT`, the callouts are laid out inside it
+/// (`callout_room`), and the rest goes off screen.
+pub fn view_of(focus: Option<Rect>, callouts: &[Rect], layout: &Layout, half: bool) -> Rect {
+    let whole = layout.whole();
+    let zoom = half_zoom(layout, half);
+    let callouts = if zoom > 1.0 { &[][..] } else { callouts };
+    let frame = match focus {
+        Some(f) => camera_frame(f, callouts.iter().copied(), whole),
+        None => whole,
+    };
+    if !half {
+        return frame;
+    }
+    enlarged(frame, focus, callouts, whole, zoom)
+}
+
+/// Where a beat's callouts may go: the whole scene, or, in a half enlarged to read, its view.
+pub fn callout_room(focus: Option<Rect>, layout: &Layout, half: bool) -> Rect {
+    if half_zoom(layout, half) > 1.0 {
+        view_of(focus, &[], layout, true).intersect(layout.whole())
+    } else {
+        layout.whole()
+    }
+}
+
+/// How many times the whole scene a half must be enlarged for its text to read (1 or less:
+/// it reads already).
+fn half_zoom(layout: &Layout, half: bool) -> f32 {
+    if !half {
+        return 1.0;
+    }
+    let least = super::layout::text::SMALL * layout.text * layout.scale;
+    HALF_TEXT / least.max(f32::EPSILON)
+}
+
+/// `frame` made small enough that what it shows is at least `zoom` times larger than the whole
+/// scene, or left as it is where it is already. It covers the focus and its callouts where they fit,
+/// else the focus, and a focus taller than it keeps its top, where its title is, in view.
+fn enlarged(frame: Rect, focus: Option<Rect>, callouts: &[Rect], whole: Rect, zoom: f32) -> Rect {
+    // A framing larger than the scene (callouts beyond its edge) is fine while text reads.
+    let most = whole.size() / zoom.max(f32::EPSILON);
+    let over = (frame.width() / most.x).max(frame.height() / most.y);
+    if over <= 1.0 {
+        return frame;
+    }
+    let size = frame.size() / over;
+    let subject = callouts
+        .iter()
+        .fold(focus, |a, c| Some(a.map_or(*c, |a| a.union(*c))));
+    let half = size / 2.0;
+    // Along an axis, from the middle of what the beat showed, moved as little as keeps the
+    // span `lo..hi` in view with a margin, or without one where only that fits; a span larger
+    // than the view shows from its start (`from_start`: its top, where a title is), or about
+    // its middle.
+    let place = |c: f32, lo: f32, hi: f32, h: f32, from_start: bool| {
+        if hi - lo + 2.0 * MARGIN <= 2.0 * h {
+            c.clamp(hi + MARGIN - h, lo - MARGIN + h)
+        } else if hi - lo <= 2.0 * h || !from_start {
+            (lo + hi) / 2.0
+        } else {
+            lo - 6.0 + h
+        }
+    };
+    let c = frame.center();
+    let centre = match (subject, focus) {
+        (Some(s), _) if s.width() <= size.x && s.height() <= size.y => Vec2::new(
+            place(c.x, s.min.x, s.max.x, half.x, false),
+            place(c.y, s.min.y, s.max.y, half.y, true),
+        ),
+        (_, Some(f)) => Vec2::new(
+            place(c.x, f.min.x, f.max.x, half.x, false),
+            place(c.y, f.min.y, f.max.y, half.y, true),
+        ),
+        _ => c,
+    };
+    let aspect = whole.width() / whole.height().max(1.0);
+    inward(
+        Rect::from_center_size(centre, Vec2::ZERO),
+        size,
+        whole,
+        aspect,
+    )
+}
+
 /// A framing of `size` around `focus`, at the viewport's shape (`aspect`: the camera shows that
 /// much anyway), moved inward where it would cross the area's edge: the view then shows more of
 /// the cluster, not the void beyond it. A framing larger than the area keeps the area in view.
@@ -460,6 +550,36 @@ mod tests {
         // A lit rectangle past the edge counts only inside.
         let dim = unlit(scene, &[Rect::new(-10.0, -10.0, 50.0, 100.0)]);
         assert!((area(&dim) - 50.0 * 50.0).abs() < 1e-3);
+    }
+
+    #[test]
+    fn a_half_zooms_until_its_smallest_text_reads_and_keeps_a_tall_focus_top() {
+        // Half of a 1280-pixel window: 14-unit text drawn at 0.45 pixels a unit is 6.3 pixels,
+        // and 12 pixels needs the framing 1.9 times smaller.
+        let whole = Rect::new(0.0, 0.0, 1400.0, 640.0);
+        let zoom = 12.0 / (14.0 * 0.45);
+        let enlarged_by = |f: Rect| whole.width() / f.width();
+        let f = enlarged(whole, None, &[], whole, zoom);
+        assert!((enlarged_by(f) - zoom).abs() < 0.01, "{}", enlarged_by(f));
+        assert_eq!(f.center(), whole.center());
+        // A group's box at the right, taller than the framing: its top and its width stay in
+        // view, inside the scene.
+        let group = Rect::new(1150.0, 150.0, 1380.0, 600.0);
+        let frame = camera_frame(group, std::iter::empty(), whole);
+        let f = enlarged(frame, Some(group), &[], whole, zoom);
+        assert!(enlarged_by(f) >= zoom - 0.01, "{}", enlarged_by(f));
+        assert!(f.min.y <= group.min.y && f.max.y < group.max.y, "{f:?}");
+        assert!(f.min.x <= group.min.x && f.max.x >= group.max.x, "{f:?}");
+        assert!(f.max.x <= whole.max.x + 0.01 && f.min.y >= whole.min.y - 0.01);
+        // A small focus with a callout beside it: both stay in view.
+        let row = Rect::new(600.0, 300.0, 800.0, 340.0);
+        let callout = Rect::new(820.0, 250.0, 1000.0, 300.0);
+        let frame = camera_frame(row, [callout].into_iter(), whole);
+        let f = enlarged(frame, Some(row), &[callout], whole, zoom);
+        assert!(f.contains(row.min) && f.contains(row.max), "{f:?}");
+        assert!(f.contains(callout.min) && f.contains(callout.max), "{f:?}");
+        // Text that already reads: the framing is the beat's own.
+        assert_eq!(enlarged(frame, Some(row), &[callout], whole, 0.8), frame);
     }
 
     #[test]

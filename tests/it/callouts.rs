@@ -6,13 +6,14 @@
 
 use bevy::math::{Rect, Vec2};
 use kafkascope::sim::{EventLog, Sim};
+use kafkascope::tour::Focus;
 use kafkascope::tour::Tour;
 use kafkascope::view::annotations::{Context, Drawing, Mark, drawing, isr_change};
 use kafkascope::view::callout_layout::gap;
 use kafkascope::view::follow::{AckScan, resolve, trace};
-use kafkascope::view::layout::{Layout, NARRATION_SHARE, TALK_TEXT};
+use kafkascope::view::layout::{BROKER_HEADER, Layout, NARRATION_SHARE, TALK_TEXT};
 use kafkascope::view::snapshot::Snapshot;
-use kafkascope::view::tour::camera_frame;
+use kafkascope::view::tour::{focus_parts, view_of};
 
 /// Window sizes, in logical pixels.
 const WINDOWS: [(f32, f32); 4] = [
@@ -25,15 +26,24 @@ const WINDOWS: [(f32, f32); 4] = [
 /// The scene's area in a window: what the transport bar, the timeline and the narration leave
 /// (the talk preset shows the narration alone), with the narration at its shortest and at the
 /// most it may take. In the overlay's points, which the text factor makes larger.
-fn scene_areas(window: (f32, f32), talk: bool) -> Vec<Vec2> {
+fn scene_areas(window: (f32, f32), talk: bool, halves: Option<bool>) -> Vec<Vec2> {
     let k = if talk { TALK_TEXT } else { 1.0 };
     let bars = if talk { 0.0 } else { (40.0 + 54.0) * k };
     let (w, h) = window;
+    // Side by side (`halves`, with lag plots or not), each run has half the width, under a
+    // band for the runs' headings.
+    let (w, band) = match halves {
+        Some(plots) => (
+            (w - 4.0 * k) / 2.0,
+            (64.0 + if plots { 76.0 } else { 0.0 }) * k,
+        ),
+        None => (w, 0.0),
+    };
     // The talk preset's narration is its title and a line; its whole text takes at most the
     // share.
     [if talk { 80.0 } else { 110.0 } * k, h * NARRATION_SHARE]
         .into_iter()
-        .map(|narration| Vec2::new(w, h - bars - narration))
+        .map(|narration| Vec2::new(w, h - bars - band - narration))
         .collect()
 }
 
@@ -61,7 +71,8 @@ const LEAST_TEXT_PX: f32 = 12.0;
 
 /// What is wrong with a beat's drawing, in words, for a scene of `pixels` whose layout has
 /// text factor `text`.
-fn collisions(d: &Drawing, whole: Rect, pixels: Vec2, text: f32) -> Vec<String> {
+fn collisions(d: &Drawing, layout: &Layout, half: bool, pixels: Vec2, text: f32) -> Vec<String> {
+    let whole = layout.whole();
     let mut wrong = Vec::new();
     let callouts: Vec<(&str, Rect, Rect, bool)> = d
         .marks
@@ -89,10 +100,11 @@ fn collisions(d: &Drawing, whole: Rect, pixels: Vec2, text: f32) -> Vec<String> 
         .map(Mark::rect)
         .collect();
     let focus = d.framed.iter().copied().reduce(|a, b| a.union(b));
-    let shown = focus.map_or(whole, |f| camera_frame(f, d.callouts(), whole));
+    let callout_rects: Vec<Rect> = d.callouts().collect();
+    let shown = view_of(focus, &callout_rects, layout, half);
     let zoom = (pixels.x / shown.width()).min(pixels.y / shown.height());
     let px = CALLOUT_ROW_TEXT * text * zoom;
-    if !callouts.is_empty() && px < LEAST_TEXT_PX {
+    if !callouts.is_empty() && px < LEAST_TEXT_PX - 0.05 {
         wrong.push(format!("callout text {px:.1} px on screen"));
     }
     for (i, (id, rect, subject, over)) in callouts.iter().enumerate() {
@@ -137,8 +149,19 @@ fn collisions(d: &Drawing, whole: Rect, pixels: Vec2, text: f32) -> Vec<String> 
             }
         }
     }
+    // Side by side the view is enlarged until text reads. Where the framed parts do not fit it
+    // together, each shows its title line (inside its border), as far as the view is wide.
+    let together = focus
+        .is_none_or(|u| u.width() <= shown.width() + 0.5 && u.height() <= shown.height() + 0.5);
     for f in &d.framed {
-        if !inside(shown, *f) || !inside(whole, *f) {
+        let title = Rect::new(
+            f.min.x + 8.0,
+            f.min.y,
+            (f.max.x - 8.0).min(f.min.x + 8.0 + shown.width()),
+            f.min.y + BROKER_HEADER * text,
+        );
+        let seen = if half && !together { title } else { *f };
+        if !inside(shown, seen) || !inside(whole, seen) {
             wrong.push(format!("the framed {f:?} is outside the view {shown:?}"));
         }
     }
@@ -162,6 +185,12 @@ fn no_callout_collides_at_any_beat_size_or_preset() {
     for built_in in kafkascope::tour::BUILT_IN_TOURS {
         let (tour, scenario) = Tour::built_in(built_in.name).unwrap_or_else(|e| panic!("{e}"));
         let tour = tour.with_holds().unwrap();
+        // A lab shows its runs side by side, with lag plots where they have consumer groups.
+        let halves = tour
+            .lab
+            .as_ref()
+            .filter(|l| l.runs.len() > 1)
+            .map(|_| !scenario.consumer_groups.is_empty());
         let mut sim = Sim::new(&scenario);
         let mut acks = AckScan::default();
         let mut picked = None;
@@ -182,7 +211,7 @@ fn no_callout_collides_at_any_beat_size_or_preset() {
             let change = isr_change(beat_, sim.world().resource::<EventLog>(), snapshot.now_ms);
             for window in WINDOWS {
                 for talk in [false, true] {
-                    for area in scene_areas(window, talk) {
+                    for area in scene_areas(window, talk, halves) {
                         let text = if talk { TALK_TEXT } else { 1.0 };
                         let layout = Layout::of(&snapshot, area, text);
                         let ctx = Context {
@@ -192,10 +221,31 @@ fn no_callout_collides_at_any_beat_size_or_preset() {
                             trace: followed.as_ref(),
                             display_ms: snapshot.now_ms as f64,
                             isr_change: change.as_ref(),
+                            half: halves.is_some(),
                         };
                         let d = drawing(Some(beat_), &ctx);
                         checked += 1;
-                        for w in collisions(&d, layout.whole(), area, text) {
+                        // Everything a beat frames is drawn, so the camera can frame it (a
+                        // replica folded into "+N more" has no row to frame).
+                        for f in &beat_.frame {
+                            let parts = focus_parts(
+                                f,
+                                &snapshot,
+                                &layout,
+                                followed.as_ref(),
+                                snapshot.now_ms as f64,
+                            );
+                            if parts.is_empty() && !matches!(f, Focus::Record) {
+                                wrong.push(format!(
+                                    "{} beat {} at {at} ms, {}x{}: {f:?} is framed but not drawn",
+                                    built_in.name,
+                                    beat + 1,
+                                    window.0,
+                                    window.1
+                                ));
+                            }
+                        }
+                        for w in collisions(&d, &layout, halves.is_some(), area, text) {
                             wrong.push(format!(
                                 "{} beat {} at {at} ms, {}x{} scene {:.0}x{:.0}{}: {w}",
                                 built_in.name,

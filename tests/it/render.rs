@@ -742,6 +742,138 @@ fn scene_text_is_large_enough_to_read_from_the_back() {
     }
 }
 
+/// Side by side, at 1280x720 and 1600x900: each half's scene text reads at 12 pixels or more,
+/// and the lab's subject shows whole at the top: the storm's group with its title and every
+/// member's row, acks-all's partition on each broker.
+#[test]
+fn side_by_side_text_reads_and_the_labs_subject_shows_its_rows() {
+    for size in ["1280x720", "1600x900"] {
+        for (lab, beat, subject) in [
+            ("lab-rebalance-storm", "3", "Group analytics"),
+            ("lab-acks-all", "2", "orders-0"),
+        ] {
+            let Some(shot) = placed_shot(lab, &["--beat", beat], "dark", size) else {
+                return;
+            };
+            let scene = rect_of(&shot.places["scene"]);
+            let within = |r: PxRect| {
+                r[0] >= scene[0] - 0.5
+                    && r[1] >= scene[1] - 0.5
+                    && r[2] <= scene[2] + 0.5
+                    && r[3] <= scene[3] + 0.5
+            };
+            let texts = shot.places["texts"].as_array().unwrap();
+            let shown: Vec<(&str, f64, PxRect)> = texts
+                .iter()
+                .map(|t| {
+                    (
+                        t["text"].as_str().unwrap(),
+                        t["size"].as_f64().unwrap(),
+                        rect_of(&t["rect"]),
+                    )
+                })
+                .filter(|(.., r)| overlaps(*r, scene))
+                .collect();
+            for (text, px, _) in &shown {
+                assert!(
+                    *px >= 12.0 - 0.05,
+                    "{lab} beat {beat} at {size}: {text:?} is {px:.1} px"
+                );
+                assert!(
+                    !text.contains("more"),
+                    "{lab} beat {beat} at {size}: {text:?} folds the subject"
+                );
+            }
+            assert!(
+                shown
+                    .iter()
+                    .any(|(t, _, r)| t.starts_with(subject) && within(*r)),
+                "{lab} beat {beat} at {size}: no whole {subject:?} in the left half"
+            );
+        }
+        // Every member the storm's group has shows a whole row (the dead ones' included).
+        let Some(shot) = placed_shot("lab-rebalance-storm", &["--beat", "3"], "dark", size) else {
+            return;
+        };
+        let scene = rect_of(&shot.places["scene"]);
+        let rows = shot.places["texts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| {
+                let r = rect_of(&t["rect"]);
+                let text = t["text"].as_str().unwrap();
+                (text.starts_with("analytics-") || text.starts_with('#'))
+                    && r[1] >= scene[1]
+                    && r[3] <= scene[3]
+                    && r[2] <= scene[2]
+            })
+            .count();
+        assert!(rows >= 8, "{size}: {rows} of the storm's 8 members show");
+    }
+}
+
+/// A lab's end, at 1280x720 and 1600x900: no text of the panels covers another's (the table
+/// never runs under "How to prevent it" or "Where next"), every run's heading in the table is
+/// whole, and so is every value it ends on.
+#[test]
+fn a_labs_end_table_keeps_to_its_own_area() {
+    for built_in in kafkascope::tour::BUILT_IN_TOURS {
+        let (tour, _) = kafkascope::tour::Tour::built_in(built_in.name).unwrap();
+        let Some(lab) = tour.lab.as_ref() else {
+            continue;
+        };
+        let base = tour.base_scenario().unwrap();
+        let table = kafkascope::view::lab::table(lab, &base).unwrap();
+        for size in ["1280x720", "1600x900"] {
+            let Some(shot) = placed_shot(built_in.name, &["--end"], "dark", size) else {
+                return;
+            };
+            let texts: Vec<(&str, PxRect, PxRect)> = shot.places["panel_texts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| {
+                    (
+                        t["text"].as_str().unwrap(),
+                        rect_of(&t["rect"]),
+                        rect_of(&t["visible"]),
+                    )
+                })
+                .filter(|(_, _, v)| v[2] > v[0] + 0.5 && v[3] > v[1] + 0.5)
+                .collect();
+            let name = built_in.name;
+            for (i, (a, _, va)) in texts.iter().enumerate() {
+                for (b, _, vb) in &texts[i + 1..] {
+                    let inner = |r: PxRect| [r[0] + 1.0, r[1] + 1.0, r[2] - 1.0, r[3] - 1.0];
+                    assert!(
+                        !overlaps(inner(*va), inner(*vb)),
+                        "{name} at {size}: {a:?} {va:?} and {b:?} {vb:?} overlap"
+                    );
+                }
+            }
+            let whole = |text: &str| {
+                texts.iter().any(|(t, r, v)| {
+                    *t == text && (r[2] - v[2]).abs() < 0.5 && (r[0] - v[0]).abs() < 0.5
+                })
+            };
+            for run in &table.runs {
+                assert!(whole(run), "{name} at {size}: the run {run:?} is not whole");
+            }
+            for row in &table.rows {
+                for (_, now) in &row.values {
+                    let value = row.metric.format(*now);
+                    assert!(
+                        whole(&value),
+                        "{name} at {size}: {:?} ends on {value:?}, not shown whole",
+                        row.metric.name()
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// With the talk preset, at 1280x720 and 1920x1080: the stage takes at least 60% of the
 /// window's height, no broker folds replicas into "+N more", the narration's buttons show at its
 /// right, and every HW and LEO, dimmed or not, reads at 3:1 or better on the rendered pixels.
@@ -914,6 +1046,58 @@ fn a_beats_callouts_cover_nothing_it_frames_on_the_rendered_frame() {
                         "beat {beat} at {size}: callout {id} covers {text:?} of {owner}"
                     );
                 }
+            }
+        }
+    }
+}
+
+/// The label of a message carrying the followed record sits on no title, HW or LEO: at the end
+/// of beat 2 the ProduceRequest meets broker 3 at its corner, and the follower fetches' answers
+/// pass under the rows.
+#[test]
+fn message_labels_sit_on_no_title_hw_or_leo() {
+    for size in ["1600x900", "1920x1080"] {
+        let Some(shot) = placed_shot("walkthrough", &["--beat", "2"], "dark", size) else {
+            return;
+        };
+        let texts: Vec<(&str, PxRect)> = shot.places["texts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| (t["text"].as_str().unwrap(), rect_of(&t["rect"])))
+            .collect();
+        let is_label = |t: &str| {
+            t.rsplit_once(": ").is_some_and(|(_, n)| {
+                n.strip_suffix(" records")
+                    .or(n.strip_suffix(" record"))
+                    .is_some_and(|n| n.parse::<u64>().is_ok())
+            })
+        };
+        let labels: Vec<&(&str, PxRect)> = texts.iter().filter(|(t, _)| is_label(t)).collect();
+        assert!(
+            !labels.is_empty(),
+            "{size}: no message label at beat 2's end"
+        );
+        let kept_clear = |t: &str| {
+            [
+                "Broker ",
+                "KRaft controller",
+                "Producer ",
+                "Group ",
+                "Lag monitor",
+            ]
+            .iter()
+            .any(|p| t.starts_with(p))
+                || t.contains("HW ")
+                || t.contains("LEO ")
+        };
+        for (label, r) in &labels {
+            for (text, o) in texts.iter().filter(|(t, _)| kept_clear(t)) {
+                let inner = |r: PxRect| [r[0] + 1.0, r[1] + 1.0, r[2] - 1.0, r[3] - 1.0];
+                assert!(
+                    !overlaps(inner(*r), inner(*o)),
+                    "{size}: {label:?} sits on {text:?}"
+                );
             }
         }
     }

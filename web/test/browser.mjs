@@ -132,6 +132,16 @@ async function test(base, native, outDir) {
     await tour.waitForFunction((at) => Number(document.getElementById('kafkascope').dataset.simMs) > at,
       beat5, { timeout: 60_000 });
     check(true, 'space plays the beat');
+    // Beat 5 holds at the fencing: playback pauses there, and the clicker's next key goes on.
+    await tour.waitForFunction(() => document.getElementById('kafkascope').dataset.stage.startsWith('held'),
+      null, { timeout: 120_000 });
+    const heldAt = await simMs(tour);
+    await tour.waitForTimeout(500);
+    check(await simMs(tour) === heldAt && heldAt > beat5, `held at the fencing, ${heldAt} ms, and paused there`);
+    await tour.keyboard.press('PageDown');
+    await tour.waitForFunction((at) => Number(document.getElementById('kafkascope').dataset.simMs) > at,
+      heldAt, { timeout: 60_000 });
+    check(true, 'the clicker\'s next key (PageDown) goes on from the hold');
     await tour.keyboard.press('End');
     await tour.waitForFunction(() => document.getElementById('kafkascope').dataset.beat === '8',
       null, { timeout: 60_000 });
