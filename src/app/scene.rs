@@ -737,19 +737,34 @@ fn paint_partition_row(
     }
 }
 
-/// Where a message's label goes: above the message, or, where that would sit on a box's
-/// title line (a message meeting a broker at its corner), above the box instead.
-fn label_clear_of_titles(layout: &Layout, at: Vec2, label: &str) -> Vec2 {
+/// Where a message's label goes: above the message, or below it where only that is clear of
+/// the boxes (a message leaving a broker at its foot), or, where the label would sit on a box's
+/// title line (a message meeting a broker at its corner), above the box.
+fn label_clear_of_titles(layout: &Layout, message: Vec2, label: &str) -> Vec2 {
     let t = layout.text;
     let size = Vec2::new(text::width(label, text::SMALL * t), text::SMALL * t * 1.3);
-    let rect = Rect::from_center_size(at, size);
+    let (above, below) = (
+        message + Vec2::new(0.0, -20.0 * t),
+        message + Vec2::new(0.0, 20.0 * t),
+    );
+    let clear = |at: Vec2| {
+        let r = Rect::from_center_size(at, size);
+        layout.boxes().all(|b| r.intersect(b).is_empty())
+    };
+    if clear(above) {
+        return above;
+    }
+    if clear(below) {
+        return below;
+    }
+    let rect = Rect::from_center_size(above, size);
     let titled = layout.boxes().find(|b| {
         let title = Rect::new(b.min.x, b.min.y, b.max.x, b.min.y + BROKER_HEADER * t);
         !rect.intersect(title).is_empty()
     });
     match titled {
-        Some(b) => Vec2::new(at.x, b.min.y - size.y / 2.0 - 2.0),
-        None => at,
+        Some(b) => Vec2::new(above.x, b.min.y - size.y / 2.0 - 2.0),
+        None => above,
     }
 }
 
@@ -1169,7 +1184,7 @@ pub(super) fn paint_scene<S: Side>(
                 if m.records == 1 { "" } else { "s" }
             );
             paint.text(
-                label_clear_of_titles(layout, at + Vec2::new(0.0, -20.0 * t), &label),
+                label_clear_of_titles(layout, at, &label),
                 label,
                 text::SMALL * t,
                 text,

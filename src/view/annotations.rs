@@ -388,14 +388,23 @@ pub fn drawing(beat: Option<&Beat>, ctx: &Context) -> Drawing {
         })
         .map(Mark::rect)
         .collect();
+    let l = ctx.layout;
+    // A box's title line costs a callout twice its box's room: what a box is stays in view.
+    let titles = l.boxes().map(|b| {
+        Rect::new(
+            b.min.x,
+            b.min.y,
+            b.max.x,
+            b.min.y + super::layout::BROKER_HEADER * l.text,
+        )
+    });
     let keep_clear: Vec<Rect> = framed
         .iter()
         .chain(&highlighted)
         .chain(&marked)
         .copied()
         .collect();
-    let l = ctx.layout;
-    let avoid: Vec<Rect> = l.boxes().collect();
+    let avoid: Vec<Rect> = l.boxes().chain(titles).collect();
     // Side by side the camera shows what the beat frames, enlarged: the callouts go inside it.
     let focus = framed.iter().copied().reduce(|a, b| a.union(b));
     let room = super::tour::callout_room(focus, l, ctx.half);

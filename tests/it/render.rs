@@ -1051,9 +1051,9 @@ fn a_beats_callouts_cover_nothing_it_frames_on_the_rendered_frame() {
     }
 }
 
-/// The label of a message carrying the followed record sits on no title, HW or LEO: at the end
-/// of beat 2 the ProduceRequest meets broker 3 at its corner, and the follower fetches' answers
-/// pass under the rows.
+/// The label of a message carrying the followed record sits on no title, HW, LEO or replica
+/// row: at the end of beat 2 the ProduceRequest meets broker 3 at its corner, and the answers to
+/// the followers' fetches leave it at its foot.
 #[test]
 fn message_labels_sit_on_no_title_hw_or_leo() {
     for size in ["1600x900", "1920x1080"] {
@@ -1091,7 +1091,14 @@ fn message_labels_sit_on_no_title_hw_or_leo() {
                 || t.contains("HW ")
                 || t.contains("LEO ")
         };
+        let rows = rects(&shot.places["rows"], "rect");
         for (label, r) in &labels {
+            for row in &rows {
+                assert!(
+                    !overlaps(*r, *row),
+                    "{size}: {label:?} sits on a replica's row {row:?}"
+                );
+            }
             for (text, o) in texts.iter().filter(|(t, _)| kept_clear(t)) {
                 let inner = |r: PxRect| [r[0] + 1.0, r[1] + 1.0, r[2] - 1.0, r[3] - 1.0];
                 assert!(
