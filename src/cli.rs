@@ -629,9 +629,11 @@ fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }
         Some(Command::List) => {
+            // One column of names as wide as the longest, so that the descriptions align.
+            let width = BUILT_IN.iter().map(|b| b.name.len()).max().unwrap_or(0);
             for built_in in BUILT_IN {
                 let scenario = Scenario::built_in(built_in.name).map_err(|e| e.to_string())?;
-                outln!("{:<16} {}", built_in.name, scenario.description);
+                outln!("{:<width$}  {}", built_in.name, scenario.description);
             }
             Ok(())
         }

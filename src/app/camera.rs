@@ -115,34 +115,20 @@ fn frame_twin(
             continue;
         };
         let shown = &twin.0;
-        if shown.layout.boxes().eq(main.layout.boxes()) {
-            let to = target(&main, true, &marks);
-            move_to(
-                &mut commands,
-                e,
-                &mut framing,
-                to,
-                shown,
-                options.shot.is_some(),
-            );
-            continue;
-        }
-        let beat = tour.as_ref().map(|t| &t.tour.beats[t.place.beat]);
-        let focus = beat
-            .map_or_else(Vec::new, |b| {
-                framed_parts(b, &shown.snapshot, &shown.layout, None)
-            })
-            .into_iter()
-            .reduce(|a, b| a.union(b));
-        let to = view_of(focus, &[], &shown.layout, true);
-        move_to(
-            &mut commands,
-            e,
-            &mut framing,
-            to,
-            shown,
-            options.shot.is_some(),
-        );
+        let to = if shown.layout.boxes().eq(main.layout.boxes()) {
+            target(&main, true, &marks)
+        } else {
+            let beat = tour.as_ref().map(|t| &t.tour.beats[t.place.beat]);
+            let focus = beat
+                .map_or_else(Vec::new, |b| {
+                    framed_parts(b, &shown.snapshot, &shown.layout, None)
+                })
+                .into_iter()
+                .reduce(|a, b| a.union(b));
+            view_of(focus, &[], &shown.layout, true)
+        };
+        let shot = options.shot.is_some();
+        move_to(&mut commands, e, &mut framing, to, shown, shot);
     }
 }
 

@@ -201,6 +201,18 @@ fn list_names_the_built_in_scenarios() {
     for b in kafkascope::scenario::BUILT_IN {
         assert!(text.contains(b.name));
     }
+    // Every description starts in the same column, whatever the names' lengths.
+    let starts: Vec<usize> = text
+        .lines()
+        .map(|l| {
+            let name = l.split_whitespace().next().unwrap();
+            name.len() + l[name.len()..].chars().take_while(|c| *c == ' ').count()
+        })
+        .collect();
+    assert!(
+        starts.windows(2).all(|w| w[0] == w[1]),
+        "descriptions start at columns {starts:?}"
+    );
 }
 
 #[test]
