@@ -35,6 +35,21 @@ pub(super) fn plugin(app: &mut App) {
 }
 
 /// The speeds the keyboard steps through: a log scale from 1/1000 to 100.
+/// The speeds one click or key away: a tenth of real time to follow a request by eye, real time
+/// (a crashed broker is fenced in broker.session.timeout.ms, 9 s), and faster to see minutes
+/// pass.
+pub const SPEED_PRESETS: [f64; 4] = [0.1, 1.0, 10.0, 100.0];
+
+/// The next preset above `speed` (`up`), or below it.
+pub fn speed_preset(speed: f64, up: bool) -> f64 {
+    let next = if up {
+        SPEED_PRESETS.iter().find(|p| **p > speed * 1.0001)
+    } else {
+        SPEED_PRESETS.iter().rev().find(|p| **p < speed / 1.0001)
+    };
+    next.copied().unwrap_or(speed)
+}
+
 pub fn speed_step(speed: f64, up: bool) -> f64 {
     let steps_per_decade = 4.0;
     let k = (speed.log10() * steps_per_decade).round() + if up { 1.0 } else { -1.0 };
@@ -111,6 +126,13 @@ pub(super) fn keyboard(
     }
     if keys.any_just_pressed([KeyCode::Minus, KeyCode::NumpadSubtract]) {
         playback.speed = speed_step(playback.speed, false);
+    }
+    // The presets: ] and [ (digits are kept for jumping to a beat).
+    if keys.just_pressed(KeyCode::BracketRight) {
+        playback.speed = speed_preset(playback.speed, true);
+    }
+    if keys.just_pressed(KeyCode::BracketLeft) {
+        playback.speed = speed_preset(playback.speed, false);
     }
     if keys.just_pressed(KeyCode::Slash) && shift || keys.just_pressed(KeyCode::F1) {
         pointer.show_help = !pointer.show_help;
@@ -309,5 +331,15 @@ mod tests {
         assert!((speed_step(1.0, false) - 10f64.powf(-0.25)).abs() < 1e-9);
         assert_eq!(speed_step(MAX_SPEED, true), MAX_SPEED);
         assert_eq!(speed_step(MIN_SPEED, false), MIN_SPEED);
+    }
+
+    #[test]
+    fn speed_presets_go_up_and_down_from_anywhere() {
+        assert_eq!(speed_preset(1.0, true), 10.0);
+        assert_eq!(speed_preset(1.0, false), 0.1);
+        assert_eq!(speed_preset(0.05, true), 0.1);
+        assert_eq!(speed_preset(3.0, false), 1.0);
+        assert_eq!(speed_preset(100.0, true), 100.0);
+        assert_eq!(speed_preset(0.1, false), 0.1);
     }
 }

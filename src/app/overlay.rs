@@ -678,11 +678,13 @@ fn transport(
         {
             controls.write(Control::StepForward);
         }
+        // A short track: the presets beside it are where most changes of speed are made.
+        ui.spacing_mut().slider_width = 60.0;
         ui.add(
             egui::Slider::new(&mut playback.speed, MIN_SPEED..=MAX_SPEED)
                 .logarithmic(true)
                 .clamping(egui::SliderClamping::Edits)
-                .text("x speed")
+                .text("x")
                 .custom_formatter(|v, _| {
                     if v < 1.0 {
                         format!("1/{:.0}", 1.0 / v)
@@ -692,12 +694,34 @@ fn transport(
                 }),
         )
         .on_hover_text("Sim time per real time (+ and -)");
+        for preset in super::input::SPEED_PRESETS {
+            let name = if preset < 1.0 {
+                format!("1/{:.0}", 1.0 / preset)
+            } else {
+                format!("{preset:.0}x")
+            };
+            let on = (playback.speed - preset).abs() < preset * 1e-6;
+            if ui
+                .selectable_label(on, name)
+                .on_hover_text("Speed presets ([ and ])")
+                .clicked()
+            {
+                playback.speed = preset;
+            }
+        }
         ui.separator();
-        ui.monospace(format!(
-            "t = {} / {}",
-            clock(shown.snapshot.now_ms),
-            clock(model.scenario.duration_ms)
-        ));
+        // The clock is one line: where the bar wraps, it goes to the next whole.
+        ui.add(
+            egui::Label::new(
+                RichText::new(format!(
+                    "t = {} / {}",
+                    clock(shown.snapshot.now_ms),
+                    clock(model.scenario.duration_ms)
+                ))
+                .monospace(),
+            )
+            .extend(),
+        );
         ui.separator();
         let mut light = shown.theme == Theme::Light;
         if ui
@@ -1516,6 +1540,10 @@ fn help(ctx: &egui::Context, pointer: &mut Pointer, in_tour: bool) {
                 ];
                 let common = [
                     ("+ / -", "faster / slower"),
+                    (
+                        "[ / ]",
+                        "the speed preset below / above: 1/10, 1x, 10x, 100x",
+                    ),
                     ("T", "dark / light theme"),
                     ("D", "show / hide the details panel"),
                     (

@@ -111,13 +111,89 @@ pub fn reassignment_refusal(
     None
 }
 
-/// An action as a scenario file writes it, for messages: `ControlledShutdown(2)`.
 impl fmt::Display for Action {
+    /// An action in words, as the event log and a refusal say it: "p1: acks=1 (idempotence
+    /// off)", "controlled shutdown of broker 2".
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match ron::to_string(self) {
-            Ok(text) => f.write_str(&text),
-            Err(_) => write!(f, "{self:?}"),
+        use Action::*;
+        let records = |n: u64| if n == 1 { "record" } else { "records" };
+        match self {
+            CutLink(a, b) => write!(f, "cut link {a}-{b}"),
+            HealLink(a, b) => write!(f, "heal link {a}-{b}"),
+            SlowBroker(b, 0) => write!(f, "broker {b} at full speed again"),
+            SlowBroker(b, ms) => write!(f, "broker {b} slowed by {ms} ms a message"),
+            SetAcks(p, acks) => write!(f, "{p}: acks={}", acks.as_config()),
+            SetRate(p, r) => write!(f, "{p}: {r} records/s"),
+            Produce(p, Some(key), n) => write!(f, "{p}: {n} {} with key {key:?}", records(*n)),
+            Produce(p, None, n) => write!(f, "{p}: {n} {} without a key", records(*n)),
+            CrashBroker(b) => write!(f, "crash broker {b}"),
+            RestartBroker(b) => write!(f, "restart broker {b}"),
+            ControlledShutdown(b) => write!(f, "controlled shutdown of broker {b}"),
+            WipeBroker(b) => write!(f, "broker {b} dies with its disk"),
+            IsolateBroker(b) => write!(f, "isolate broker {b}"),
+            HealBroker(b) => write!(f, "reconnect broker {b}"),
+            CutControllerLink(b) => write!(f, "cut broker {b} off from the controller"),
+            HealControllerLink(b) => write!(f, "reconnect broker {b} to the controller"),
+            PreferredElection => f.write_str("preferred leader election"),
+            AddConsumer(g) => write!(f, "{g}: a member joins"),
+            RemoveConsumer(g) => write!(f, "{g}: the newest member leaves"),
+            CrashConsumer(g) => write!(f, "{g}: the newest member crashes"),
+            SetConsumerRate(g, r) => write!(f, "{g}: each member processes {r} records/s"),
+            SetGroupMembers(g, n) => write!(f, "{g}: {n} members"),
+            SetMinIsr(t, n) => write!(f, "{t}: min.insync.replicas={n}"),
+            SetUncleanElection(t, on) => write!(f, "{t}: unclean.leader.election.enable={on}"),
+            SetEligibleLeaderReplicas(on) => write!(
+                f,
+                "eligible leader replicas (KIP-966) {}",
+                if *on { "on" } else { "off" }
+            ),
+            SetProducer(p, settings) => write!(f, "{p}: {}", settings_in_words(settings)),
+            RollingRestart(Stop::Controlled) => {
+                f.write_str("rolling restart by controlled shutdowns")
+            }
+            RollingRestart(Stop::Crash) => f.write_str("rolling restart by kill -9"),
+            Reassign(t, p, to) => write!(f, "reassign {t}-{p} to brokers {to:?}"),
+            AddPartitions(t, n) => write!(f, "{t}: {n} partitions"),
+            AddBroker => f.write_str("add a broker"),
         }
+    }
+}
+
+/// A producer's new settings in words, as its config would name them; idempotence left to its
+/// default follows acks (on only with acks=all, Kafka 3.0's default).
+fn settings_in_words(s: &super::ProducerSettings) -> String {
+    let mut parts = Vec::new();
+    if let Some(acks) = s.acks {
+        parts.push(format!("acks={}", acks.as_config()));
+    }
+    if let Some(rate) = s.records_per_sec {
+        parts.push(format!("{rate} records/s"));
+    }
+    if let Some(keys) = &s.keys {
+        parts.push(match keys {
+            super::Keys::None => "no keys".to_string(),
+            super::Keys::Sequence(prefix) => format!("keys {prefix}0, {prefix}1, ..."),
+            super::Keys::Fixed(key) => format!("key {key:?}"),
+            super::Keys::Random(n) => format!("{n} random keys"),
+        });
+    }
+    if let Some(linger) = s.linger_ms {
+        parts.push(format!("linger.ms={linger}"));
+    }
+    if let Some(batch) = s.batch_size {
+        parts.push(format!("batch.size={batch}"));
+    }
+    match (s.enable_idempotence, s.acks) {
+        (Some(Some(on)), _) => parts.push(format!("enable.idempotence={on}")),
+        (Some(None), Some(Acks::All)) => parts.push("(idempotence on)".into()),
+        (Some(None), Some(_)) => parts.push("(idempotence off)".into()),
+        (Some(None), None) => parts.push("enable.idempotence back to its default".into()),
+        (None, _) => {}
+    }
+    if parts.is_empty() {
+        "settings unchanged".into()
+    } else {
+        parts.join(" ")
     }
 }
 
@@ -355,4 +431,48 @@ pub(super) fn validate(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn actions_read_in_words() {
+        let acks_one = ProducerSettings {
+            acks: Some(Acks::One),
+            enable_idempotence: Some(None),
+            ..ProducerSettings::default()
+        };
+        let cases = [
+            (
+                Action::SetProducer("p1".into(), acks_one),
+                "p1: acks=1 (idempotence off)",
+            ),
+            (
+                Action::ControlledShutdown(2),
+                "controlled shutdown of broker 2",
+            ),
+            (Action::CutLink(1, 3), "cut link 1-3"),
+            (
+                Action::SetMinIsr("orders".into(), 2),
+                "orders: min.insync.replicas=2",
+            ),
+            (
+                Action::Reassign("orders".into(), 0, vec![2, 3, 1]),
+                "reassign orders-0 to brokers [2, 3, 1]",
+            ),
+            (
+                Action::Produce("p1".into(), Some("user-7".into()), 1),
+                "p1: 1 record with key \"user-7\"",
+            ),
+            (
+                Action::RollingRestart(Stop::Crash),
+                "rolling restart by kill -9",
+            ),
+        ];
+        for (action, words) in cases {
+            assert_eq!(action.to_string(), words);
+        }
+    }
 }

@@ -970,10 +970,10 @@ fn a_controlled_shutdown_of_a_broker_that_is_not_running_is_refused() {
         [
             (
                 12_000,
-                "ControlledShutdown(1)",
+                "controlled shutdown of broker 1",
                 "broker 1 is not running (crashed)"
             ),
-            (30_000, "RestartBroker(2)", "broker 2 is running"),
+            (30_000, "restart broker 2", "broker 2 is running"),
         ]
     );
     assert!(report.invariant_violations.is_empty());
