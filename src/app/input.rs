@@ -34,7 +34,6 @@ pub(super) fn plugin(app: &mut App) {
         .add_systems(Update, (keyboard, mouse).in_set(AppSet::Input));
 }
 
-/// The speeds the keyboard steps through: a log scale from 1/1000 to 100.
 /// The speeds one click or key away: a tenth of real time to follow a request by eye, real time
 /// (a crashed broker is fenced in broker.session.timeout.ms, 9 s), and faster to see minutes
 /// pass.
@@ -50,6 +49,16 @@ pub fn speed_preset(speed: f64, up: bool) -> f64 {
     next.copied().unwrap_or(speed)
 }
 
+/// A speed as the bar writes it: "1/20" below real time, "10.0" above.
+pub fn speed_name(speed: f64) -> String {
+    if speed < 1.0 {
+        format!("1/{:.0}", 1.0 / speed)
+    } else {
+        format!("{speed:.1}")
+    }
+}
+
+/// The speeds + and - step through: a log scale from 1/1000 to 100.
 pub fn speed_step(speed: f64, up: bool) -> f64 {
     let steps_per_decade = 4.0;
     let k = (speed.log10() * steps_per_decade).round() + if up { 1.0 } else { -1.0 };

@@ -409,11 +409,6 @@ fn overlay(
     Ok(())
 }
 
-/// The height of the band over a side-by-side's halves, for the runs' headings (points), and of
-/// the lag plot a heading adds for a run with a consumer group.
-const RUN_HEADING: f32 = 64.0;
-const RUN_PLOT: f32 = 70.0;
-
 /// A run's first group's lag over time, summed over its partitions: the committed lag
 /// (`kafka-consumer-groups`' LAG) and the consumers' own, which, where no member consumes a
 /// partition, climbs from where its last owner stopped.
@@ -685,18 +680,12 @@ fn transport(
                 .logarithmic(true)
                 .clamping(egui::SliderClamping::Edits)
                 .text("x")
-                .custom_formatter(|v, _| {
-                    if v < 1.0 {
-                        format!("1/{:.0}", 1.0 / v)
-                    } else {
-                        format!("{v:.1}")
-                    }
-                }),
+                .custom_formatter(|v, _| super::input::speed_name(v)),
         )
         .on_hover_text("Sim time per real time (+ and -)");
         for preset in super::input::SPEED_PRESETS {
             let name = if preset < 1.0 {
-                format!("1/{:.0}", 1.0 / preset)
+                super::input::speed_name(preset)
             } else {
                 format!("{preset:.0}x")
             };
@@ -1401,7 +1390,7 @@ fn lag_table(ui: &mut egui::Ui, g: &crate::view::snapshot::GroupView, palette: &
         });
 }
 
-use crate::view::layout::{LAB_END_SHARE, NARRATION_SHARE};
+use crate::view::layout::{LAB_END_SHARE, NARRATION_SHARE, RUN_HEADING, RUN_PLOT};
 /// Shorter windows (in egui points) show the narration beside the scene, not under it.
 const SHORT_WINDOW_HEIGHT: f32 = 600.0;
 /// Narrower windows (in egui points) show the narration in one column, without the record's card.

@@ -740,7 +740,7 @@ fn paint_partition_row(
 /// Where a message's label goes: above the message, or below it where only that is clear of
 /// the boxes (a message leaving a broker at its foot), or, where the label would sit on a box's
 /// title line (a message meeting a broker at its corner), above the box.
-fn label_clear_of_titles(layout: &Layout, message: Vec2, label: &str) -> Vec2 {
+fn message_label_at(layout: &Layout, message: Vec2, label: &str) -> Vec2 {
     let t = layout.text;
     let size = Vec2::new(text::width(label, text::SMALL * t), text::SMALL * t * 1.3);
     let (above, below) = (
@@ -1184,7 +1184,7 @@ pub(super) fn paint_scene<S: Side>(
                 if m.records == 1 { "" } else { "s" }
             );
             paint.text(
-                label_clear_of_titles(layout, at, &label),
+                message_label_at(layout, at, &label),
                 label,
                 text::SMALL * t,
                 text,

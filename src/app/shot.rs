@@ -5,7 +5,8 @@
 //! With `--places`, it also writes where the scene drew what, in the picture's pixels: each log
 //! cell with its state, each high-watermark bar and role mark, each message, each text with what
 //! it belongs to and whether it is in the beat's focus, and each callout where the layout pass
-//! put it, and the panels' texts with what of each their scrolling areas show. The render tests measure contrast, size and collisions there, on what was drawn.
+//! put it, and the panels' texts with what of each their scrolling areas show. The render tests
+//! measure contrast, size and collisions there, on what was drawn.
 
 use bevy::prelude::*;
 use bevy::render::view::screenshot::{Screenshot, ScreenshotCaptured, save_to_disk};

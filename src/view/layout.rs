@@ -44,6 +44,10 @@ pub const TALK_TEXT: f32 = 1.5;
 /// The largest share of the window's height a tour's narration takes (it scrolls past it): the
 /// scene keeps room enough for its callouts' text to read at 12 px and more.
 pub const NARRATION_SHARE: f32 = 0.3;
+/// The height of the band over a side-by-side's halves, for the runs' headings (points), and of
+/// the lag plot a heading adds for a run with a consumer group (with 6 points around it).
+pub const RUN_HEADING: f32 = 64.0;
+pub const RUN_PLOT: f32 = 70.0;
 /// The share a lab's end takes: its table, how to prevent what it showed, and where next.
 pub const LAB_END_SHARE: f32 = 0.5;
 /// The most a layout is enlarged (a lone broker does not fill a projector with three cells).

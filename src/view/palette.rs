@@ -153,10 +153,7 @@ impl Palette {
     /// `dim`: as far towards the background as the layer takes the fills under it, but no
     /// further than keeps `least` contrast with them (the panels' and the background's).
     pub fn dimmed_text(&self, text: Srgba, dim: f32, least: f32) -> Srgba {
-        let fills = [
-            blend(self.panel, self.background, dim),
-            blend(self.background, self.background, dim),
-        ];
+        let fills = [blend(self.panel, self.background, dim), self.background];
         let reads = |by: f32| {
             let t = blend(text, self.background, by);
             fills.iter().all(|f| contrast(t, *f) >= least)

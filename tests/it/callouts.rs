@@ -11,7 +11,9 @@ use kafkascope::tour::Tour;
 use kafkascope::view::annotations::{Context, Drawing, Mark, drawing, isr_change};
 use kafkascope::view::callout_layout::gap;
 use kafkascope::view::follow::{AckScan, resolve, trace};
-use kafkascope::view::layout::{BROKER_HEADER, Layout, NARRATION_SHARE, TALK_TEXT};
+use kafkascope::view::layout::{
+    BROKER_HEADER, Layout, NARRATION_SHARE, RUN_HEADING, RUN_PLOT, TALK_TEXT,
+};
 use kafkascope::view::snapshot::Snapshot;
 use kafkascope::view::tour::{focus_parts, view_of};
 
@@ -35,7 +37,7 @@ fn scene_areas(window: (f32, f32), talk: bool, halves: Option<bool>) -> Vec<Vec2
     let (w, band) = match halves {
         Some(plots) => (
             (w - 4.0 * k) / 2.0,
-            (64.0 + if plots { 76.0 } else { 0.0 }) * k,
+            (RUN_HEADING + if plots { RUN_PLOT + 6.0 } else { 0.0 }) * k,
         ),
         None => (w, 0.0),
     };

@@ -160,7 +160,8 @@ impl fmt::Display for Action {
 }
 
 /// A producer's new settings in words, as its config would name them; idempotence left to its
-/// default follows acks (on only with acks=all, Kafka 3.0's default).
+/// default follows acks, on only with acks=all (`ProducerConfig`,
+/// `postProcessAndValidateIdempotenceConfigs`).
 fn settings_in_words(s: &super::ProducerSettings) -> String {
     let mut parts = Vec::new();
     if let Some(acks) = s.acks {
