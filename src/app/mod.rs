@@ -27,7 +27,7 @@ mod web_page;
 pub use frame_bench::{FrameBench, bench_frames, summary};
 pub use operations::{Change, control_for};
 pub use options::Options;
-pub use playback::{Applied, Control, Model, Playback, Twin, apply};
+pub use playback::{Applied, Control, Model, Playback, Twin, apply, play};
 
 /// The order of the app's own systems within a frame.
 #[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -36,6 +36,8 @@ struct UiState {
     saved: Option<String>,
     /// The narration's height when last shown, unscrolled.
     narration_height: f32,
+    /// "Discard what came after" was clicked: it asks once more.
+    confirm_discard: bool,
 }
 
 pub(super) fn plugin(app: &mut App) {
@@ -705,7 +707,11 @@ fn transport(
                 RichText::new(format!(
                     "t = {} / {}",
                     clock(shown.snapshot.now_ms),
-                    clock(model.scenario.duration_ms)
+                    clock(if tour.is_some() {
+                        model.scenario.duration_ms
+                    } else {
+                        model.end_ms()
+                    })
                 ))
                 .monospace(),
             )
@@ -738,13 +744,68 @@ fn transport(
         }
     });
     if tour.is_none() {
-        ui.label(RichText::new(&model.scenario.description).weak());
+        // The cluster as it is at the playhead; the scenario's own line says how it began.
+        ui.label(RichText::new(format!("Now: {}", shown.snapshot.summary())).weak())
+            .on_hover_text(format!(
+                "{}: {}",
+                model.scenario.name, model.scenario.description
+            ));
+        later_actions(ui, model, controls, state);
+    }
+    if let Some(why) = &playback.halted {
+        ui.colored_label(ui.visuals().warn_fg_color, why);
     }
     if let Some(e) = &state.load_error {
         ui.colored_label(Color32::from_rgb(0xd5, 0x5e, 0x00), e);
     } else if let Some(saved) = &state.saved {
         ui.label(RichText::new(saved).weak());
     }
+}
+
+/// Actions given for later instants than the playhead (it was moved back): they replay when the
+/// run gets there. Dropping them is an explicit choice, asked once more.
+fn later_actions(
+    ui: &mut egui::Ui,
+    model: &Model,
+    controls: &mut MessageWriter<Control>,
+    state: &mut UiState,
+) {
+    let later = model.sim.actions_after_now();
+    if later == 0 {
+        state.confirm_discard = false;
+        return;
+    }
+    let these = if later == 1 {
+        "1 action".to_string()
+    } else {
+        format!("{later} actions")
+    };
+    ui.horizontal_wrapped(|ui| {
+        if state.confirm_discard {
+            ui.colored_label(
+                ui.visuals().warn_fg_color,
+                format!("Discard the {these} after the playhead? The run goes on without them."),
+            );
+            if ui.button("Discard them").clicked() {
+                controls.write(Control::DiscardLater);
+                state.confirm_discard = false;
+            }
+            if ui.button("Keep them").clicked() {
+                state.confirm_discard = false;
+            }
+        } else {
+            ui.label(format!(
+                "{these} given later than the playhead will replay when the run gets there (marked on the timeline)."
+            ));
+            if ui
+                .button("Discard what came after")
+                .on_hover_text("Drop them, once confirmed")
+                .clicked()
+            {
+                state.confirm_discard = true;
+            }
+        }
+    });
 }
 
 /// The built-in scenarios, and a file field on native (the web build has no files).
@@ -792,7 +853,7 @@ fn scenario_picker(
             .on_hover_text("The scenario and every change made to it, as a scenario file")
             .clicked()
         {
-            let text = model.scenario.with_actions(model.sim.actions()).to_ron();
+            let text = model.saved().to_ron();
             let wanted = match state.path.trim() {
                 "" => format!("{}-sandbox.ron", model.scenario.name),
                 path => path.to_string(),
@@ -841,7 +902,7 @@ fn scenario_picker(
         .on_hover_text("Download the scenario and every change made to it, as a scenario file")
         .clicked()
     {
-        let text = model.scenario.with_actions(model.sim.actions()).to_ron();
+        let text = model.saved().to_ron();
         let name = format!("{}-sandbox.ron", model.scenario.name);
         match super::web_page::download(&name, &text) {
             Ok(()) => {
@@ -890,6 +951,9 @@ fn save_new(wanted: &str, text: &str) -> std::io::Result<String> {
     Err(std::io::Error::other("a thousand files of that name exist"))
 }
 
+/// How near the pointer a timeline mark says what it is, in points.
+const MARK_HOVER_PX: f32 = 5.0;
+
 /// The scenario's time as a bar: scripted actions and what happened so far are marked; a click
 /// or a drag seeks there.
 #[allow(clippy::too_many_arguments)]
@@ -903,7 +967,13 @@ fn timeline(
     steps: &mut MessageWriter<TourControl>,
     tour: Option<&TourPlay>,
 ) {
-    let duration = model.scenario.duration_ms.max(1);
+    // A sandbox run going on past its scenario's end grows the bar.
+    let scenario_end = model.scenario.duration_ms.max(1);
+    let duration = if tour.is_some() {
+        scenario_end
+    } else {
+        model.end_ms().max(1)
+    };
     let (rect, response) = ui.allocate_exact_size(
         egui::vec2(ui.available_width(), 40.0),
         egui::Sense::click_and_drag(),
@@ -918,6 +988,9 @@ fn timeline(
     let played =
         egui::Rect::from_min_max(bar.min, egui::pos2(x_of(shown.snapshot.now_ms), bar.max.y));
     painter.rect_filled(played, 3.0, color(palette.leader).gamma_multiply(0.6));
+    // Every action, with what it is for the pointer: the scenario's own as full-height lines,
+    // those given in the sandbox as a line under a triangle.
+    let mut marks: Vec<(f32, String)> = Vec::new();
     for e in &model.scenario.timeline {
         let x = x_of(e.at_ms);
         painter.line_segment(
@@ -927,6 +1000,52 @@ fn timeline(
             ],
             egui::Stroke::new(2.0, color(palette.text)),
         );
+        marks.push((
+            x,
+            format!("{}: {} (in the scenario)", clock(e.at_ms), e.action),
+        ));
+    }
+    for (at, action) in model.sim.actions() {
+        let x = x_of(*at);
+        let c = color(palette.produce);
+        painter.line_segment(
+            [
+                egui::pos2(x, rect.top() + 6.0),
+                egui::pos2(x, rect.bottom() - 2.0),
+            ],
+            egui::Stroke::new(2.0, c),
+        );
+        painter.add(egui::Shape::convex_polygon(
+            vec![
+                egui::pos2(x - 5.0, rect.top()),
+                egui::pos2(x + 5.0, rect.top()),
+                egui::pos2(x, rect.top() + 7.0),
+            ],
+            c,
+            egui::Stroke::NONE,
+        ));
+        let later = if *at > shown.snapshot.now_ms {
+            " (still to come: it replays when the run gets there)"
+        } else {
+            ""
+        };
+        marks.push((x, format!("{}: {action}{later}", clock(*at))));
+    }
+    if duration > scenario_end {
+        let x = x_of(scenario_end);
+        painter.add(egui::Shape::dashed_line(
+            &[egui::pos2(x, rect.top()), egui::pos2(x, rect.bottom())],
+            egui::Stroke::new(2.0, color(palette.muted)),
+            4.0,
+            3.0,
+        ));
+        marks.push((
+            x,
+            format!(
+                "{}: the scenario's own timeline ends here (duration_ms {scenario_end}); the sandbox plays on",
+                clock(scenario_end)
+            ),
+        ));
     }
     for e in events {
         let (severity, _) = describe(&e.kind);
@@ -1026,7 +1145,14 @@ fn timeline(
         }
     }
     if let Some(p) = response.hover_pos() {
+        // The marks under the pointer say what they are; elsewhere, where a click goes.
+        let near: Vec<&str> = marks
+            .iter()
+            .filter(|(x, _)| (x - p.x).abs() <= MARK_HOVER_PX)
+            .map(|(_, text)| text.as_str())
+            .collect();
         let text = match (beat_at(at(p)), tour) {
+            _ if !near.is_empty() => near.join("\n"),
             (Some(beat), Some(t)) => format!("beat {}: {}", beat + 1, t.tour.beats[beat].title),
             _ => format!("seek to {}", clock(at(p))),
         };

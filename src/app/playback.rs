@@ -18,6 +18,34 @@ pub struct Model {
     pub scenario: Scenario,
 }
 
+impl Model {
+    /// The run as a scenario file: the set-up, every action given with its instant, as long as
+    /// the run has gone, and a description that says what was done.
+    pub fn saved(&self) -> Scenario {
+        let actions = self.sim.actions();
+        let mut scenario = self.scenario.with_actions(actions);
+        scenario.duration_ms = scenario.duration_ms.max(self.sim.reached_ms());
+        if !actions.is_empty() {
+            const LISTED: usize = 8;
+            let mut done: Vec<String> = actions
+                .iter()
+                .take(LISTED)
+                .map(|(at, a)| format!("at {}: {a}", crate::view::event_text::clock(*at)))
+                .collect();
+            if actions.len() > LISTED {
+                done.push(format!("{} more", actions.len() - LISTED));
+            }
+            scenario.description = format!("{}; then {}", scenario.description, done.join("; "));
+        }
+        scenario
+    }
+
+    /// The end of the timeline: the scenario's own, or as far as a sandbox run has gone past it.
+    pub fn end_ms(&self) -> u64 {
+        self.scenario.duration_ms.max(self.sim.reached_ms())
+    }
+}
+
 /// The transport.
 #[derive(Resource, Debug, Clone)]
 pub struct Playback {
@@ -31,6 +59,13 @@ pub struct Playback {
     pub fixed_frame_ms: Option<f64>,
     /// Pause on reaching this instant (a tour's beat ends there).
     pub stop_ms: Option<u64>,
+    /// Play goes on past the scenario's `duration_ms` (the sandbox; a tour's run ends there).
+    pub open_ended: bool,
+    /// Why play stopped by itself, shown beside the clock until it plays again.
+    pub halted: Option<String>,
+    /// An open-ended run stops when its records take this much memory
+    /// ([`crate::scenario::limits::RECORD_MEMORY_BYTES`], the most a scenario may).
+    pub memory_cap: u64,
 }
 
 pub use super::options::{MAX_SPEED, MIN_SPEED};
@@ -64,7 +99,10 @@ pub enum Control {
     Compare(Box<Scenario>, [String; 2]),
     /// Back to one run.
     EndCompare,
+    /// An action at the playhead; its effect shows at once (the step at the playhead runs).
     Act(Action),
+    /// Drops the actions given for instants after the playhead (the sandbox asks first).
+    DiscardLater,
     Seek(u64),
     /// Run to the next instant at which anything happens.
     StepForward,
@@ -238,6 +276,9 @@ fn setup(mut commands: Commands, options: Res<Options>) {
         carry_ms: 0.0,
         fixed_frame_ms: None,
         stop_ms: None,
+        open_ended: true,
+        halted: None,
+        memory_cap: crate::scenario::limits::RECORD_MEMORY_BYTES,
     });
 }
 
@@ -267,14 +308,13 @@ pub fn apply(control: &Control, model: &mut Model, twin: Option<&mut Twin>) -> A
             return Applied::Loaded;
         }
         Control::Compare(scenario, labels) => {
-            // The actions go to the second run as they went to the first, so that one taken
-            // later in the past replaces the same future in both (`Sim::act`).
+            // The actions go to the second run as they went to the first.
             let mut sim = Sim::new(scenario);
             for (at, action) in model.sim.actions() {
-                sim.run_until((*at).min(scenario.duration_ms));
+                sim.run_until(*at);
                 sim.act(action.clone());
             }
-            sim.seek(model.sim.now_ms().min(scenario.duration_ms));
+            sim.seek(model.sim.now_ms());
             return Applied::Compare(Box::new(Twin {
                 model: Model {
                     sim,
@@ -285,21 +325,35 @@ pub fn apply(control: &Control, model: &mut Model, twin: Option<&mut Twin>) -> A
         }
         Control::EndCompare => return Applied::EndCompare,
         Control::Act(action) => {
+            // Applied at the playhead: the step there runs, so the scene shows it at once
+            // (the playhead moves on by that millisecond).
+            let now = model.sim.now_ms();
             model.sim.act(action.clone());
-            if let Some(t) = twin {
+            model.sim.run_until(now + 1);
+            let mut twin = twin;
+            if let Some(t) = twin.as_deref_mut() {
                 t.model.sim.act(action.clone());
+            }
+            (false, follow_main(model, twin, false))
+        }
+        Control::DiscardLater => {
+            model.sim.discard_later_actions();
+            if let Some(t) = twin {
+                t.model.sim.discard_later_actions();
             }
             (false, false)
         }
         Control::Seek(at) => {
-            model.sim.seek((*at).min(duration));
+            model.sim.seek((*at).min(model.end_ms()));
             (true, follow_main(model, twin, true))
         }
         Control::StepForward => {
             let now = model.sim.now_ms();
-            if now < duration {
+            if now < duration
+                || model.sim.record_bytes() < crate::scenario::limits::RECORD_MEMORY_BYTES
+            {
                 model.sim.step();
-                let after = model.sim.now_ms().min(duration);
+                let after = model.sim.now_ms();
                 model.sim.seek(after);
             }
             (false, follow_main(model, twin, false))
@@ -404,7 +458,7 @@ fn end_compare(
 /// when it is ahead). Says whether it jumped.
 fn follow_main(model: &Model, twin: Option<&mut Twin>, jump: bool) -> bool {
     let Some(t) = twin else { return false };
-    let at = model.sim.now_ms().min(t.model.scenario.duration_ms);
+    let at = model.sim.now_ms();
     if jump || at < t.model.sim.now_ms() {
         t.model.sim.seek(at);
         true
@@ -421,7 +475,10 @@ fn advance(
     mut twin: Option<ResMut<Twin>>,
     twin_shown: Option<ResMut<TwinShown>>,
 ) {
-    run_main(&time, &mut model, &mut playback);
+    let frame_ms = playback
+        .fixed_frame_ms
+        .unwrap_or(time.delta_secs_f64() * 1000.0);
+    play(&mut model, &mut playback, frame_ms);
     if follow_main(&model, twin.as_deref_mut(), false)
         && let Some(mut s) = twin_shown
     {
@@ -429,18 +486,29 @@ fn advance(
     }
 }
 
-fn run_main(time: &Time, model: &mut Model, playback: &mut Playback) {
+/// Plays one frame of `frame_ms` wall time: runs the model on by that times the speed, to the
+/// end of a tour's beat or its scenario, or, in the sandbox, on past the scenario's end until
+/// its records fill the memory cap.
+pub fn play(model: &mut Model, playback: &mut Playback, frame_ms: f64) {
     if playback.paused {
         return;
     }
+    playback.halted = None;
+    if playback.open_ended && model.sim.record_bytes() >= playback.memory_cap {
+        playback.paused = true;
+        playback.halted = Some(full_memory(model, playback.memory_cap));
+        return;
+    }
+    let scenario_end = if playback.open_ended {
+        u64::MAX
+    } else {
+        model.scenario.duration_ms
+    };
     let end = playback
         .stop_ms
         .filter(|s| *s > model.sim.now_ms())
         .unwrap_or(u64::MAX)
-        .min(model.scenario.duration_ms);
-    let frame_ms = playback
-        .fixed_frame_ms
-        .unwrap_or(time.delta_secs_f64() * 1000.0);
+        .min(scenario_end);
     let owed = (playback.carry_ms + frame_ms * playback.speed).min(MAX_MS_PER_FRAME);
     let whole = owed.floor();
     playback.carry_ms = owed - whole;
@@ -450,6 +518,16 @@ fn run_main(time: &Time, model: &mut Model, playback: &mut Playback) {
         playback.paused = true;
         playback.carry_ms = 0.0;
     }
+}
+
+/// Why an open-ended run stopped: its records filled the memory a scenario may take.
+fn full_memory(model: &Model, cap: u64) -> String {
+    format!(
+        "Stopped at {}: the run's records take about {} MiB, the most a scenario may ({} MiB with every replica's copy). Seek back to see any instant again.",
+        crate::view::event_text::clock(model.sim.now_ms()),
+        model.sim.record_bytes() >> 20,
+        cap >> 20
+    )
 }
 
 pub(super) fn read_model(

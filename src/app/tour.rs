@@ -101,6 +101,7 @@ fn cue(playback: &mut Playback, controls: &mut MessageWriter<Control>, cue: Cue)
     controls.write(Control::Seek(cue.at_ms));
     playback.speed = cue.speed;
     playback.stop_ms = Some(cue.stop_ms);
+    playback.open_ended = false;
     playback.paused = !cue.play;
     playback.carry_ms = 0.0;
 }
@@ -125,6 +126,7 @@ fn open(
     let c = place.cue(&play.tour);
     playback.speed = c.speed;
     playback.stop_ms = Some(c.stop_ms);
+    playback.open_ended = false;
     playback.paused = !c.play;
     commands.insert_resource(play);
 }
@@ -157,6 +159,7 @@ fn steer(
                 commands.remove_resource::<TourPlay>();
                 *following = Following::default();
                 playback.stop_ms = None;
+                playback.open_ended = true;
                 playback.speed = super::Options::DEFAULT_SPEED;
                 playback.paused = false;
                 controls.write(Control::Load(scenario.clone()));

@@ -730,6 +730,52 @@ impl Snapshot {
             .count()
     }
 
+    /// The cluster as it is now, in one line: its brokers (those down named), topics, producers
+    /// and groups, as a scenario's description gives its set-up.
+    pub fn summary(&self) -> crate::scenario::Summary {
+        use crate::scenario::{ProducerSummary, Summary, TopicSummary};
+        let mut topics: Vec<TopicSummary> = Vec::new();
+        for p in self.partitions.iter().filter(|p| !p.internal) {
+            match topics.iter_mut().find(|t| t.name == p.topic) {
+                Some(t) => t.partitions += 1,
+                None => topics.push(TopicSummary {
+                    name: p.topic.clone(),
+                    partitions: 1,
+                    replication_factor: p.assignment.len() as u32,
+                    min_insync_replicas: p.min_insync_replicas,
+                }),
+            }
+        }
+        Summary {
+            brokers: self.brokers.len() as u32,
+            down: self
+                .brokers
+                .iter()
+                .filter(|b| !b.alive)
+                .map(|b| b.id)
+                .collect(),
+            topics,
+            producers: self
+                .producers
+                .iter()
+                .map(|p| ProducerSummary {
+                    name: p.name.clone(),
+                    keyed: p.keys != crate::scenario::Keys::None,
+                    acks: p.acks.to_string(),
+                    records_per_sec: p.records_per_sec,
+                })
+                .collect(),
+            groups: self
+                .groups
+                .iter()
+                .map(|g| {
+                    let alive = g.members.iter().filter(|m| m.alive).count() as u32;
+                    (g.name.clone(), alive)
+                })
+                .collect(),
+        }
+    }
+
     /// The most members (rows, the dead ones' included) any group shows.
     pub fn most_members(&self) -> usize {
         self.groups

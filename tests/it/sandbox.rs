@@ -3,7 +3,7 @@
 //! playback runs), side-by-side runs included. Thousands of random changes, in and out of range:
 //! nothing panics and no invariant breaks in either run.
 
-use kafkascope::app::{Applied, Change, Control, Model, Twin, apply, control_for};
+use kafkascope::app::{Applied, Change, Control, Model, Playback, Twin, apply, control_for, play};
 use kafkascope::report::Report;
 use kafkascope::scenario::{
     Acks, Action, Assignor, Edit, GroupProtocol, Keys, ProducerSettings, Stop,
@@ -172,7 +172,7 @@ fn random_sandbox_controls_never_break_either_run() {
             if let Some(t) = &twin {
                 assert_eq!(
                     t.model.sim.now_ms(),
-                    model.sim.now_ms().min(t.model.scenario.duration_ms),
+                    model.sim.now_ms(),
                     "the second run keeps the first one's instant"
                 );
             }
@@ -252,7 +252,7 @@ fn a_restart_replays_what_was_done_and_a_side_by_side_run_takes_the_same_actions
     apply(&Control::Seek(20_000), &mut model, Some(&mut twin));
     assert_eq!(twin.model.sim.now_ms(), 20_000);
     assert_eq!(twin.model.sim.actions(), model.sim.actions());
-    // An action taken in the past replaces the future in both runs alike.
+    // An action taken in the past goes before the later ones, in both runs alike.
     apply(&Control::Seek(6_000), &mut model, Some(&mut twin));
     apply(
         &Control::Act(Action::CrashBroker(3)),
@@ -268,8 +268,7 @@ fn a_restart_replays_what_was_done_and_a_side_by_side_run_takes_the_same_actions
             .collect::<Vec<_>>()
     };
     assert_eq!(brokers_state(&twin.model.sim), brokers_state(&model.sim));
-    // Restarted with the edit, the run replays the actions from 0 s: the two crashes, not the
-    // restart the second crash's future replaced.
+    // Restarted with the edit, the run replays the actions from 0 s, in their order.
     let restart = control_for(&Change::Restart(edit), &model.scenario, model.sim.actions())
         .expect("a valid edit");
     assert!(matches!(
@@ -281,7 +280,117 @@ fn a_restart_replays_what_was_done_and_a_side_by_side_run_takes_the_same_actions
     let replayed: Vec<&Action> = model.scenario.timeline.iter().map(|e| &e.action).collect();
     assert_eq!(
         replayed,
-        [&Action::CrashBroker(2), &Action::CrashBroker(3)],
+        [
+            &Action::CrashBroker(2),
+            &Action::CrashBroker(3),
+            &Action::RestartBroker(2)
+        ],
         "{replayed:?}"
     );
+}
+
+/// The sandbox's playback: open-ended, at `speed`.
+fn sandbox_playback(speed: f64) -> Playback {
+    Playback {
+        paused: false,
+        speed,
+        carry_ms: 0.0,
+        fixed_frame_ms: None,
+        stop_ms: None,
+        open_ended: true,
+        halted: None,
+        memory_cap: kafkascope::scenario::limits::RECORD_MEMORY_BYTES,
+    }
+}
+
+/// An action given while paused is applied at the playhead: what the scene reads next shows
+/// it, without pressing Play.
+#[test]
+fn an_action_given_while_paused_shows_at_once() {
+    let scenario = crate::built_in("quickstart");
+    let mut model = Model {
+        sim: Sim::new(&scenario),
+        scenario,
+    };
+    model.sim.run_until(12_000);
+    apply(&Control::Act(Action::CrashBroker(2)), &mut model, None);
+    let s = kafkascope::view::snapshot::Snapshot::of(model.sim.world_mut());
+    assert_eq!(s.now_ms, 12_001, "the step at the playhead ran");
+    let b2 = s.broker(2).expect("broker 2");
+    assert!(!b2.alive, "{b2:?}");
+    assert_eq!(model.sim.actions(), &[(12_000, Action::CrashBroker(2))]);
+}
+
+/// The sandbox plays on past its scenario's `duration_ms`, the timeline growing; a tour's run
+/// stops there; an open-ended run stops, and says why, when its records fill the memory cap.
+#[test]
+fn the_sandbox_plays_on_past_the_end_until_the_memory_cap() {
+    let scenario = crate::built_in("quickstart");
+    let duration = scenario.duration_ms;
+    let mut model = Model {
+        sim: Sim::new(&scenario),
+        scenario: scenario.clone(),
+    };
+    let mut playback = sandbox_playback(100.0);
+    while model.sim.now_ms() < duration + 20_000 {
+        play(&mut model, &mut playback, 1000.0 / 60.0);
+        assert!(!playback.paused, "paused at {}", model.sim.now_ms());
+    }
+    assert_eq!(model.end_ms(), model.sim.now_ms());
+    // Seeking back and forth stays within what the run has reached.
+    apply(&Control::Seek(u64::MAX), &mut model, None);
+    assert_eq!(model.sim.now_ms(), model.end_ms());
+    apply(&Control::Seek(duration + 5_000), &mut model, None);
+    assert_eq!(model.sim.now_ms(), duration + 5_000);
+    // An action past the end is saved with a duration that holds it.
+    apply(&Control::Act(Action::CrashBroker(3)), &mut model, None);
+    let saved = model.saved();
+    assert!(saved.duration_ms >= duration + 20_000);
+    assert!(
+        saved
+            .description
+            .contains("then at 65.000 s: crash broker 3"),
+        "{}",
+        saved.description
+    );
+    let again = kafkascope::scenario::Scenario::parse(&saved.to_ron(), "saved.ron")
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(again.timeline.len(), 1);
+
+    // A tour's run ends at its scenario's end.
+    let mut tour = Model {
+        sim: Sim::new(&scenario),
+        scenario: scenario.clone(),
+    };
+    let mut playback = sandbox_playback(100.0);
+    playback.open_ended = false;
+    for _ in 0..1_000 {
+        play(&mut tour, &mut playback, 1000.0 / 60.0);
+    }
+    assert!(playback.paused);
+    assert_eq!(tour.sim.now_ms(), duration);
+
+    // The memory cap, made small: the run stops and says so.
+    let mut capped = Model {
+        sim: Sim::new(&scenario),
+        scenario,
+    };
+    let mut playback = sandbox_playback(100.0);
+    capped.sim.run_until(10_000);
+    playback.memory_cap = capped.sim.record_bytes() * 2;
+    for _ in 0..10_000 {
+        play(&mut capped, &mut playback, 1000.0 / 60.0);
+        if playback.paused {
+            break;
+        }
+    }
+    assert!(playback.paused);
+    let why = playback.halted.clone().expect("why it stopped");
+    assert!(why.contains("the most a scenario may"), "{why}");
+    assert!(capped.sim.record_bytes() >= playback.memory_cap);
+    // Play again does not run on.
+    playback.paused = false;
+    let at = capped.sim.now_ms();
+    play(&mut capped, &mut playback, 1000.0 / 60.0);
+    assert!(playback.paused && capped.sim.now_ms() == at);
 }

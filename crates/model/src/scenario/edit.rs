@@ -225,6 +225,12 @@ impl Scenario {
                 s.consumer_groups[g].members = *n;
             }
         }
+        // The description said what the set-up was: it says what it is now.
+        s.description = format!(
+            "{} (set up anew: {})",
+            super::Summary::of(&s),
+            edit.describe()
+        );
         s.validate(&s.name.clone(), s.duration_ms)
             .map_err(|e| match e {
                 super::ScenarioError::Invalid { field, message, .. } => {

@@ -12,6 +12,7 @@ mod defaults;
 mod edit;
 mod file;
 pub mod limits;
+mod summary;
 mod timeline;
 mod topics;
 
@@ -23,6 +24,7 @@ pub use cluster::ClusterConfig;
 use cluster::{given, present};
 pub use edit::{Edit, MAX_BROKERS, MAX_MEMBERS, MAX_PARTITIONS, rack_name};
 pub use file::{ScenarioError, parse_ron, read_named_file};
+pub use summary::{ProducerSummary, Summary, TopicSummary};
 pub use timeline::{Action, Stop, TimelineEntry, reassignment_refusal};
 pub use topics::{TopicConfig, rack_unaware_assignment};
 
@@ -113,6 +115,9 @@ impl Scenario {
                 at_ms: *at_ms,
                 action: action.clone(),
             }));
+        // A sandbox run goes on past its end: the file runs as long as its last action.
+        let last = actions.iter().map(|(at, _)| *at).max().unwrap_or(0);
+        scenario.duration_ms = scenario.duration_ms.max(last);
         scenario
     }
 

@@ -48,6 +48,8 @@ pub struct Sim {
     actions: Vec<(u64, crate::scenario::Action)>,
     /// Sim time between checkpoints.
     every_ms: u64,
+    /// The furthest instant the run has been to.
+    reached_ms: u64,
 }
 
 impl Sim {
@@ -65,6 +67,7 @@ impl Sim {
             checkpoints: Vec::new(),
             actions: Vec::new(),
             every_ms: checkpoint_every_ms(scenario),
+            reached_ms: 0,
         };
         sim.checkpoint_if_due();
         sim
@@ -119,7 +122,23 @@ impl Sim {
             steps += self.run_steps_until(until_ms.min(next_checkpoint));
             self.checkpoint_if_due();
         }
+        self.reached_ms = self.reached_ms.max(self.now_ms());
         steps
+    }
+
+    /// The furthest instant the run has been to: a sandbox run may go on past its scenario's
+    /// `duration_ms`, and seeks back and forth within what it has run.
+    pub fn reached_ms(&self) -> u64 {
+        self.reached_ms
+    }
+
+    /// About what the run's records take in memory: every replica's copy and each produced
+    /// record's own share (`scenario::limits`, the estimate a scenario is checked against).
+    pub fn record_bytes(&self) -> u64 {
+        use crate::scenario::limits::{LOG_RECORD_BYTES, PRODUCED_RECORD_BYTES};
+        let m = self.world.resource::<super::Metrics>();
+        (m.records_appended + m.records_replicated) * LOG_RECORD_BYTES
+            + m.records_appended * PRODUCED_RECORD_BYTES
     }
 
     fn run_steps_until(&mut self, until_ms: u64) -> u64 {
@@ -186,38 +205,54 @@ impl Sim {
 
     fn restore(&mut self, index: usize) {
         let checkpoint_ms = index as u64 * self.every_ms;
-        {
-            let checkpoint = &self.checkpoints[index];
-            checkpoint.restore(&mut self.world);
-            // The checkpoint's timeline predates the actions given since: give them again.
-            let mut timeline = self.world.resource_mut::<timeline::Timeline>();
-            for (at, action) in &self.actions {
-                if *at >= checkpoint_ms {
-                    timeline.push(*at, action.clone());
-                }
-            }
-        }
+        self.checkpoints[index].restore(&mut self.world);
+        // The checkpoint's timeline may lack actions given since, or hold some now discarded:
+        // it takes those still to come from the list.
+        self.world
+            .resource_mut::<timeline::Timeline>()
+            .replace_given(self.actions.iter().filter(|(at, _)| *at >= checkpoint_ms));
     }
 
     /// Applies an action now, as a scenario timeline would: the sandbox's way to change the
     /// cluster. Seeking back to before it and forward again replays it; checkpoints after it
-    /// were taken without it and are dropped.
+    /// were taken without it and are dropped. Actions already given for later instants (the
+    /// playhead was moved back) are kept and replay after it, in order: each is applied, or
+    /// refused with Kafka's reason, when the run reaches it, as a scenario's timeline would be.
     pub fn act(&mut self, action: crate::scenario::Action) {
         let now = self.now_ms();
         self.checkpoints
             .truncate((now / self.every_ms + 1) as usize);
-        let rewritten = self.actions.iter().any(|(at, _)| *at > now);
-        self.actions.retain(|(at, _)| *at <= now);
-        self.actions.push((now, action.clone()));
-        if rewritten {
-            // Later actions belong to a future this one replaces: run up to now without them.
+        // After those at this instant and before later ones: the order the timeline keeps.
+        let at = self.actions.partition_point(|(t, _)| *t <= now);
+        self.actions.insert(at, (now, action.clone()));
+        // The timeline already holds the later actions (a seek back gave them again): this one
+        // goes before them.
+        self.world
+            .resource_mut::<timeline::Timeline>()
+            .push(now, action);
+    }
+
+    /// Actions given for instants after now, which [`Sim::act`] keeps.
+    pub fn actions_after_now(&self) -> usize {
+        let now = self.now_ms();
+        self.actions.len() - self.actions.partition_point(|(t, _)| *t < now)
+    }
+
+    /// Drops the actions given for instants from now on (an explicit choice: the sandbox asks
+    /// first), and returns how many: the run from now goes on without them.
+    pub fn discard_later_actions(&mut self) -> usize {
+        let now = self.now_ms();
+        let kept = self.actions.partition_point(|(t, _)| *t < now);
+        let dropped = self.actions.len() - kept;
+        if dropped > 0 {
+            self.actions.truncate(kept);
+            self.checkpoints
+                .truncate((now / self.every_ms + 1) as usize);
+            // The timeline holds them: start again from the checkpoint, without them.
             self.restore(self.checkpoints.len() - 1);
             self.run_until(now);
-        } else {
-            self.world
-                .resource_mut::<timeline::Timeline>()
-                .push(now, action);
         }
+        dropped
     }
 
     /// Actions given with [`Sim::act`], with their instants.

@@ -18,7 +18,9 @@ use crate::scenario::{Action, ConsumerGroupConfig, Scenario, Stop};
 /// Actions still to come, in time order (stable for equal times: file order).
 #[derive(Clone, Resource, Debug, Default)]
 pub struct Timeline {
-    pending: Vec<(u64, Action)>,
+    /// Each with its instant, and whether it was given while running (`Sim::act`) rather than
+    /// written in the scenario.
+    pending: Vec<(u64, Action, bool)>,
     next: usize,
     /// The instant of the latest step that applied an action: the rules that run only when due
     /// also run then, since an action may change what is due.
@@ -56,12 +58,12 @@ pub const ROLLING_CHECK_MS: u64 = 1_000;
 
 impl Timeline {
     pub fn new(scenario: &Scenario) -> Self {
-        let mut pending: Vec<(u64, Action)> = scenario
+        let mut pending: Vec<(u64, Action, bool)> = scenario
             .timeline
             .iter()
-            .map(|e| (e.at_ms, e.action.clone()))
+            .map(|e| (e.at_ms, e.action.clone(), false))
             .collect();
-        pending.sort_by_key(|(at, _)| *at);
+        pending.sort_by_key(|(at, ..)| *at);
         Timeline {
             pending,
             next: 0,
@@ -72,7 +74,7 @@ impl Timeline {
 
     /// The instant of the next action to apply, or of a rolling restart's next look.
     pub fn next_at(&self) -> Option<u64> {
-        let action = self.pending.get(self.next).map(|(at, _)| *at);
+        let action = self.pending.get(self.next).map(|(at, ..)| *at);
         let rolling = self.rolling.as_ref().map(|r| r.next_check_ms);
         action.into_iter().chain(rolling).min()
     }
@@ -82,13 +84,28 @@ impl Timeline {
         self.acted_ms == Some(now_ms)
     }
 
-    /// Adds an action to apply at `at_ms` (no earlier than the next step).
+    /// Adds an action given while running, to apply at `at_ms` (no earlier than the next step),
+    /// after those due at the same instant.
     pub fn push(&mut self, at_ms: u64, action: Action) {
         let at = self.pending[self.next..]
             .iter()
-            .position(|(t, _)| *t > at_ms)
+            .position(|(t, ..)| *t > at_ms)
             .map_or(self.pending.len(), |i| self.next + i);
-        self.pending.insert(at, (at_ms, action));
+        self.pending.insert(at, (at_ms, action, true));
+    }
+
+    /// Puts `given` in place of the actions given while running that are still to come (a
+    /// checkpoint's timeline may hold some of them, or none).
+    pub fn replace_given<'a>(&mut self, given: impl IntoIterator<Item = &'a (u64, Action)>) {
+        let next = self.next;
+        let mut i = 0;
+        self.pending.retain(|(.., from_run)| {
+            i += 1;
+            i <= next || !from_run
+        });
+        for (at, action) in given {
+            self.push(*at, action.clone());
+        }
     }
 }
 
@@ -137,7 +154,7 @@ pub(super) fn apply_actions(
 ) {
     let now = clock.now_ms;
     targets.spawned.clear();
-    while let Some((at, action)) = timeline.pending.get(timeline.next).cloned() {
+    while let Some((at, action, _)) = timeline.pending.get(timeline.next).cloned() {
         if at > now {
             break;
         }

@@ -166,3 +166,87 @@ fn random_sandbox_changes_never_break_the_model() {
     }
     assert!(acted > 1_000, "{acted} changes");
 }
+
+/// The refusals in a run's event log, with their instants.
+fn refusals(sim: &Sim) -> Vec<(u64, String, String)> {
+    let log = sim.world().resource::<kafkascope_model::sim::EventLog>();
+    log.events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            kafkascope_model::sim::EventKind::ActionRefused { action, why } => {
+                Some((e.at_ms, action.clone(), why.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// An action given at an earlier instant than those already taken is inserted: the later ones
+/// stay and replay in order, and one that can no longer apply is refused with Kafka's reason.
+/// Only the explicit discard drops them.
+#[test]
+fn an_earlier_action_keeps_the_later_ones_and_they_replay_in_order() {
+    let scenario = crate::built_in("quickstart");
+    let topic = scenario.producers[0].topic.clone();
+    let producer = scenario.producers[0].name.clone();
+    let mut sim = Sim::new(&scenario);
+    sim.run_until(20_000);
+    sim.act(Action::AddPartitions(topic.clone(), 4));
+    sim.run_until(40_000);
+    sim.act(Action::ControlledShutdown(2));
+    sim.run_until(45_000);
+    // Back to 15.8 s: the two later actions are still to come.
+    sim.seek(15_800);
+    assert_eq!(sim.actions_after_now(), 2);
+    let acks_one = Action::SetProducer(
+        producer,
+        ProducerSettings {
+            acks: Some(Acks::One),
+            enable_idempotence: Some(None),
+            ..ProducerSettings::default()
+        },
+    );
+    sim.act(acks_one.clone());
+    sim.seek(10_000);
+    sim.act(Action::CrashBroker(2));
+    let expected = vec![
+        (10_000, Action::CrashBroker(2)),
+        (15_800, acks_one),
+        (20_000, Action::AddPartitions(topic, 4)),
+        (40_000, Action::ControlledShutdown(2)),
+    ];
+    assert_eq!(sim.actions(), expected.as_slice());
+    sim.run_until(scenario.duration_ms);
+    // Broker 2 crashed at 10 s and was never restarted: its shutdown at 40 s is refused.
+    let refused = refusals(&sim);
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0].0, 40_000);
+    assert!(
+        refused[0].2.contains("broker 2 is not running"),
+        "{refused:?}"
+    );
+    // The run is the one a scenario file with those four actions gives.
+    let report = Report::of(&sim);
+    assert_eq!(
+        report
+            .partitions
+            .iter()
+            .filter(|p| !p.topic.starts_with("__"))
+            .count(),
+        4
+    );
+    let saved = scenario.with_actions(sim.actions()).to_ron();
+    let loaded = Scenario::parse(&saved, "saved.ron").unwrap();
+    assert_eq!(report.to_json(), crate::run(&loaded).to_json());
+
+    // Discarding what came after 30 s keeps the first three.
+    sim.seek(30_000);
+    assert_eq!(sim.actions_after_now(), 1);
+    assert_eq!(sim.discard_later_actions(), 1);
+    assert_eq!(sim.actions(), &expected[..3]);
+    sim.run_until(scenario.duration_ms);
+    assert!(refusals(&sim).is_empty(), "{:?}", refusals(&sim));
+    let saved = scenario.with_actions(sim.actions()).to_ron();
+    let loaded = Scenario::parse(&saved, "saved.ron").unwrap();
+    assert_eq!(Report::of(&sim).to_json(), crate::run(&loaded).to_json());
+}
