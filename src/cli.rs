@@ -122,6 +122,32 @@ enum Command {
         #[command(flatten)]
         look: Look,
     },
+    /// Print what Kafka's own tools print for the cluster at an instant of a scenario's run:
+    /// `kafka-topics.sh --describe` (--topics) or `kafka-consumer-groups.sh --describe`
+    /// (--group), in Kafka 4.0's formats.
+    #[command(group(clap::ArgGroup::new("tool").required(true).args(["topics", "topic", "group"])))]
+    Describe {
+        /// A scenario file (.ron) or the name of a built-in scenario.
+        scenario: String,
+        /// The instant, in sim time (by default the scenario's end).
+        #[arg(long, value_name = "MS")]
+        at_ms: Option<u64>,
+        /// Every topic, as `kafka-topics.sh --describe`.
+        #[arg(long)]
+        topics: bool,
+        /// One topic, as `kafka-topics.sh --describe --topic NAME`.
+        #[arg(long, value_name = "NAME", conflicts_with = "group")]
+        topic: Option<String>,
+        /// A consumer group, as `kafka-consumer-groups.sh --describe --group NAME`.
+        #[arg(long, value_name = "NAME", conflicts_with = "topics")]
+        group: Option<String>,
+        /// The group's members (`--members`).
+        #[arg(long, conflicts_with_all = ["state", "topics", "topic"])]
+        members: bool,
+        /// The group's state (`--state`).
+        #[arg(long, conflicts_with_all = ["topics", "topic"])]
+        state: bool,
+    },
     /// Open the window on a scenario, the sandbox (by default quickstart).
     View {
         /// A scenario file (.ron) or the name of a built-in scenario.
@@ -339,6 +365,34 @@ macro_rules! outln {
     ($($arg:tt)*) => { write_out(format_args!("{}\n", format_args!($($arg)*)))? };
 }
 
+/// The model's state at `at_ms` of the scenario's run (its end by default), as the view reads
+/// it.
+fn snapshot_at(
+    scenario: &Scenario,
+    at_ms: Option<u64>,
+) -> Result<crate::view::snapshot::Snapshot, String> {
+    let at = at_ms.unwrap_or(scenario.duration_ms);
+    if at > crate::scenario::limits::DURATION_MS {
+        return Err(format!(
+            "--at-ms {at}: a run lasts at most {} ms (a week)",
+            crate::scenario::limits::DURATION_MS
+        ));
+    }
+    scenario
+        .validate(&scenario.name, at)
+        .map_err(|e| e.to_string())?;
+    let mut sim = Sim::new(scenario);
+    sim.run_until(at);
+    Ok(crate::view::snapshot::Snapshot::of(sim.world_mut()))
+}
+
+/// The scenario's topic names, for a message about one it lacks.
+fn topic_names(scenario: &Scenario) -> String {
+    let mut names: Vec<&str> = scenario.topics.iter().map(|t| t.name.as_str()).collect();
+    names.push(crate::sim::cluster::OFFSETS_TOPIC);
+    names.join(", ")
+}
+
 /// Runs the command line; the exit status is 0 on success and 2 on bad input.
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -553,6 +607,45 @@ fn run(cli: Cli) -> Result<(), String> {
                 out!("{}", summary(&scenario, &report));
             } else {
                 outln!("{}", report.to_json());
+            }
+            Ok(())
+        }
+        Some(Command::Describe {
+            scenario,
+            at_ms,
+            topics: _,
+            topic,
+            group,
+            members,
+            state,
+        }) => {
+            use crate::view::kafka_tools::{GroupTable, describe_group, describe_topics};
+            let scenario = Scenario::load(&scenario).map_err(|e| e.to_string())?;
+            let snapshot = snapshot_at(&scenario, at_ms)?;
+            match group {
+                Some(name) => {
+                    let table = if members {
+                        GroupTable::Members
+                    } else if state {
+                        GroupTable::State
+                    } else {
+                        GroupTable::Offsets
+                    };
+                    let shown = describe_group(&snapshot, &name, table);
+                    eprint!("{}", shown.stderr);
+                    out!("{}", shown.stdout);
+                    if snapshot.group(&name).is_none() {
+                        return Err(format!(
+                            "no consumer group named {name:?} in {}",
+                            scenario.name
+                        ));
+                    }
+                }
+                None => {
+                    let text = describe_topics(&snapshot, topic.as_deref())
+                        .map_err(|why| format!("{why} (topics: {})", topic_names(&scenario)))?;
+                    out!("{text}");
+                }
             }
             Ok(())
         }

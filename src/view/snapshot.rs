@@ -170,6 +170,10 @@ pub struct PartitionView {
     pub dead_leader_since_ms: Option<u64>,
     /// `unclean.leader.election.enable`.
     pub unclean_leader_election: bool,
+    /// Eligible leader replicas (KIP-966): empty while the feature is off.
+    pub elr: Vec<u32>,
+    /// A reassignment under way: the replicas it adds, and those it removes.
+    pub reassigning: Option<(Vec<u32>, Vec<u32>)>,
 }
 
 impl Snapshot {
@@ -334,6 +338,27 @@ pub struct GroupView {
     pub offsets_partition: u32,
     pub members: Vec<MemberView>,
     pub offsets: Vec<OffsetRow>,
+    /// `group.protocol`: "classic" or "consumer".
+    pub protocol: &'static str,
+    /// The assignor's name (`partition.assignment.strategy`, `group.remote.assignor`).
+    pub assignor: &'static str,
+    /// The broker that coordinates it: the leader of its `__consumer_offsets` partition.
+    pub coordinator: Option<u32>,
+    /// The members as the coordinator describes them (DescribeGroups, ConsumerGroupDescribe).
+    pub described: Vec<DescribedMember>,
+}
+
+/// A member as its coordinator describes it to `kafka-consumer-groups`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DescribedMember {
+    pub member_id: String,
+    pub instance_id: Option<String>,
+    /// The partitions (ordinals) the coordinator says it has: a classic group's only while it is
+    /// Stable (`ClassicGroup.describe` sends no assignment otherwise).
+    pub assigned: Vec<u32>,
+    /// Consumer protocol: its member epoch, and its target assignment's partitions.
+    pub epoch: Option<u32>,
+    pub target: Vec<u32>,
 }
 
 impl GroupView {
@@ -372,6 +397,45 @@ impl GroupView {
     }
 }
 
+/// A group's members as its coordinator describes them: a classic group's assignment only while
+/// it is Stable (`ClassicGroup.describe`); a consumer-protocol member's assigned partitions and
+/// target (`ConsumerGroupMember.asConsumerGroupDescribeMember`).
+fn described(g: &ConsumerGroup, cluster: &Cluster) -> Vec<DescribedMember> {
+    use crate::sim::group_coordinator::GroupState;
+    let consumer = g.config.protocol == GroupProtocol::Consumer;
+    g.members
+        .iter()
+        .map(|m| {
+            let (assigned, epoch, target) = if consumer {
+                let r = &m.reconciliation;
+                let target = g
+                    .target
+                    .get(&m.id)
+                    .map_or_else(Vec::new, |t| t.iter().copied().collect());
+                (
+                    r.assigned.iter().copied().collect(),
+                    Some(r.member_epoch),
+                    target,
+                )
+            } else if g.state == GroupState::Stable {
+                let assigned = g.assignment.get(&m.id).map_or_else(Vec::new, |tps| {
+                    tps.iter().filter_map(|tp| cluster.ordinal_of(tp)).collect()
+                });
+                (assigned, None, Vec::new())
+            } else {
+                (Vec::new(), None, Vec::new())
+            };
+            DescribedMember {
+                member_id: m.id.clone(),
+                instance_id: m.instance_id.clone(),
+                assigned,
+                epoch,
+                target,
+            }
+        })
+        .collect()
+}
+
 /// "-" for a value not known, as `kafka-consumer-groups` prints it.
 pub fn or_dash(v: Option<u64>) -> String {
     v.map_or_else(|| "-".into(), |v| v.to_string())
@@ -393,6 +457,8 @@ pub struct Snapshot {
     /// Counts the changes of replica sets and partitions (`Cluster::assignments_version`).
     pub assignments_version: u64,
     pub cut_links: Vec<(u32, u32)>,
+    /// `offsets.topic.num.partitions`: the model holds only the ones its groups use.
+    pub offsets_topic_partitions: u32,
     /// When each broker's last heartbeat reached the controller, by broker id (index 0 unused).
     pub last_heartbeat_ms: Vec<u64>,
 }
@@ -566,6 +632,11 @@ impl Snapshot {
                     internal: cluster.topics[p.topic].name == crate::sim::cluster::OFFSETS_TOPIC,
                     dead_leader_since_ms: p.dead_leader_since_ms,
                     unclean_leader_election: p.unclean_leader_election,
+                    elr: p.elr.clone(),
+                    reassigning: p
+                        .reassignment
+                        .as_ref()
+                        .map(|r| (r.adding.clone(), r.removing.clone())),
                 }
             })
             .collect();
@@ -690,6 +761,12 @@ impl Snapshot {
                         .map_or(0, |p| p.ordinal),
                     members,
                     offsets,
+                    protocol: g.config.protocol.name(),
+                    assignor: g.config.assignor().name(),
+                    coordinator: world
+                        .get::<Partition>(g.offsets_partition)
+                        .and_then(|p| p.leader),
+                    described: described(g, cluster),
                 }
             })
             .collect();
@@ -703,12 +780,17 @@ impl Snapshot {
             messages,
             metrics: world.resource::<Metrics>().clone(),
             eligible_leader_replicas: cluster.config.eligible_leader_replicas,
+            offsets_topic_partitions: cluster.config.offsets_topic_partitions,
             assignments_version: cluster.assignments_version,
             cut_links: network.cut.iter().copied().collect(),
             last_heartbeat_ms: world
                 .get::<crate::sim::controller::Controller>(cluster.controller)
                 .map_or_else(Vec::new, |c| c.last_heartbeat_ms.clone()),
         }
+    }
+
+    pub fn group(&self, name: &str) -> Option<&GroupView> {
+        self.groups.iter().find(|g| g.name == name)
     }
 
     pub fn broker(&self, id: u32) -> Option<&BrokerView> {

@@ -463,3 +463,57 @@ fn tour_check_passes_a_kept_contract_and_names_a_broken_one() {
     assert!(said.contains("beat 2: says Fetched(Followers"), "{said}");
     assert!(said.contains("beat 3: shows Fetched(Followers"), "{said}");
 }
+
+/// `kafkascope describe` prints what Kafka's tools print at the instant, exactly as the
+/// Terminal panel shows it; a topic or group it lacks, or no tool named, is exit status 2.
+#[test]
+fn describe_prints_kafkas_tools_at_an_instant() {
+    let scenario = crate::built_in("quickstart");
+    let mut sim = kafkascope::sim::Sim::new(&scenario);
+    sim.run_until(30_000);
+    let s = kafkascope::view::snapshot::Snapshot::of(sim.world_mut());
+    use kafkascope::view::kafka_tools::{GroupTable, describe_group, describe_topics};
+
+    let out = kafkascope(&["describe", "quickstart", "--at-ms", "30000", "--topics"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), describe_topics(&s, None).unwrap());
+    for (flag, table) in [
+        (None, GroupTable::Offsets),
+        (Some("--members"), GroupTable::Members),
+        (Some("--state"), GroupTable::State),
+    ] {
+        let mut args = vec![
+            "describe",
+            "quickstart",
+            "--at-ms",
+            "30000",
+            "--group",
+            "fulfilment",
+        ];
+        args.extend(flag);
+        let out = kafkascope(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let expected = describe_group(&s, "fulfilment", table);
+        assert_eq!(stdout(&out), expected.stdout);
+        assert_eq!(stderr(&out), expected.stderr);
+    }
+    for (args, says) in [
+        (
+            vec!["--topic", "nope"],
+            "Topic 'Optional[nope]' does not exist",
+        ),
+        (vec!["--group", "nope"], "no consumer group named \"nope\""),
+        (vec![], "--topics"),
+        (vec!["--topics", "--members"], "--group"),
+    ] {
+        let mut all = vec!["describe", "quickstart"];
+        all.extend(args);
+        let out = kafkascope(&all);
+        assert_eq!(out.status.code(), Some(2), "{all:?}");
+        assert!(
+            stderr(&out).contains(says) || stdout(&out).contains(says),
+            "{all:?}: {}",
+            stderr(&out)
+        );
+    }
+}

@@ -3,6 +3,7 @@
 
 mod callouts;
 mod cli;
+mod describe;
 mod labs;
 mod render;
 mod sandbox;
