@@ -190,6 +190,14 @@ enum Command {
         /// picture's pixels, to this JSON file (what the render tests measure).
         #[arg(long, value_name = "FILE.json")]
         places: Option<std::path::PathBuf>,
+        /// Click here first, as a reader would (logical pixels from the window's top left):
+        /// a broker's box opens its menu.
+        #[arg(long, value_name = "X,Y", value_parser = parse_point)]
+        click: Option<(f32, f32)>,
+        /// Open the Terminal panel on this command, as its list names it (for example
+        /// "kafka-consumer-groups.sh --describe --group fulfilment").
+        #[arg(long, value_name = "COMMAND")]
+        terminal: Option<String>,
         #[command(flatten)]
         look: Look,
     },
@@ -365,6 +373,19 @@ macro_rules! outln {
     ($($arg:tt)*) => { write_out(format_args!("{}\n", format_args!($($arg)*)))? };
 }
 
+/// "X,Y" as a point.
+fn parse_point(text: &str) -> Result<(f32, f32), String> {
+    let bad = || format!("{text:?}: give a point as X,Y, for example 640,360");
+    let (x, y) = text.split_once(',').ok_or_else(bad)?;
+    let read = |v: &str| {
+        v.trim()
+            .parse::<f32>()
+            .ok()
+            .filter(|v| v.is_finite() && *v >= 0.0)
+    };
+    Ok((read(x).ok_or_else(bad)?, read(y).ok_or_else(bad)?))
+}
+
 /// The model's state at `at_ms` of the scenario's run (its end by default), as the view reads
 /// it.
 fn snapshot_at(
@@ -476,6 +497,8 @@ fn run(cli: Cli) -> Result<(), String> {
             end,
             out,
             places,
+            click,
+            terminal,
             look,
         }) => {
             let mut options = match (beat, at_ms) {
@@ -519,9 +542,23 @@ fn run(cli: Cli) -> Result<(), String> {
                     dir.display()
                 ));
             }
+            if let Some(line) = &terminal {
+                let mut sim = Sim::new(&options.scenario);
+                let offered = crate::app::terminal_commands(&crate::view::snapshot::Snapshot::of(
+                    sim.world_mut(),
+                ));
+                if !offered.contains(line) {
+                    return Err(format!(
+                        "--terminal {line:?}: the Terminal offers {}",
+                        offered.join("; ")
+                    ));
+                }
+            }
             check_display()?;
             options.shot = Some(out.clone());
             options.places = places;
+            options.click = click;
+            options.terminal = terminal;
             exit_status(crate::app::run(options))?;
             if !out.is_file() {
                 return Err(format!("{} was not written", out.display()));

@@ -6,7 +6,7 @@ use bevy::window::{MonitorSelection, PrimaryWindow, WindowMode};
 use bevy_egui::EguiContexts;
 
 use super::AppSet;
-use super::painter::to_layout;
+use super::painter::{to_layout, to_world};
 use super::playback::{Control, MAX_SPEED, MIN_SPEED, Playback, Shown};
 use super::scene::message_at;
 use super::tour::{Following, TourControl, TourPlay};
@@ -20,13 +20,16 @@ pub use crate::view::explain::Target;
 #[derive(Resource, Default, Debug)]
 pub struct Pointer {
     pub hover: Option<Target>,
-    /// The broker whose menu is open.
-    pub menu: Option<u32>,
+    /// The broker whose menu is open, and where its box lies on screen (logical pixels): the
+    /// menu opens beside it.
+    pub menu: Option<(u32, Rect)>,
     pub show_help: bool,
     /// Whether the user asked to show or hide the details panel; `None` follows the window's width.
     pub details: Option<bool>,
     /// Whether the details panel shows now.
     pub details_shown: bool,
+    /// The Terminal panel (Kafka's tools at the playhead) is open.
+    pub terminal: bool,
 }
 
 pub(super) fn plugin(app: &mut App) {
@@ -155,6 +158,9 @@ pub(super) fn keyboard(
     if keys.just_pressed(KeyCode::KeyD) {
         pointer.details = Some(!pointer.details_shown);
     }
+    if keys.just_pressed(KeyCode::Backquote) {
+        pointer.terminal = !pointer.terminal;
+    }
     if keys.just_pressed(KeyCode::KeyP) {
         let on = !shown.talk;
         shown.set_talk(on);
@@ -268,7 +274,16 @@ fn mouse(
                 Some(Target::Broker(b)) | Some(Target::Replica { broker: b, .. })
                     if tour.is_none() =>
                 {
-                    Some(b)
+                    // The broker's box on screen: the layout's rectangle through the camera.
+                    let on_screen = |p: Vec2| {
+                        camera
+                            .world_to_viewport(transform, to_world(p).extend(0.0))
+                            .ok()
+                    };
+                    shown.layout.broker(b).and_then(|r| {
+                        let (a, c) = (on_screen(r.min)?, on_screen(r.max)?);
+                        Some((b, Rect::from_corners(a, c)))
+                    })
                 }
                 _ => None,
             };

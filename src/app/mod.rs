@@ -20,6 +20,7 @@ mod painter;
 mod playback;
 mod scene;
 mod shot;
+mod terminal;
 mod tour;
 #[cfg(target_arch = "wasm32")]
 mod web_page;
@@ -28,6 +29,7 @@ pub use frame_bench::{FrameBench, bench_frames, summary};
 pub use operations::{Change, control_for};
 pub use options::Options;
 pub use playback::{Applied, Control, Model, Playback, Twin, apply, play};
+pub use terminal::command_lines as terminal_commands;
 
 /// The order of the app's own systems within a frame.
 #[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -57,7 +59,12 @@ pub fn plugin(app: &mut App) {
         shot::plugin,
         tour::plugin,
     ))
-    .add_plugins((camera::plugin, annotations::plugin, operations::plugin));
+    .add_plugins((
+        camera::plugin,
+        annotations::plugin,
+        operations::plugin,
+        terminal::plugin,
+    ));
     #[cfg(target_arch = "wasm32")]
     app.add_plugins(web_page::plugin);
 }

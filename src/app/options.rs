@@ -30,6 +30,10 @@ pub struct Options {
     /// The talk preset: the light theme, text 1.5 times larger, and no panels but the
     /// narration and the lag monitor.
     pub talk: bool,
+    /// With a shot: a click at this point (logical pixels) before the picture.
+    pub click: Option<(f32, f32)>,
+    /// With a shot: the Terminal panel open on this command line.
+    pub terminal: Option<String>,
 }
 
 /// A tour and where it opens.
@@ -62,6 +66,8 @@ impl Options {
             text_scale: 1.0,
             tour: None,
             talk: false,
+            click: None,
+            terminal: None,
         }
     }
 

@@ -106,6 +106,7 @@ fn overlay(
     window: Single<&Window, With<PrimaryWindow>>,
     options: Res<super::Options>,
     mut form: ResMut<super::operations::OperationsForm>,
+    mut terminal: ResMut<super::terminal::Terminal>,
 ) -> Result {
     let ctx = contexts.ctx_mut()?;
     let palette = shown.palette();
@@ -406,6 +407,13 @@ fn overlay(
             *following = Following::default();
         }
     }
+    super::terminal::show(
+        ctx,
+        &mut pointer.terminal,
+        &mut terminal,
+        &shown.snapshot,
+        &clock(shown.snapshot.now_ms.saturating_sub(1)),
+    );
     broker_menu(ctx, &shown.snapshot, &mut pointer, &mut controls);
     help(ctx, &mut pointer, tour.is_some());
     Ok(())
@@ -739,6 +747,8 @@ fn transport(
         {
             pointer.details = Some(details);
         }
+        ui.checkbox(&mut pointer.terminal, "terminal")
+            .on_hover_text("Kafka's tools at the playhead: kafka-topics.sh and kafka-consumer-groups.sh --describe (`)");
         if ui.button("?").on_hover_text("Shortcuts (?)").clicked() {
             pointer.show_help = !pointer.show_help;
         }
@@ -1550,23 +1560,48 @@ fn hover_explanation(
         });
 }
 
+/// Where a menu opens beside the box it is about (`on_screen`, in logical pixels): its top at
+/// the box's top, on the side of the box with more room, a small gap away; egui keeps it inside
+/// the window. Returns the menu's corner that sits there, and where, in egui's points.
+fn menu_place(on_screen: Rect, zoom: f32, screen: egui::Rect) -> (egui::Align2, egui::Pos2) {
+    const GAP: f32 = 8.0;
+    let (left, right, top) = (
+        on_screen.min.x / zoom,
+        on_screen.max.x / zoom,
+        on_screen.min.y / zoom,
+    );
+    let top = top.max(screen.top());
+    if screen.right() - right >= left - screen.left() {
+        (egui::Align2::LEFT_TOP, egui::pos2(right + GAP, top))
+    } else {
+        (egui::Align2::RIGHT_TOP, egui::pos2(left - GAP, top))
+    }
+}
+
 fn broker_menu(
     ctx: &egui::Context,
     s: &Snapshot,
     pointer: &mut Pointer,
     controls: &mut MessageWriter<Control>,
 ) {
-    let Some(b) = pointer.menu else { return };
+    let Some((b, on_screen)) = pointer.menu else {
+        return;
+    };
     let Some(view) = s.broker(b) else {
         pointer.menu = None;
         return;
     };
     let mut open = true;
     let mut chosen = None;
+    let (pivot, at) = menu_place(on_screen, ctx.zoom_factor(), ctx.content_rect());
     egui::Window::new(format!("Broker {b}: {}", view.state))
+        .id(egui::Id::new("broker menu"))
         .open(&mut open)
         .collapsible(false)
         .resizable(false)
+        .pivot(pivot)
+        .fixed_pos(at)
+        .constrain(true)
         .show(ctx, |ui| {
             // A broker still registering after a restart runs too: it can crash again.
             if view.alive
@@ -1661,6 +1696,10 @@ fn help(ctx: &egui::Context, pointer: &mut Pointer, in_tour: bool) {
                     ),
                     ("T", "dark / light theme"),
                     ("D", "show / hide the details panel"),
+                    (
+                        "`",
+                        "show / hide the Terminal: Kafka's tools at the playhead",
+                    ),
                     (
                         "P",
                         "the talk preset: light theme, large text, narration and lag only",

@@ -34,7 +34,32 @@ pub(super) fn plugin(app: &mut App) {
                 .after(bevy_egui::EguiPostUpdateSet::EndPass)
                 .before(bevy_egui::EguiPostUpdateSet::ProcessOutput),
         )
-        .add_systems(Last, take_shot);
+        .add_systems(Last, take_shot)
+        .add_systems(PreUpdate, click.after(bevy::input::InputSystems));
+}
+
+/// The frame at which a shot's `--click` presses the button (released the next): the scene is
+/// laid out by then, and the menu it opens has frames to settle before the picture.
+const CLICK_FRAME: u32 = SETTLE_FRAMES - 8;
+
+/// A shot's `--click`: the pointer moves there and the left button goes down and up, as a
+/// reader's click does, through the same input the window reads.
+fn click(
+    options: Res<Options>,
+    mut frames: Local<u32>,
+    mut window: Single<&mut Window, With<PrimaryWindow>>,
+    mut buttons: ResMut<ButtonInput<MouseButton>>,
+) {
+    let Some((x, y)) = options.click else { return };
+    *frames += 1;
+    if *frames == CLICK_FRAME - 2 {
+        window.set_cursor_position(Some(Vec2::new(x, y)));
+    } else if *frames == CLICK_FRAME {
+        window.set_cursor_position(Some(Vec2::new(x, y)));
+        buttons.press(MouseButton::Left);
+    } else if *frames == CLICK_FRAME + 1 {
+        buttons.release(MouseButton::Left);
+    }
 }
 
 /// The texts the panels (egui) painted last frame, kept for `--places`.
@@ -141,8 +166,17 @@ struct Places {
     texts: Vec<TextPlace>,
     /// Where the layout pass put the beat's callouts.
     callouts: Vec<CalloutPlace>,
+    /// The components' boxes: each broker's.
+    boxes: Vec<BoxPlace>,
     /// The panels' texts (the narration, the headings, a lab's table), above the scene.
     panel_texts: Vec<PanelText>,
+}
+
+#[derive(Serialize)]
+struct BoxPlace {
+    /// `broker:<id>`.
+    owner: String,
+    rect: Px,
 }
 
 #[derive(Serialize)]
@@ -387,12 +421,22 @@ fn places(
         })
         .collect();
 
+    let boxes = layout
+        .brokers
+        .iter()
+        .enumerate()
+        .map(|(i, r)| BoxPlace {
+            owner: format!("broker:{}", i + 1),
+            rect: layout_rect(*r),
+        })
+        .collect();
     Places {
         scene,
         rows,
         messages,
         texts,
         callouts,
+        boxes,
         panel_texts: Vec::new(),
     }
 }

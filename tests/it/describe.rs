@@ -43,7 +43,7 @@ struct Seen {
 /// Every partition line and every offsets row agrees with the report at the same instant.
 fn check(scenario: &kafkascope::scenario::Scenario, sim: &mut Sim, seen: &mut Seen) {
     let at_ms = sim.now_ms();
-    let report = Report::of(&sim);
+    let report = Report::of(sim);
     let snapshot = Snapshot::of(sim.world_mut());
     let topics = describe_topics(&snapshot, None).unwrap();
     let mut topic_lines = 0;

@@ -1109,3 +1109,64 @@ fn message_labels_sit_on_no_title_hw_or_leo() {
         }
     }
 }
+
+/// A click on each broker's box opens its menu beside that box, inside the window, and not
+/// over the box: at three window sizes, in both themes, at two text sizes.
+#[test]
+fn a_brokers_menu_opens_beside_the_broker_clicked() {
+    for (size, theme, scale) in [
+        ("1280x720", "dark", "1"),
+        ("1600x900", "light", "1.5"),
+        ("1920x1080", "dark", "1"),
+    ] {
+        let when = ["--at-ms", "20000", "--text-scale", scale];
+        let Some(base) = placed_shot("quickstart", &when, theme, size) else {
+            return;
+        };
+        let boxes = base.places["boxes"].as_array().unwrap().clone();
+        assert_eq!(boxes.len(), 3, "{size}");
+        for b in &boxes {
+            let owner = b["owner"].as_str().unwrap();
+            let id = owner.trim_start_matches("broker:");
+            let r = rect_of(&b["rect"]);
+            // The box's title row: its cells would pick a record to follow instead.
+            let at = format!("{},{}", (r[0] + r[2]) / 2.0, r[1] + 8.0);
+            let mut clicked = when.to_vec();
+            clicked.extend(["--click", &at]);
+            let shot = placed_shot("quickstart", &clicked, theme, size).unwrap();
+            let title = format!("Broker {id}: ");
+            let menu = shot.places["panel_texts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| t["text"].as_str().unwrap().starts_with(&title))
+                .unwrap_or_else(|| panic!("{size}: no menu for {owner} after a click at {at}"));
+            let m = rect_of(&menu["rect"]);
+            let (w, h) = (shot.w as f32, shot.h as f32);
+            assert!(
+                m[0] >= 0.0 && m[1] >= 0.0 && m[2] <= w && m[3] <= h,
+                "{size}: {owner}'s menu title {m:?} leaves the window"
+            );
+            // Beside the box: to its right or its left, not over it...
+            assert!(
+                m[0] >= r[2] || m[2] <= r[0],
+                "{size}: {owner}'s menu title {m:?} lies over its box {r:?}"
+            );
+            let gap = if m[0] >= r[2] {
+                m[0] - r[2]
+            } else {
+                r[0] - m[2]
+            };
+            // ...near it (the title is centred in a menu a few hundred pixels wide)...
+            assert!(
+                gap < 250.0,
+                "{size}: {owner}'s menu {m:?} is {gap} px from its box {r:?}"
+            );
+            // ...and level with its top.
+            assert!(
+                (m[1] - r[1]).abs() < 60.0,
+                "{size}: {owner}'s menu title {m:?} is not level with its box {r:?}"
+            );
+        }
+    }
+}
