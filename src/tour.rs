@@ -67,6 +67,10 @@ pub struct Tour {
     /// A lab: the runs it compares and the table it ends with.
     #[serde(default)]
     pub lab: Option<Lab>,
+    /// The scene's "why" notes show in this tour (the sandbox shows them; a tour's beats have
+    /// their own callouts, so a tour asks).
+    #[serde(default)]
+    pub why_notes: bool,
     /// Where each beat's playback pauses ([`Beat::hold_at`], found in the run by
     /// [`Tour::with_holds`]).
     #[serde(skip)]

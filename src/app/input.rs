@@ -79,6 +79,7 @@ pub(super) fn keyboard(
     mut pointer: ResMut<Pointer>,
     mut shown: ResMut<Shown>,
     mut window: Single<&mut Window, With<PrimaryWindow>>,
+    mut why: ResMut<super::why_notes::WhyNotes>,
 ) {
     if let Ok(ctx) = contexts.ctx_mut()
         && ctx.egui_wants_keyboard_input()
@@ -157,6 +158,9 @@ pub(super) fn keyboard(
     }
     if keys.just_pressed(KeyCode::KeyD) {
         pointer.details = Some(!pointer.details_shown);
+    }
+    if keys.just_pressed(KeyCode::KeyH) {
+        why.hidden = !why.hidden;
     }
     if keys.just_pressed(KeyCode::Backquote) {
         pointer.terminal = !pointer.terminal;

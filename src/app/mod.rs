@@ -24,6 +24,7 @@ mod terminal;
 mod tour;
 #[cfg(target_arch = "wasm32")]
 mod web_page;
+mod why_notes;
 
 pub use frame_bench::{FrameBench, bench_frames, summary};
 pub use operations::{Change, control_for};
@@ -64,6 +65,7 @@ pub fn plugin(app: &mut App) {
         annotations::plugin,
         operations::plugin,
         terminal::plugin,
+        why_notes::plugin,
     ));
     #[cfg(target_arch = "wasm32")]
     app.add_plugins(web_page::plugin);

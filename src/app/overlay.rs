@@ -105,8 +105,11 @@ fn overlay(
     ),
     window: Single<&Window, With<PrimaryWindow>>,
     options: Res<super::Options>,
-    mut form: ResMut<super::operations::OperationsForm>,
-    mut terminal: ResMut<super::terminal::Terminal>,
+    (mut form, mut terminal, why): (
+        ResMut<super::operations::OperationsForm>,
+        ResMut<super::terminal::Terminal>,
+        Res<super::why_notes::WhyNotes>,
+    ),
 ) -> Result {
     let ctx = contexts.ctx_mut()?;
     let palette = shown.palette();
@@ -389,7 +392,13 @@ fn overlay(
     }
 
     if options.shot.is_none() {
-        hover_explanation(ctx, &shown.snapshot, &model.scenario.cluster, pointer.hover);
+        hover_explanation(
+            ctx,
+            &shown.snapshot,
+            &model.scenario.cluster,
+            pointer.hover,
+            &why.notes,
+        );
     }
     // A record picked in the sandbox gets its card; a tour's is in the narration.
     if tour.is_none()
@@ -407,12 +416,13 @@ fn overlay(
             *following = Following::default();
         }
     }
+    super::why_notes::paint(ctx, &why, color(palette.out_of_sync));
     super::terminal::show(
         ctx,
         &mut pointer.terminal,
         &mut terminal,
         &shown.snapshot,
-        &clock(shown.snapshot.now_ms.saturating_sub(1)),
+        &clock(shown.snapshot.now_ms),
     );
     broker_menu(ctx, &shown.snapshot, &mut pointer, &mut controls);
     help(ctx, &mut pointer, tour.is_some());
@@ -1540,13 +1550,18 @@ fn hover_explanation(
     s: &Snapshot,
     config: &ClusterConfig,
     hover: Option<Target>,
+    notes: &[crate::view::why::Note],
 ) {
     let (Some(target), Some(at)) = (hover, ctx.pointer_latest_pos()) else {
         return;
     };
-    let Some((title, body)) = explain(s, config, target) else {
+    let Some((title, mut body)) = explain(s, config, target) else {
         return;
     };
+    // The scene's note about it, in the same words.
+    if let Some(note) = crate::view::why::about(notes, target) {
+        body = format!("{body}\n\nNow: {note}");
+    }
     egui::Area::new("explanation".into())
         .fixed_pos(at + egui::vec2(18.0, 18.0))
         .order(egui::Order::Tooltip)
@@ -1696,6 +1711,7 @@ fn help(ctx: &egui::Context, pointer: &mut Pointer, in_tour: bool) {
                     ),
                     ("T", "dark / light theme"),
                     ("D", "show / hide the details panel"),
+                    ("H", "show / hide the why notes in the scene"),
                     (
                         "`",
                         "show / hide the Terminal: Kafka's tools at the playhead",

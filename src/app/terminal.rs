@@ -124,7 +124,8 @@ pub(super) fn show(
     }
     egui::Window::new("Terminal")
         .open(open)
-        .default_size([760.0, 260.0])
+        // The tools' lines are wide (a classic member's id is 58 characters): the window's.
+        .default_size([ctx.content_rect().width() - 24.0, 260.0])
         .anchor(egui::Align2::LEFT_BOTTOM, [12.0, -70.0])
         .resizable(true)
         .collapsible(true)

@@ -16,3 +16,4 @@ pub mod motion;
 pub mod palette;
 pub mod snapshot;
 pub mod tour;
+pub mod why;

@@ -269,6 +269,9 @@ pub struct ProducerView {
     pub batch_size: u32,
     /// How it picks its records' keys.
     pub keys: crate::scenario::Keys,
+    /// When it next refreshes its metadata at the latest (`metadata.max.age.ms` after the last
+    /// answer): partitions added since are used from then on.
+    pub metadata_refresh_ms: u64,
     pub sent: u64,
     pub acked: u64,
     pub failed: u64,
@@ -670,6 +673,7 @@ impl Snapshot {
                     linger_ms: p.config.linger_ms,
                     batch_size: p.config.batch_size,
                     keys: p.config.keys.clone(),
+                    metadata_refresh_ms: p.metadata.refreshed_ms + p.config.metadata_max_age_ms,
                     sent: p.stats.sent,
                     acked: p.stats.acked,
                     failed: p.stats.failed,
