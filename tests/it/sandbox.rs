@@ -207,7 +207,11 @@ fn random_sandbox_controls_never_break_either_run() {
             if kind == std::mem::discriminant(&Control::Act(Action::AddBroker)) {
                 assert_eq!(now_given, given + 1, "an action was dropped");
             } else if kind == std::mem::discriminant(&Control::DiscardLater) {
-                assert_eq!(now_given, given - later, "the discard dropped the wrong ones");
+                assert_eq!(
+                    now_given,
+                    given - later,
+                    "the discard dropped the wrong ones"
+                );
                 discarded += later;
             } else {
                 assert_eq!(now_given, given, "{control:?} changed the actions");
