@@ -94,7 +94,7 @@ pub(super) fn paint(ctx: &egui::Context, why: &WhyNotes, warn: egui::Color32) {
                 at.y = t.bottom() + 2.0;
             }
         }
-        let width = (r.width() / zoom).max(150.0).min(260.0);
+        let width = (r.width() / zoom).clamp(150.0, 260.0);
         let response = egui::Area::new(egui::Id::new(("why note", i)))
             .order(egui::Order::Middle)
             .fixed_pos(at)

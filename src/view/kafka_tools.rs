@@ -159,7 +159,7 @@ pub fn describe_group(s: &Snapshot, name: &str, table: GroupTable) -> ToolOutput
     }
     match table {
         GroupTable::Offsets => offsets(s, g),
-        GroupTable::Members => members(s, g),
+        GroupTable::Members => members(g),
         GroupTable::State => state(g),
     }
 }
@@ -214,6 +214,15 @@ fn host(g: &GroupView, member_id: &str) -> String {
 /// `printf`'s `%-Ns`: left-justified in at least `width` columns.
 fn pad(text: &str, width: usize) -> String {
     format!("{text:<width$}")
+}
+
+/// A `printf` row of `%-Ns` columns, one space apart: each text with its width.
+fn columns(cells: &[(&str, usize)]) -> String {
+    cells
+        .iter()
+        .map(|(text, width)| pad(text, *width))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// One row of the offsets table, before its widths are known.
@@ -288,26 +297,23 @@ fn offsets(s: &Snapshot, g: &GroupView) -> ToolOutput {
         };
     }
     // `printOffsetFormat`: the variable columns are at least 15 wide.
-    let width = |f: &dyn Fn(&OffsetLine) -> usize, header: usize| {
-        lines.iter().map(f).max().unwrap_or(0).max(15).max(header)
-    };
+    let width = |f: &dyn Fn(&OffsetLine) -> usize| lines.iter().map(f).max().unwrap_or(0).max(15);
     let wg = g.name.len().max(15);
-    let wt = width(&|l| l.topic.len(), 0);
-    let wc = width(&|l| l.consumer_id.len(), 0);
-    let wh = width(&|l| l.host.len(), 0);
-    let format = |cols: [&str; 9]| {
-        format!(
-            "\n{} {} {} {} {} {} {} {} {}",
-            pad(cols[0], wg),
-            pad(cols[1], wt),
-            pad(cols[2], 10),
-            pad(cols[3], 15),
-            pad(cols[4], 15),
-            pad(cols[5], 15),
-            pad(cols[6], wc),
-            pad(cols[7], wh),
-            cols[8]
-        )
+    let wt = width(&|l| l.topic.len());
+    let wc = width(&|l| l.consumer_id.len());
+    let wh = width(&|l| l.host.len());
+    let format = |c: [&str; 9]| {
+        let padded = columns(&[
+            (c[0], wg),
+            (c[1], wt),
+            (c[2], 10),
+            (c[3], 15),
+            (c[4], 15),
+            (c[5], 15),
+            (c[6], wc),
+            (c[7], wh),
+        ]);
+        format!("\n{padded} {}", c[8])
     };
     let mut stdout = format([
         "GROUP",
@@ -339,8 +345,7 @@ fn offsets(s: &Snapshot, g: &GroupView) -> ToolOutput {
 
 /// `printMembers`: the header always, then every member the coordinator has, with its
 /// partition count; a GROUP-INSTANCE-ID column when some member is static.
-fn members(s: &Snapshot, g: &GroupView) -> ToolOutput {
-    let _ = s;
+fn members(g: &GroupView) -> ToolOutput {
     let rows: Vec<[String; 5]> = g
         .described
         .iter()
@@ -370,11 +375,13 @@ fn members(s: &Snapshot, g: &GroupView) -> ToolOutput {
         widest(3, 15),
     );
     let line = |group: &str, r: [&str; 5]| {
-        let mut l = format!("{} {} ", pad(group, wg), pad(r[0], wc));
+        let mut cells = vec![(group, wg), (r[0], wc)];
         if static_members {
-            l += &format!("{} ", pad(r[1], wi));
+            cells.push((r[1], wi));
         }
-        l + &format!("{} {} {} ", pad(r[2], wh), pad(r[3], wcl), pad(r[4], 15))
+        cells.extend([(r[2], wh), (r[3], wcl), (r[4], 15)]);
+        // `%-15s ` after #PARTITIONS: each line ends in a space.
+        columns(&cells) + " "
     };
     let mut stdout = format!(
         "\n{}\n",
@@ -411,14 +418,8 @@ fn state(g: &GroupView) -> ToolOutput {
     };
     let (wg, wco) = (g.name.len().max(15), coordinator.len().max(25));
     let line = |c: [&str; 5]| {
-        format!(
-            "\n{} {} {} {} {}",
-            pad(c[0], wg),
-            pad(c[1], wco),
-            pad(c[2], 20),
-            pad(c[3], 20),
-            c[4]
-        )
+        let padded = columns(&[(c[0], wg), (c[1], wco), (c[2], 20), (c[3], 20)]);
+        format!("\n{padded} {}", c[4])
     };
     let members = g.described.len().to_string();
     let stdout = line([

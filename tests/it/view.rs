@@ -52,7 +52,7 @@ fn a_sandbox_action_is_the_same_as_a_scripted_one_and_replays_when_seeking() {
 }
 
 #[test]
-fn acting_in_the_past_replaces_what_came_after() {
+fn acting_in_the_past_keeps_what_came_after_until_it_is_discarded() {
     let quickstart = built_in("quickstart");
     let mut sim = Sim::new(&quickstart);
     sim.run_until(10_000);
@@ -60,6 +60,18 @@ fn acting_in_the_past_replaces_what_came_after() {
     sim.run_until(30_000);
     sim.seek(8_000);
     sim.act(Action::CrashBroker(2));
+    sim.run_until(30_000);
+    // The crash at 10 s stays and replays after the one inserted at 8 s.
+    let both = with_action(
+        with_action(quickstart.clone(), 8_000, Action::CrashBroker(2)),
+        10_000,
+        Action::CrashBroker(1),
+    );
+    assert_eq!(Report::of(&sim).to_json(), report_at(&both, 30_000));
+    assert_eq!(sim.actions().len(), 2);
+    // Discarded from 9 s on, only the one at 8 s is left.
+    sim.seek(9_000);
+    assert_eq!(sim.discard_later_actions(), 1);
     sim.run_until(30_000);
     let expected = report_at(
         &with_action(quickstart, 8_000, Action::CrashBroker(2)),

@@ -169,16 +169,7 @@ fn random_sandbox_changes_never_break_the_model() {
 
 /// The refusals in a run's event log, with their instants.
 fn refusals(sim: &Sim) -> Vec<(u64, String, String)> {
-    let log = sim.world().resource::<kafkascope_model::sim::EventLog>();
-    log.events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            kafkascope_model::sim::EventKind::ActionRefused { action, why } => {
-                Some((e.at_ms, action.clone(), why.clone()))
-            }
-            _ => None,
-        })
-        .collect()
+    crate::refusals(&Report::of(sim))
 }
 
 /// An action given at an earlier instant than those already taken is inserted: the later ones
