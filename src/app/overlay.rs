@@ -391,7 +391,8 @@ fn overlay(
         }
     }
 
-    if options.shot.is_none() {
+    // An open menu is what the reader is looking at: no explanation over it.
+    if options.shot.is_none() && pointer.menu.is_none() {
         hover_explanation(
             ctx,
             &shown.snapshot,
@@ -804,7 +805,7 @@ fn later_actions(
         if state.confirm_discard {
             ui.colored_label(
                 ui.visuals().warn_fg_color,
-                format!("Discard the {these} after the playhead? The run goes on without them."),
+                format!("Discard {these} after the playhead? The run goes on without them."),
             );
             if ui.button("Discard them").clicked() {
                 controls.write(Control::DiscardLater);
