@@ -70,6 +70,8 @@ pub struct Playback {
 
 pub use super::options::{MAX_SPEED, MIN_SPEED};
 pub use crate::view::layout::TALK_TEXT;
+/// Where an open-ended run stops: the records' memory a scenario may take.
+pub const DEFAULT_MEMORY_CAP: u64 = crate::scenario::limits::RECORD_MEMORY_BYTES;
 /// The most sim time one frame runs: beyond it playback slows down rather than stalls.
 const MAX_MS_PER_FRAME: f64 = 2_000.0;
 
@@ -278,7 +280,7 @@ fn setup(mut commands: Commands, options: Res<Options>) {
         stop_ms: None,
         open_ended: true,
         halted: None,
-        memory_cap: crate::scenario::limits::RECORD_MEMORY_BYTES,
+        memory_cap: DEFAULT_MEMORY_CAP,
     });
 }
 
@@ -349,9 +351,8 @@ pub fn apply(control: &Control, model: &mut Model, twin: Option<&mut Twin>) -> A
         }
         Control::StepForward => {
             let now = model.sim.now_ms();
-            if now < duration
-                || model.sim.record_bytes() < crate::scenario::limits::RECORD_MEMORY_BYTES
-            {
+            // Past the scenario's end, as far as an open-ended run may go (`play`'s cap).
+            if now < duration || model.sim.record_bytes() < DEFAULT_MEMORY_CAP {
                 model.sim.step();
                 let after = model.sim.now_ms();
                 model.sim.seek(after);

@@ -11,7 +11,7 @@
 //! consumer's id from its client id, hosts are `/10.0.1.N` for consumer N and
 //! `broker-N:9092` for broker N, and the brokers have no `server.properties` overrides.
 
-use super::snapshot::{GroupView, Snapshot};
+use super::snapshot::{GroupView, Snapshot, or_dash};
 
 /// What a tool printed: on stdout, and on stderr (`kafka-consumer-groups`' state warnings).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -252,11 +252,9 @@ fn offsets(s: &Snapshot, g: &GroupView) -> ToolOutput {
         OffsetLine {
             topic: p.map_or_else(dash, |p| p.topic.clone()),
             partition: p.map_or_else(dash, |p| p.index.to_string()),
-            current: committed.map_or_else(dash, |c| c.to_string()),
-            end: end.map_or_else(dash, |e| e.to_string()),
-            lag: committed
-                .zip(end)
-                .map_or_else(dash, |(c, e)| e.saturating_sub(c).to_string()),
+            current: or_dash(committed),
+            end: or_dash(end),
+            lag: or_dash(committed.zip(end).map(|(c, e)| e.saturating_sub(c))),
             consumer_id: member.map_or_else(dash, |m| consumer_id(g, m)),
             host: member.map_or_else(dash, |m| host(g, m)),
             client_id: member.map_or_else(dash, client_id),
