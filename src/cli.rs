@@ -230,6 +230,10 @@ enum Command {
         /// Simulated seconds to run.
         #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86_400))]
         sim_seconds: u64,
+        /// Run as the sandbox plays on past the scenario's end: until --sim-seconds, or until the
+        /// run's records or its checkpoints fill the memory a run may take, whichever comes first.
+        #[arg(long)]
+        open_ended: bool,
     },
 }
 
@@ -770,23 +774,62 @@ fn run(cli: Cli) -> Result<(), String> {
         Some(Command::Bench {
             scenario,
             sim_seconds,
+            open_ended,
         }) => {
             let scenario = Scenario::load(&scenario).map_err(|e| e.to_string())?;
-            let until = sim_seconds * 1000;
+            let asked = sim_seconds * 1000;
+            // An open-ended run is checked as the sandbox loads it, for its own length: the
+            // memory cap, not the check, ends it.
+            let checked = if open_ended {
+                scenario.duration_ms
+            } else {
+                asked
+            };
             scenario
-                .validate(&scenario.name, until)
+                .validate(&scenario.name, checked)
                 .map_err(|e| e.to_string())?;
             let started = bevy::platform::time::Instant::now();
-            let mut sim = Sim::new(&scenario);
-            let steps = sim.run_until(until);
+            let cap = crate::scenario::limits::RECORD_MEMORY_BYTES;
+            let mut model = crate::app::Model {
+                sim: Sim::new(&scenario),
+                scenario: scenario.clone(),
+            };
+            model.sim.set_open_ended(open_ended);
+            let mut stopped = None;
+            let steps = if open_ended {
+                // In slices of a simulated second, as play runs frame by frame, and stopping
+                // where play stops.
+                let mut steps = 0;
+                while model.sim.now_ms() < asked {
+                    stopped = crate::app::full(&model, cap);
+                    if stopped.is_some() {
+                        break;
+                    }
+                    steps += model.sim.run_until((model.sim.now_ms() + 1000).min(asked));
+                }
+                steps
+            } else {
+                model.sim.run_until(asked)
+            };
             let wall = started.elapsed().as_secs_f64();
+            let mut sim = model.sim;
+            let until = sim.now_ms();
+            let sim_seconds = until as f64 / 1000.0;
+            if open_ended {
+                outln!(
+                    "{}: open-ended past its {} s; {}",
+                    scenario.name,
+                    scenario.duration_ms / 1000,
+                    stopped.unwrap_or_else(|| format!("ran the {sim_seconds:.0} s asked")),
+                );
+            }
             let report = Report::of(&sim);
             let records: u64 = report.producers.iter().map(|p| p.stats.sent).sum();
             let messages = report.metrics.produce_requests + report.metrics.fetch_requests;
             outln!(
-                "{}: {sim_seconds} simulated s in {wall:.3} wall s = {:.0} simulated s per wall s",
+                "{}: {sim_seconds:.0} simulated s in {wall:.3} wall s = {:.0} simulated s per wall s",
                 scenario.name,
-                sim_seconds as f64 / wall,
+                sim_seconds / wall,
             );
             outln!(
                 "  {steps} steps ({:.0}% of the milliseconds), {:.2} us per step; {records} records, {messages} produce and fetch requests",
@@ -823,6 +866,25 @@ fn run(cli: Cli) -> Result<(), String> {
             outln!(
                 "  seeking to {SEEKS} instants: {:.1} ms on average, {worst:.1} ms at worst",
                 total / f64::from(SEEKS)
+            );
+            // The longest seeks: to the millisecond before a checkpoint, which re-run a whole
+            // interval from the one before, spread across the run.
+            let (_, every_ms) = sim.checkpoint_spacing();
+            let intervals = until / every_ms;
+            let mut longest = 0f64;
+            let mut total = 0f64;
+            const LONGEST: u64 = 5;
+            for k in 1..=LONGEST {
+                let at = (intervals * k / LONGEST).max(1) * every_ms - 1;
+                let started = bevy::platform::time::Instant::now();
+                sim.seek(at.min(until));
+                let took = started.elapsed().as_secs_f64() * 1000.0;
+                longest = longest.max(took);
+                total += took;
+            }
+            outln!(
+                "  seeking to the millisecond before {LONGEST} checkpoints (a whole interval re-run): {:.1} ms on average, {longest:.1} ms at worst",
+                total / LONGEST as f64
             );
             Ok(())
         }

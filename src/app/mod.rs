@@ -29,7 +29,7 @@ mod why_notes;
 pub use frame_bench::{FrameBench, bench_frames, summary};
 pub use operations::{Change, control_for};
 pub use options::Options;
-pub use playback::{Applied, Control, Model, Playback, Twin, apply, play};
+pub use playback::{Applied, Control, Model, Playback, Twin, apply, full, play};
 pub use terminal::command_lines as terminal_commands;
 
 /// The order of the app's own systems within a frame.

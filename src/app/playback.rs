@@ -351,8 +351,8 @@ pub fn apply(control: &Control, model: &mut Model, twin: Option<&mut Twin>) -> A
         }
         Control::StepForward => {
             let now = model.sim.now_ms();
-            // Past the scenario's end, as far as an open-ended run may go (`play`'s cap).
-            if now < duration || model.sim.record_bytes() < DEFAULT_MEMORY_CAP {
+            // Past the scenario's end, as far as an open-ended run may go (`play`'s caps).
+            if now < duration || full(model, DEFAULT_MEMORY_CAP).is_none() {
                 model.sim.step();
                 let after = model.sim.now_ms();
                 model.sim.seek(after);
@@ -495,9 +495,12 @@ pub fn play(model: &mut Model, playback: &mut Playback, frame_ms: f64) {
         return;
     }
     playback.halted = None;
-    if playback.open_ended && model.sim.record_bytes() >= playback.memory_cap {
+    model.sim.set_open_ended(playback.open_ended);
+    if playback.open_ended
+        && let Some(why) = full(model, playback.memory_cap)
+    {
         playback.paused = true;
-        playback.halted = Some(full_memory(model, playback.memory_cap));
+        playback.halted = Some(why);
         return;
     }
     let scenario_end = if playback.open_ended {
@@ -521,14 +524,25 @@ pub fn play(model: &mut Model, playback: &mut Playback, frame_ms: f64) {
     }
 }
 
-/// Why an open-ended run stopped: its records filled the memory a scenario may take.
-fn full_memory(model: &Model, cap: u64) -> String {
-    format!(
-        "Stopped at {}: the run's records take about {} MiB, the most a scenario may ({} MiB with every replica's copy). Seek back to see any instant again.",
-        crate::view::event_text::clock(model.sim.now_ms()),
-        model.sim.record_bytes() >> 20,
-        cap >> 20
-    )
+/// Why an open-ended run stops: its records filled the memory a scenario may take, or its
+/// checkpoints filled theirs at the spacing that keeps seeking quick.
+pub fn full(model: &Model, cap: u64) -> Option<String> {
+    let at = crate::view::event_text::clock(model.sim.now_ms());
+    if model.sim.record_bytes() >= cap {
+        return Some(format!(
+            "Stopped at {at}: the run's records take about {} MiB, the most a scenario may ({} MiB with every replica's copy). Seek back to see any instant again.",
+            model.sim.record_bytes() >> 20,
+            cap >> 20
+        ));
+    }
+    model.sim.checkpoints_full().then(|| {
+        let (count, every_ms) = model.sim.checkpoint_spacing();
+        format!(
+            "Stopped at {at}: the {count} checkpoints that keep seeking quick (one every {}) take about {} MiB, the most a run may. Seek back to see any instant again.",
+            crate::view::why::span(every_ms),
+            model.sim.checkpoint_bytes() >> 20
+        )
+    })
 }
 
 pub(super) fn read_model(

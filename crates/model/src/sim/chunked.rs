@@ -8,21 +8,31 @@ use std::sync::Arc;
 /// Items are kept in sealed chunks of this many, shared between clones, plus an owned tail.
 const CHUNK: usize = 32;
 
-/// Sealed chunks are grouped this many at a time, so that a clone copies a pointer per group,
-/// not per chunk: a checkpoint of a log of millions of records then costs a few kilobytes.
+/// Sealed chunks are grouped this many at a time, and groups again this many into a super-group,
+/// so that a clone copies a pointer per super-group (131,072 items), not per chunk: a checkpoint
+/// of a log of millions of records then costs a kilobyte or two, however long the run.
 const GROUP: usize = 64;
+
+/// Chunks in a super-group.
+const SUPER: usize = GROUP * GROUP;
+
+type Chunk<T> = Arc<[T]>;
+type Group<T> = Arc<[Chunk<T>]>;
 
 #[derive(Debug, Clone)]
 pub struct Chunked<T> {
-    groups: Vec<Arc<[Arc<[T]>]>>,
+    supers: Vec<Arc<[Group<T>]>>,
+    /// The groups after the super-groups (fewer than `GROUP`).
+    groups: Vec<Group<T>>,
     /// The sealed chunks after the groups (fewer than `GROUP`).
-    sealed: Vec<Arc<[T]>>,
+    sealed: Vec<Chunk<T>>,
     tail: Vec<T>,
 }
 
 impl<T> Default for Chunked<T> {
     fn default() -> Self {
         Chunked {
+            supers: Vec::new(),
             groups: Vec::new(),
             sealed: Vec::new(),
             tail: Vec::new(),
@@ -33,23 +43,54 @@ impl<T> Default for Chunked<T> {
 impl<T: Clone> Chunked<T> {
     /// How many sealed chunks there are, grouped or not.
     fn chunks(&self) -> usize {
-        self.groups.len() * GROUP + self.sealed.len()
+        self.supers.len() * SUPER + self.groups.len() * GROUP + self.sealed.len()
     }
 
     /// Sealed chunk `k`.
-    fn chunk(&self, k: usize) -> Option<&Arc<[T]>> {
-        let grouped = self.groups.len() * GROUP;
-        if k < grouped {
+    fn chunk(&self, k: usize) -> Option<&Chunk<T>> {
+        let in_supers = self.supers.len() * SUPER;
+        if k < in_supers {
+            return Some(&self.supers[k / SUPER][k % SUPER / GROUP][k % GROUP]);
+        }
+        let k = k - in_supers;
+        let in_groups = self.groups.len() * GROUP;
+        if k < in_groups {
             Some(&self.groups[k / GROUP][k % GROUP])
         } else {
-            self.sealed.get(k - grouped)
+            self.sealed.get(k - in_groups)
+        }
+    }
+
+    /// Puts `chunk` in place of sealed chunk `k`, copying the pointers of the groups that hold
+    /// it (the old ones may be shared with clones).
+    fn replace_chunk(&mut self, k: usize, chunk: Chunk<T>) {
+        let in_supers = self.supers.len() * SUPER;
+        if k < in_supers {
+            let (s, g) = (k / SUPER, k % SUPER / GROUP);
+            let mut group = self.supers[s][g].to_vec();
+            group[k % GROUP] = chunk;
+            let mut groups = self.supers[s].to_vec();
+            groups[g] = group.into();
+            self.supers[s] = groups.into();
+            return;
+        }
+        let k = k - in_supers;
+        let in_groups = self.groups.len() * GROUP;
+        if k < in_groups {
+            let mut group = self.groups[k / GROUP].to_vec();
+            group[k % GROUP] = chunk;
+            self.groups[k / GROUP] = group.into();
+        } else {
+            self.sealed[k - in_groups] = chunk;
         }
     }
 
     /// Every sealed chunk, in order.
-    fn all_chunks(&self) -> impl DoubleEndedIterator<Item = &Arc<[T]>> {
-        self.groups
+    fn all_chunks(&self) -> impl DoubleEndedIterator<Item = &Chunk<T>> {
+        self.supers
             .iter()
+            .flat_map(|s| s.iter())
+            .chain(&self.groups)
             .flat_map(|g| g.iter())
             .chain(&self.sealed)
     }
@@ -71,12 +112,11 @@ impl<T: Clone> Chunked<T> {
         }
     }
 
-    /// Roughly the bytes a clone costs of its own: the newest items and a pointer per group and
-    /// per chunk not yet grouped.
+    /// Roughly the bytes a clone costs of its own: the newest items and a pointer per
+    /// super-group, per group not in one and per chunk not yet grouped.
     pub fn unshared_bytes(&self) -> usize {
         self.tail.len() * size_of::<T>()
-            + self.sealed.len() * size_of::<Arc<[T]>>()
-            + self.groups.len() * size_of::<Arc<[Arc<[T]>]>>()
+            + (self.supers.len() + self.groups.len() + self.sealed.len()) * size_of::<Chunk<T>>()
     }
 
     /// How many items are in sealed chunks, which [`Chunked::share_sealed`] can share.
@@ -104,15 +144,7 @@ impl<T: Clone> Chunked<T> {
                 continue;
             }
             let theirs = Arc::clone(theirs);
-            let grouped = self.groups.len() * GROUP;
-            if k < grouped {
-                // A group formed by the append that sealed this chunk.
-                let mut group = self.groups[k / GROUP].to_vec();
-                group[k % GROUP] = theirs;
-                self.groups[k / GROUP] = group.into();
-            } else {
-                self.sealed[k - grouped] = theirs;
-            }
+            self.replace_chunk(k, theirs);
             shared += 1;
         }
         shared
@@ -130,6 +162,10 @@ impl<T: Clone> Chunked<T> {
             if self.sealed.len() == GROUP {
                 let group = std::mem::take(&mut self.sealed);
                 self.groups.push(group.into());
+                if self.groups.len() == GROUP {
+                    let groups = std::mem::take(&mut self.groups);
+                    self.supers.push(groups.into());
+                }
             }
         }
     }
@@ -146,16 +182,29 @@ impl<T: Clone> Chunked<T> {
             return;
         };
         self.tail = cut[..rest].to_vec();
-        let group = keep / GROUP;
-        if group < self.groups.len() {
-            self.sealed = self.groups[group][..keep % GROUP].to_vec();
-            self.groups.truncate(group);
+        // Keep `keep` sealed chunks: the level that holds chunk `keep` is opened up into the
+        // levels below it.
+        let in_supers = self.supers.len() * SUPER;
+        if keep < in_supers {
+            let (s, g) = (keep / SUPER, keep % SUPER / GROUP);
+            let opened = Arc::clone(&self.supers[s]);
+            self.groups = opened[..g].to_vec();
+            self.sealed = opened[g][..keep % GROUP].to_vec();
+            self.supers.truncate(s);
+            return;
+        }
+        let k = keep - in_supers;
+        let g = k / GROUP;
+        if g < self.groups.len() {
+            self.sealed = self.groups[g][..k % GROUP].to_vec();
+            self.groups.truncate(g);
         } else {
-            self.sealed.truncate(keep - self.groups.len() * GROUP);
+            self.sealed.truncate(k - self.groups.len() * GROUP);
         }
     }
 
     pub fn clear(&mut self) {
+        self.supers.clear();
         self.groups.clear();
         self.sealed.clear();
         self.tail.clear();
@@ -331,5 +380,79 @@ mod tests {
             leader.chunk(GROUP - 1).unwrap()
         ));
         assert!(follower.iter().eq(leader.iter()));
+    }
+
+    #[test]
+    fn super_groups_behave_like_a_vec_and_keep_clones_small() {
+        let n = 2 * SUPER * CHUNK + 3 * GROUP * CHUNK + 5 * CHUNK + 9;
+        let mut c: Chunked<u32> = Chunked::default();
+        c.extend(0..n as u32);
+        let mut v: Vec<u32> = (0..n as u32).collect();
+        assert_eq!((c.supers.len(), c.groups.len(), c.sealed.len()), (2, 3, 5));
+        // A clone copies a pointer per level's entry, not per group of the whole vector.
+        assert_eq!(
+            c.unshared_bytes(),
+            9 * size_of::<u32>() + 10 * size_of::<Chunk<u32>>()
+        );
+        assert!(c.iter().eq(v.iter()) && c.iter().rev().eq(v.iter().rev()));
+        for i in [
+            0,
+            SUPER * CHUNK - 1,
+            SUPER * CHUNK,
+            2 * SUPER * CHUNK + 1,
+            n - 1,
+        ] {
+            assert_eq!(c.get(i), v.get(i), "get {i}");
+        }
+        for from in [SUPER * CHUNK + 77, 2 * SUPER * CHUNK + GROUP * CHUNK, n] {
+            assert!(c.iter_from(from).eq(v.iter().skip(from)), "from {from}");
+        }
+        let kept = c.clone();
+        // Into the groups, into the second super-group, at its start, into the first.
+        for len in [
+            2 * SUPER * CHUNK + GROUP * CHUNK + 3,
+            SUPER * CHUNK + 5 * GROUP * CHUNK + 7 * CHUNK + 1,
+            SUPER * CHUNK,
+            SUPER * CHUNK - 1,
+            3 * GROUP * CHUNK + 2 * CHUNK,
+        ] {
+            c.truncate(len);
+            v.truncate(len);
+            assert!(c.iter().eq(v.iter()), "truncate {len}");
+            assert_eq!(c.len(), v.len());
+            c.push(7);
+            v.push(7);
+            assert_eq!(c.last(), Some(&7));
+        }
+        assert!(kept.iter().copied().eq(0..n as u32), "a clone is untouched");
+        // A chunk inside a super-group that differs is shared with an equal one, and the
+        // clone it was shared with is untouched.
+        let mut follower = kept.clone();
+        let k = SUPER + 3 * GROUP + 2;
+        let equal = follower.chunk(k).unwrap().to_vec();
+        let mut differing = follower.chunk(k + 1).unwrap().to_vec();
+        differing[0] += 1;
+        follower.replace_chunk(k, equal.into());
+        follower.replace_chunk(k + 1, differing.into());
+        assert!(!Arc::ptr_eq(
+            follower.chunk(k).unwrap(),
+            kept.chunk(k).unwrap()
+        ));
+        assert_eq!(
+            follower.share_sealed(&kept, k * CHUNK),
+            kept.chunks() - k - 1
+        );
+        assert!(Arc::ptr_eq(
+            follower.chunk(k).unwrap(),
+            kept.chunk(k).unwrap()
+        ));
+        assert_eq!(
+            follower.get((k + 1) * CHUNK),
+            Some(&((k + 1) as u32 * CHUNK as u32 + 1))
+        );
+        assert!(
+            kept.iter().copied().eq(0..n as u32),
+            "what it shared with is untouched"
+        );
     }
 }

@@ -13,10 +13,11 @@ use crate::scenario::Scenario;
 const CLEAR_TRACKERS_EVERY: u64 = 1024;
 
 /// A run keeps at most this many checkpoints...
-pub const MAX_CHECKPOINTS: usize = 1024;
+pub const MAX_CHECKPOINTS: usize = 8192;
 /// ...taking together about this many bytes at most. Beyond either, every other checkpoint is
 /// dropped and the spacing doubles, so a long or large run's memory stays bounded and a seek
-/// re-runs at most one (longer) interval.
+/// re-runs at most one (longer) interval. An open-ended run ([`Sim::set_open_ended`]) keeps its
+/// spacing, and says when its checkpoints are full instead.
 pub const CHECKPOINT_BYTES: usize = 256 * 1024 * 1024;
 
 /// How far apart the checkpoints that seeking starts from are, for a light load.
@@ -50,6 +51,8 @@ pub struct Sim {
     every_ms: u64,
     /// The furthest instant the run has been to.
     reached_ms: u64,
+    /// An open-ended run: its checkpoints keep their spacing, so that every seek stays quick.
+    open_ended: bool,
 }
 
 impl Sim {
@@ -68,6 +71,7 @@ impl Sim {
             actions: Vec::new(),
             every_ms: checkpoint_every_ms(scenario),
             reached_ms: 0,
+            open_ended: false,
         };
         sim.checkpoint_if_due();
         sim
@@ -165,10 +169,11 @@ impl Sim {
         }
         let checkpoint = checkpoint::Checkpoint::capture(&mut self.world);
         self.checkpoints.push(checkpoint);
-        while self.checkpoints.len() > 1
-            && (self.checkpoints.len() > MAX_CHECKPOINTS
-                || self.checkpoint_bytes() > CHECKPOINT_BYTES)
-        {
+        while self.checkpoints.len() > 1 && self.over_budget() {
+            if self.open_ended {
+                // It keeps its seeks quick: it is full, and its player stops.
+                break;
+            }
             // Checkpoint i is at i x every_ms: keeping the even ones keeps that true at twice
             // the spacing.
             let kept = std::mem::take(&mut self.checkpoints)
@@ -178,6 +183,25 @@ impl Sim {
             self.checkpoints = kept;
             self.every_ms *= 2;
         }
+    }
+
+    fn over_budget(&self) -> bool {
+        self.checkpoints.len() > MAX_CHECKPOINTS || self.checkpoint_bytes() > CHECKPOINT_BYTES
+    }
+
+    /// Makes this an open-ended run (the sandbox's, which plays on past the scenario's end) or
+    /// a bounded one. A bounded run thins its checkpoints as far as its length needs. An
+    /// open-ended one keeps the spacing [`checkpoint_every_ms`] chose for its load, so that a
+    /// seek never re-runs more than that; when they fill their memory,
+    /// [`Sim::checkpoints_full`] says so, and its player stops.
+    pub fn set_open_ended(&mut self, open_ended: bool) {
+        self.open_ended = open_ended;
+    }
+
+    /// Whether an open-ended run's checkpoints have filled their memory: running on would leave
+    /// them over budget or their seeks slower.
+    pub fn checkpoints_full(&self) -> bool {
+        self.open_ended && self.over_budget()
     }
 
     /// About what the checkpoints take in memory.

@@ -193,3 +193,44 @@ fn a_long_run_keeps_few_checkpoints_and_still_seeks_exactly() {
     straight.run_until(at);
     assert!(Report::of(&sim).to_json() == Report::of(&straight).to_json());
 }
+
+#[test]
+fn an_open_ended_run_keeps_its_checkpoint_spacing_and_says_when_they_are_full() {
+    // The sandbox plays on past the scenario's end. Thinning would make every seek re-run a
+    // longer interval, so an open-ended run keeps its spacing and says when its checkpoints are
+    // full; a bounded run thins them.
+    let scenario = crate::scenario(
+        r#"(name: "x", duration_ms: 60000, topics: [(name: "t", partitions: 3)],
+            producers: [(name: "p", topic: "t", records_per_sec: 1, keys: Sequence("k"))])"#,
+    );
+    let mut sim = kafkascope_model::sim::Sim::new(&scenario);
+    sim.set_open_ended(true);
+    let (_, every) = sim.checkpoint_spacing();
+    assert_eq!(every, sim::CHECKPOINT_EVERY_MS, "a light load");
+    // Checkpoint i is at i x every: the last that fits is at (MAX_CHECKPOINTS - 1) x every.
+    let last = (sim::MAX_CHECKPOINTS as u64 - 1) * every;
+    sim.run_until(last);
+    assert_eq!(sim.checkpoint_spacing(), (sim::MAX_CHECKPOINTS, every));
+    assert!(!sim.checkpoints_full());
+    sim.run_until(last + every);
+    assert_eq!(sim.checkpoint_spacing(), (sim::MAX_CHECKPOINTS + 1, every));
+    assert!(sim.checkpoints_full(), "one more than the budget");
+
+    // Seeking anywhere still gives the exact state.
+    let at = last / 3 + 1234;
+    sim.seek(at);
+    let mut straight = kafkascope_model::sim::Sim::new(&scenario);
+    straight.run_until(at);
+    assert!(Report::of(&sim).to_json() == Report::of(&straight).to_json());
+
+    // The same run made bounded thins at its next checkpoint.
+    sim.set_open_ended(false);
+    assert!(
+        !sim.checkpoints_full(),
+        "only an open-ended run is ever full"
+    );
+    sim.seek(last + 2 * every);
+    let (count, thinned) = sim.checkpoint_spacing();
+    assert_eq!(thinned, 2 * every);
+    assert!(count <= sim::MAX_CHECKPOINTS, "{count} checkpoints");
+}
