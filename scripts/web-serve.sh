@@ -23,7 +23,7 @@ ready_browser() {
         echo "no Chromium: apt-get install chromium (or set CHROMIUM to one)" >&2
         return 1
     fi
-    if [[ ! -d web/test/node_modules/playwright-core ]]; then
+    if [[ ! -d web/test/node_modules/playwright-core || ! -d web/test/node_modules/reveal.js ]]; then
         npm ci --prefix web/test --no-audit --no-fund >/dev/null
     fi
 }

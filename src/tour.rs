@@ -196,6 +196,9 @@ pub struct Beat {
     /// narration's first sentence unless given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line: Option<String>,
+    /// The speaker's notes, any length: the presenter view shows them, the stage never does.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub notes: String,
     /// What to look at while it plays, a line each.
     #[serde(default)]
     pub watch_for: Vec<String>,
@@ -351,6 +354,8 @@ struct BeatJson<'a> {
     n: usize,
     title: &'a str,
     component: &'static str,
+    /// The speaker's notes ("" when it has none).
+    notes: &'a str,
     from_ms: u64,
     to_ms: u64,
     speed: f64,
@@ -534,6 +539,7 @@ impl Tour {
                     n: i + 1,
                     title: &b.title,
                     component: b.component.id(),
+                    notes: &b.notes,
                     from_ms: b.from_ms,
                     to_ms: b.to_ms,
                     speed: b.speed,

@@ -8,6 +8,9 @@
 //! `?report=1` (with `scenario`, `seed` and `until_ms`) runs the scenario headless instead and
 //! writes its JSON report into the page, the same bytes `kafkascope run` prints natively.
 //!
+//! A slide deck that embeds the page moves it by `{kafkascope: {beat: N}}` messages or `#beat=N`
+//! fragments, and the page posts its own beat changes to its parent in the same form.
+//!
 //! Reading the address is plain Rust, tested natively; only [`main`] touches the page.
 
 use crate::scenario::Scenario;
@@ -158,6 +161,21 @@ fn look<'a>(
     }
     options.talk = flag("talk")?;
     Ok(())
+}
+
+/// The beat (from 1) a slide deck asks for by the page's fragment, `#beat=N`.
+pub fn fragment_beat(fragment: &str) -> Option<usize> {
+    let n = fragment
+        .strip_prefix('#')
+        .unwrap_or(fragment)
+        .strip_prefix("beat=")?;
+    n.parse::<usize>().ok().filter(|n| *n >= 1)
+}
+
+/// The beat (from 1) a slide deck asks for in a message, `{kafkascope: {beat: N}}`: `N` as the
+/// message carries it, a JavaScript number. Anything but a whole number from 1 is no beat.
+pub fn message_beat(n: f64) -> Option<usize> {
+    (n.fract() == 0.0 && (1.0..=1e6).contains(&n)).then_some(n as usize)
 }
 
 /// What the window shows now, as the page's address can say it: the address bar follows the app,

@@ -178,6 +178,8 @@ pub(super) fn keyboard(
     if keys.just_pressed(KeyCode::Escape) {
         pointer.menu = None;
         pointer.show_help = false;
+        // As everywhere else, Esc leaves full screen.
+        window.mode = WindowMode::Windowed;
     }
 }
 

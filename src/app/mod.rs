@@ -10,6 +10,7 @@ use bevy_tweening::TweeningPlugin;
 
 mod annotations;
 mod camera;
+mod clicker;
 mod frame_bench;
 mod input;
 mod narration;
@@ -66,6 +67,7 @@ pub fn plugin(app: &mut App) {
         operations::plugin,
         terminal::plugin,
         why_notes::plugin,
+        clicker::plugin,
     ));
     #[cfg(target_arch = "wasm32")]
     app.add_plugins(web_page::plugin);

@@ -1695,6 +1695,7 @@ fn help(ctx: &egui::Context, pointer: &mut Pointer, in_tour: bool) {
                     ("Home / End", "first / last beat"),
                     ("R", "this beat again"),
                     ("K", "pause / play"),
+                    ("a number, then Enter", "go to that beat"),
                     ("click the timeline", "go to that beat"),
                 ];
                 let sandbox_keys = [
@@ -1722,9 +1723,10 @@ fn help(ctx: &egui::Context, pointer: &mut Pointer, in_tour: bool) {
                         "the talk preset: light theme, large text, narration and lag only",
                     ),
                     ("N", "the talk preset: the beat's whole text"),
+                    ("B / W", "black / white out the stage (again: show it)"),
                     ("F", "full screen"),
                     ("?", "this list"),
-                    ("Esc", "close menus"),
+                    ("Esc", "close menus, leave full screen"),
                     ("click a log cell", "follow that record"),
                     (
                         "click a broker",

@@ -14,8 +14,79 @@ use crate::web::Link;
 
 pub(super) fn plugin(app: &mut App) {
     app.init_resource::<Page>()
-        .add_systems(Startup, add_file_picker)
+        .add_systems(Startup, (add_file_picker, listen_to_deck))
+        .add_systems(Update, follow_deck.in_set(super::AppSet::Input))
         .add_systems(Last, tell_page);
+}
+
+/// The beat (from 1) a slide deck asked for last, by message or fragment, not yet gone to.
+static DECK_ASKED: std::sync::Mutex<Option<usize>> = std::sync::Mutex::new(None);
+
+fn deck_asked(beat: Option<usize>) {
+    if let (Some(beat), Ok(mut slot)) = (beat, DECK_ASKED.lock()) {
+        *slot = Some(beat);
+    }
+}
+
+/// A deck that embeds the page moves it: `{kafkascope: {beat: N}}` posted to the page, or
+/// `#beat=N` as its fragment (the one it opens with too).
+fn listen_to_deck() {
+    let Some(window) = web_sys::window() else {
+        return;
+    };
+    let on_message = wasm_bindgen::closure::Closure::<dyn FnMut(web_sys::MessageEvent)>::new(
+        |event: web_sys::MessageEvent| {
+            let beat = js_sys::Reflect::get(&event.data(), &JsValue::from_str("kafkascope"))
+                .and_then(|k| js_sys::Reflect::get(&k, &JsValue::from_str("beat")))
+                .ok()
+                .and_then(|b| b.as_f64())
+                .and_then(crate::web::message_beat);
+            deck_asked(beat);
+        },
+    );
+    let _ = window.add_event_listener_with_callback("message", on_message.as_ref().unchecked_ref());
+    on_message.forget();
+    let fragment = || {
+        web_sys::window()
+            .and_then(|w| w.location().hash().ok())
+            .and_then(|h| crate::web::fragment_beat(&h))
+    };
+    deck_asked(fragment());
+    let on_hash = wasm_bindgen::closure::Closure::<dyn FnMut(web_sys::Event)>::new(
+        move |_: web_sys::Event| deck_asked(fragment()),
+    );
+    let _ = window.add_event_listener_with_callback("hashchange", on_hash.as_ref().unchecked_ref());
+    on_hash.forget();
+}
+
+/// Goes to the beat a deck asked for. The beat on screen is left as it is, so that a deck that
+/// follows the page's own messages back does not start its beat again.
+fn follow_deck(tour: Option<Res<TourPlay>>, mut steps: MessageWriter<super::tour::TourControl>) {
+    let Some(asked) = DECK_ASKED.lock().ok().and_then(|mut slot| slot.take()) else {
+        return;
+    };
+    let Some(tour) = tour else { return };
+    let beat = asked.min(tour.tour.beats.len()) - 1;
+    if beat != tour.place.beat {
+        steps.write(super::tour::TourControl::Step(crate::view::tour::Step::Go(
+            beat,
+        )));
+    }
+}
+
+/// Tells the page's parent (a deck, when the page is embedded) the beat now on screen, from 1.
+fn post_beat_to_parent(window: &web_sys::Window, beat: usize) {
+    let Ok(Some(parent)) = window.parent() else {
+        return;
+    };
+    if parent == *window {
+        return;
+    }
+    let inner = js_sys::Object::new();
+    let outer = js_sys::Object::new();
+    let _ = js_sys::Reflect::set(&inner, &"beat".into(), &JsValue::from_f64(beat as f64));
+    let _ = js_sys::Reflect::set(&outer, &"kafkascope".into(), &inner);
+    let _ = parent.post_message(&outer, "*");
 }
 
 /// The id of the page's hidden file input: Open clicks it, and the page's tests give it a file.
@@ -110,6 +181,8 @@ struct Page {
     built_in: Option<(&'static str, u64)>,
     /// The query last put in the address bar.
     query: String,
+    /// The tour's beat last told to the page's parent (an index).
+    posted_beat: Option<usize>,
 }
 
 fn tell_page(
@@ -157,6 +230,13 @@ fn tell_page(
         let _ = canvas.set_attribute("data-tour", name);
         let _ = canvas.set_attribute("data-beat", &beat);
         let _ = canvas.set_attribute("data-stage", &stage);
+    }
+    let beat = tour.as_ref().map(|t| t.place.beat);
+    if beat != page.posted_beat {
+        page.posted_beat = beat;
+        if let Some(beat) = beat {
+            post_beat_to_parent(&window, beat + 1);
+        }
     }
 
     // Only a built-in scenario has a name an address can give.

@@ -154,6 +154,58 @@ impl Place {
     }
 }
 
+/// A beat number being typed (a speaker's keypad, or a clicker that sends digits): Enter jumps
+/// to that beat.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct BeatEntry {
+    digits: String,
+}
+
+impl BeatEntry {
+    /// The most digits kept: no tour has a thousand beats.
+    const MAX_DIGITS: usize = 3;
+
+    /// A digit key (0 to 9).
+    pub fn digit(&mut self, d: u8) {
+        if d <= 9 && self.digits.len() < Self::MAX_DIGITS {
+            self.digits.push(char::from(b'0' + d));
+        }
+    }
+
+    /// What has been typed so far, if anything.
+    pub fn typed(&self) -> Option<&str> {
+        (!self.digits.is_empty()).then_some(self.digits.as_str())
+    }
+
+    pub fn clear(&mut self) {
+        self.digits.clear();
+    }
+
+    /// Enter: the step to the beat typed, counted from 1, and the typing is done. Past the last
+    /// beat is the last; 0 or nothing typed is no step.
+    pub fn enter(&mut self, beats: usize) -> Option<Step> {
+        let n: usize = std::mem::take(&mut self.digits).parse().ok()?;
+        (n >= 1 && beats >= 1).then(|| Step::Go(n.min(beats) - 1))
+    }
+}
+
+/// The stage blanked by the speaker (B: black, W: white), as presentation tools do, so that the
+/// room looks at the speaker.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum Blank {
+    #[default]
+    Shown,
+    Black,
+    White,
+}
+
+impl Blank {
+    /// The key for `to` pressed: blanks to it, or shows the stage again if it was already so.
+    pub fn toggled(self, to: Blank) -> Blank {
+        if self == to { Blank::Shown } else { to }
+    }
+}
+
 /// The rectangles of the scene a focus names, at this instant (a leader is wherever leadership
 /// is now; the record wherever it is).
 pub fn focus_rects(
@@ -601,5 +653,43 @@ mod tests {
         let wide = Rect::new(-100.0, 0.0, 1600.0, 900.0);
         let f = inward(wide, Vec2::new(1800.0, 900.0), whole, 16.0 / 9.0);
         assert!(f.min.x <= -100.0 && f.max.x >= 1600.0);
+    }
+
+    #[test]
+    fn a_typed_number_and_enter_jump_to_that_beat() {
+        let mut entry = BeatEntry::default();
+        assert_eq!(entry.enter(8), None, "Enter alone jumps nowhere");
+        entry.digit(5);
+        assert_eq!(entry.typed(), Some("5"));
+        assert_eq!(entry.enter(8), Some(Step::Go(4)), "beat 5 is the fifth");
+        assert_eq!(entry.typed(), None, "Enter ends the typing");
+        entry.digit(1);
+        entry.digit(2);
+        assert_eq!(
+            entry.enter(8),
+            Some(Step::Go(7)),
+            "past the last is the last"
+        );
+        entry.digit(0);
+        assert_eq!(entry.enter(8), None, "there is no beat 0");
+        for _ in 0..5 {
+            entry.digit(9);
+        }
+        assert_eq!(entry.typed(), Some("999"));
+        entry.clear();
+        assert_eq!(entry.typed(), None);
+    }
+
+    #[test]
+    fn b_and_w_blank_the_stage_and_the_same_key_shows_it_again() {
+        let blank = Blank::Shown.toggled(Blank::Black);
+        assert_eq!(blank, Blank::Black);
+        assert_eq!(
+            blank.toggled(Blank::White),
+            Blank::White,
+            "W turns black to white"
+        );
+        assert_eq!(blank.toggled(Blank::Black), Blank::Shown);
+        assert_eq!(Blank::White.toggled(Blank::White), Blank::Shown);
     }
 }

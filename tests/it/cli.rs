@@ -163,6 +163,7 @@ fn tour_json_prints_the_beats() {
                 "from_ms",
                 "holds_ms",
                 "n",
+                "notes",
                 "speed",
                 "title",
                 "to_ms"

@@ -186,3 +186,26 @@ fn the_address_bar_link_opens_what_is_shown() {
     assert_eq!(options.tour.unwrap().beat, 2);
     assert!(options.talk);
 }
+
+#[test]
+fn a_deck_asks_for_a_beat_by_fragment_or_message() {
+    use kafkascope::web::{fragment_beat, message_beat};
+    assert_eq!(fragment_beat("#beat=3"), Some(3));
+    assert_eq!(fragment_beat("beat=12"), Some(12));
+    for no in [
+        "",
+        "#",
+        "#beat=",
+        "#beat=0",
+        "#beat=-1",
+        "#beat=2x",
+        "#top",
+        "#beat=1.5",
+    ] {
+        assert_eq!(fragment_beat(no), None, "{no:?}");
+    }
+    assert_eq!(message_beat(5.0), Some(5));
+    for no in [0.0, -2.0, 2.5, f64::NAN, f64::INFINITY, 1e9] {
+        assert_eq!(message_beat(no), None, "{no}");
+    }
+}

@@ -11,7 +11,7 @@
 // and in a tour data-tour, data-beat (from 1) and data-stage (ready, playing, ended, finished).
 
 import { chromium } from 'playwright-core';
-import { writeFileSync, mkdirSync } from 'node:fs';
+import { writeFileSync, mkdirSync, readFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 
 const [mode, base, ...rest] = process.argv.slice(2);
@@ -151,6 +151,10 @@ async function test(base, native, outDir) {
     check(tour.errors.length === 0, `no console errors (${tour.errors.join('; ')})`);
     await tour.context().close();
 
+    // A slide deck drives the page: docs/deck/index.html as the README gives it, with reveal.js
+    // served from this test's npm install and the iframe pointed at this server.
+    await deckDrivesThePage(browser, base, outDir);
+
     // No parameters, embedded in another page's iframe on a high-density screen: the walkthrough
     // at beat 1, dark, paused on its Start button, drawn at the device's pixel ratio.
     const hiDpi = await launch(['--force-device-scale-factor=2', '--window-size=1280,720']);
@@ -243,6 +247,56 @@ async function test(base, native, outDir) {
   } finally {
     await browser.close();
   }
+}
+
+/** The README's reveal.js deck moves the embedded page beat by beat, and follows it back. */
+async function deckDrivesThePage(browser, base, outDir) {
+  const revealDir = new URL('./node_modules/reveal.js/', import.meta.url);
+  const installed = JSON.parse(readFileSync(new URL('package.json', revealDir))).version;
+  let deck = readFileSync(new URL('../../docs/deck/index.html', import.meta.url), 'utf8');
+  const cdn = `https://cdn.jsdelivr.net/npm/reveal.js@${installed}/`;
+  check(deck.includes(cdn), `the deck loads the reveal.js the test installs (${installed})`);
+  deck = deck.replace('http://127.0.0.1:8000/?tour=walkthrough&amp;talk=1', `${base}/?tour=walkthrough&amp;talk=1`);
+  const page = await newPage(browser);
+  await page.route(`${cdn}**`, (route) => route.fulfill({
+    path: new URL(route.request().url().slice(cdn.length), revealDir).pathname,
+  }));
+  await page.setContent(deck);
+  const frame = await (await page.waitForSelector('iframe')).contentFrame();
+  await waitFrames(frame, 3);
+  const beat = () => canvasData(frame, 'beat');
+  const waitBeat = (n) => frame.waitForFunction(
+    (n) => document.getElementById('kafkascope').dataset.beat === n, String(n), { timeout: 120_000 });
+  check(await beat() === '1', 'the embedded walkthrough opens at beat 1');
+  // The clicker moves the deck: to the demo slide, then a fragment a beat.
+  await page.evaluate(() => Reveal.next());
+  check(await page.evaluate(() => Reveal.getIndices().h) === 1, 'the deck is on the demo slide');
+  for (const n of [2, 3, 4]) {
+    await page.evaluate(() => Reveal.next());
+    await waitBeat(n);
+    check(true, `the deck's next fragment moves the page to beat ${n}`);
+  }
+  await page.evaluate(() => Reveal.prev());
+  await waitBeat(3);
+  check(true, 'the deck\'s previous fragment moves the page back to beat 3');
+  await page.keyboard.press('ArrowRight');
+  await waitBeat(4);
+  check(true, 'the clicker\'s key in the deck moves the page to beat 4');
+  // The page tells the deck its own changes: a #beat fragment (or a reader's key) moves the
+  // page, and the deck shows that beat's fragment.
+  await frame.evaluate(() => { location.hash = '#beat=6'; });
+  await waitBeat(6);
+  await page.waitForFunction(() => Reveal.getIndices().f === 4, null, { timeout: 60_000 });
+  check(true, '#beat=6 moves the page, and the deck follows to its fragment');
+  await frame.locator('#kafkascope').focus();
+  await frame.locator('#kafkascope').press('End');
+  await waitBeat(8);
+  await page.waitForFunction(() => Reveal.getIndices().f === 6, null, { timeout: 60_000 });
+  check(true, 'a key in the page moves it to beat 8, and the deck follows');
+  await page.screenshot({ path: `${outDir}/deck.png` });
+  const errors = page.errors.filter((e) => !e.includes('Blocked autofocusing'));
+  check(errors.length === 0, `no console errors (${errors.join('; ')})`);
+  await page.context().close();
 }
 
 /** The model's run alone in a report=1 page: the time to a report of `until` ms of `scenario`,

@@ -1,0 +1,125 @@
+//! The speaker's keys beyond stepping, which presentation clickers send too: B and W blank the
+//! stage to black or white (the same key again shows it), and a beat's number then Enter jumps
+//! to that beat. The keys' meaning is `view::tour`'s, tested headless.
+
+use bevy::prelude::*;
+use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
+
+use super::AppSet;
+use super::playback::Shown;
+use super::tour::{TourControl, TourPlay};
+use crate::view::tour::{BeatEntry, Blank};
+
+/// The stage's blanking and the beat number being typed.
+#[derive(Resource, Default, Debug)]
+pub struct Clicker {
+    pub blank: Blank,
+    pub entry: BeatEntry,
+}
+
+pub(super) fn plugin(app: &mut App) {
+    app.init_resource::<Clicker>()
+        .add_systems(Update, keys.in_set(AppSet::Input))
+        .add_systems(
+            EguiPrimaryContextPass,
+            paint.after(super::overlay::OverlaySystems),
+        );
+}
+
+const DIGITS: [(KeyCode, KeyCode); 10] = [
+    (KeyCode::Digit0, KeyCode::Numpad0),
+    (KeyCode::Digit1, KeyCode::Numpad1),
+    (KeyCode::Digit2, KeyCode::Numpad2),
+    (KeyCode::Digit3, KeyCode::Numpad3),
+    (KeyCode::Digit4, KeyCode::Numpad4),
+    (KeyCode::Digit5, KeyCode::Numpad5),
+    (KeyCode::Digit6, KeyCode::Numpad6),
+    (KeyCode::Digit7, KeyCode::Numpad7),
+    (KeyCode::Digit8, KeyCode::Numpad8),
+    (KeyCode::Digit9, KeyCode::Numpad9),
+];
+
+fn keys(
+    keys: Res<ButtonInput<KeyCode>>,
+    mut contexts: EguiContexts,
+    mut clicker: ResMut<Clicker>,
+    tour: Option<Res<TourPlay>>,
+    mut steps: MessageWriter<TourControl>,
+) {
+    if let Ok(ctx) = contexts.ctx_mut()
+        && ctx.egui_wants_keyboard_input()
+    {
+        return;
+    }
+    if keys.just_pressed(KeyCode::KeyB) {
+        clicker.blank = clicker.blank.toggled(Blank::Black);
+    }
+    if keys.just_pressed(KeyCode::KeyW) {
+        clicker.blank = clicker.blank.toggled(Blank::White);
+    }
+    // Beat numbers mean something only in a tour.
+    let Some(tour) = tour else {
+        clicker.entry.clear();
+        return;
+    };
+    for (d, (digit, numpad)) in (0u8..).zip(DIGITS) {
+        if keys.any_just_pressed([digit, numpad]) {
+            clicker.entry.digit(d);
+        }
+    }
+    if keys.any_just_pressed([KeyCode::Enter, KeyCode::NumpadEnter])
+        && let Some(step) = clicker.entry.enter(tour.tour.beats.len())
+    {
+        steps.write(TourControl::Step(step));
+    }
+    if keys.just_pressed(KeyCode::Escape) {
+        clicker.entry.clear();
+    }
+}
+
+/// The blank covers everything, panels included; the number being typed shows in a corner, so
+/// the speaker sees what Enter will do.
+fn paint(
+    mut contexts: EguiContexts,
+    clicker: Res<Clicker>,
+    shown: Res<Shown>,
+    tour: Option<Res<TourPlay>>,
+) {
+    let Ok(ctx) = contexts.ctx_mut() else { return };
+    if let Some(typed) = clicker.entry.typed() {
+        // In the middle of the window, on the panels' own fill, so that nothing under it hides
+        // a digit.
+        egui::Area::new(egui::Id::new("beat-entry"))
+            .order(egui::Order::Foreground)
+            .anchor(egui::Align2::CENTER_CENTER, egui::Vec2::ZERO)
+            .interactable(false)
+            .show(ctx, |ui| {
+                egui::Frame::popup(ui.style()).show(ui, |ui| {
+                    ui.label(
+                        egui::RichText::new(format!("Beat {typed}"))
+                            .size(32.0 * shown.text_scale)
+                            .strong(),
+                    );
+                    let beats = tour.as_ref().map_or(0, |t| t.tour.beats.len());
+                    let past = typed.parse::<usize>().is_ok_and(|n| n > beats);
+                    ui.label(match typed.parse::<usize>() {
+                        Ok(0) => "There is no beat 0: Esc to cancel".to_string(),
+                        _ if past => {
+                            format!("Enter to go to the last, beat {beats}; Esc to cancel")
+                        }
+                        _ => "Enter to go there, Esc to cancel".to_string(),
+                    });
+                });
+            });
+    }
+    let fill = match clicker.blank {
+        Blank::Shown => return,
+        Blank::Black => egui::Color32::BLACK,
+        Blank::White => egui::Color32::WHITE,
+    };
+    ctx.layer_painter(egui::LayerId::new(
+        egui::Order::Debug,
+        egui::Id::new("blank"),
+    ))
+    .rect_filled(ctx.content_rect(), 0.0, fill);
+}
