@@ -253,6 +253,20 @@ impl<T: Clone> Extend<T> for Chunked<T> {
 mod tests {
     use super::*;
 
+    /// Truncates both to `len`, checks they agree, and pushes a 7 onto both.
+    fn truncate_and_push<T>(c: &mut Chunked<T>, v: &mut Vec<T>, len: usize)
+    where
+        T: Clone + PartialEq + std::fmt::Debug + From<u8>,
+    {
+        c.truncate(len);
+        v.truncate(len);
+        assert!(c.iter().eq(v.iter()), "truncate {len}");
+        assert_eq!(c.len(), v.len());
+        c.push(T::from(7));
+        v.push(T::from(7));
+        assert_eq!(c.last(), Some(&T::from(7)));
+    }
+
     #[test]
     fn behaves_like_a_vec() {
         let mut c = Chunked::default();
@@ -358,12 +372,7 @@ mod tests {
             GROUP * CHUNK,
             100,
         ] {
-            c.truncate(len);
-            v.truncate(len);
-            assert!(c.iter().eq(v.iter()), "truncate {len}");
-            assert_eq!(c.len(), v.len());
-            c.push(7);
-            v.push(7);
+            truncate_and_push(&mut c, &mut v, len);
         }
         assert!(kept.iter().copied().eq(0..n), "a clone is untouched");
         // A follower whose append completes a group shares the chunk that completed it.
@@ -416,13 +425,7 @@ mod tests {
             SUPER * CHUNK - 1,
             3 * GROUP * CHUNK + 2 * CHUNK,
         ] {
-            c.truncate(len);
-            v.truncate(len);
-            assert!(c.iter().eq(v.iter()), "truncate {len}");
-            assert_eq!(c.len(), v.len());
-            c.push(7);
-            v.push(7);
-            assert_eq!(c.last(), Some(&7));
+            truncate_and_push(&mut c, &mut v, len);
         }
         assert!(kept.iter().copied().eq(0..n as u32), "a clone is untouched");
         // A chunk inside a super-group that differs is shared with an equal one, and the
