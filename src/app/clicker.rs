@@ -77,8 +77,8 @@ fn keys(
     }
 }
 
-/// The blank covers everything, panels included; the number being typed shows in a corner, so
-/// the speaker sees what Enter will do.
+/// The blank covers everything, panels included; the number being typed shows in the middle,
+/// with the beat Enter goes to, so the speaker sees what Enter will do.
 fn paint(
     mut contexts: EguiContexts,
     clicker: Res<Clicker>,
@@ -101,13 +101,9 @@ fn paint(
                             .strong(),
                     );
                     let beats = tour.as_ref().map_or(0, |t| t.tour.beats.len());
-                    let past = typed.parse::<usize>().is_ok_and(|n| n > beats);
-                    ui.label(match typed.parse::<usize>() {
-                        Ok(0) => "There is no beat 0: Esc to cancel".to_string(),
-                        _ if past => {
-                            format!("Enter to go to the last, beat {beats}; Esc to cancel")
-                        }
-                        _ => "Enter to go there, Esc to cancel".to_string(),
+                    ui.label(match clicker.entry.target(beats) {
+                        Some(n) => format!("Enter to go to beat {n} of {beats}, Esc to cancel"),
+                        None => format!("There is no such beat (1 to {beats}): Esc to cancel"),
                     });
                 });
             });

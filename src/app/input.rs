@@ -179,7 +179,9 @@ pub(super) fn keyboard(
         pointer.menu = None;
         pointer.show_help = false;
         // As everywhere else, Esc leaves full screen.
-        window.mode = WindowMode::Windowed;
+        if window.mode != WindowMode::Windowed {
+            window.mode = WindowMode::Windowed;
+        }
     }
 }
 

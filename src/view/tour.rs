@@ -181,11 +181,18 @@ impl BeatEntry {
         self.digits.clear();
     }
 
-    /// Enter: the step to the beat typed, counted from 1, and the typing is done. Past the last
-    /// beat is the last; 0 or nothing typed is no step.
+    /// The beat Enter would go to, counted from 1: the one typed, or the last past the last; 0
+    /// or nothing typed is none.
+    pub fn target(&self, beats: usize) -> Option<usize> {
+        let n: usize = self.digits.parse().ok()?;
+        (n >= 1 && beats >= 1).then(|| n.min(beats))
+    }
+
+    /// Enter: the step to [`BeatEntry::target`], and the typing is done.
     pub fn enter(&mut self, beats: usize) -> Option<Step> {
-        let n: usize = std::mem::take(&mut self.digits).parse().ok()?;
-        (n >= 1 && beats >= 1).then(|| Step::Go(n.min(beats) - 1))
+        let to = self.target(beats);
+        self.clear();
+        to.map(|n| Step::Go(n - 1))
     }
 }
 
@@ -661,6 +668,8 @@ mod tests {
         assert_eq!(entry.enter(8), None, "Enter alone jumps nowhere");
         entry.digit(5);
         assert_eq!(entry.typed(), Some("5"));
+        assert_eq!(entry.target(8), Some(5));
+        assert_eq!(entry.target(3), Some(3), "the last, past it");
         assert_eq!(entry.enter(8), Some(Step::Go(4)), "beat 5 is the fifth");
         assert_eq!(entry.typed(), None, "Enter ends the typing");
         entry.digit(1);
