@@ -201,6 +201,9 @@ enum Command {
         #[command(flatten)]
         look: Look,
     },
+    /// Render a tour's beats as PNG frames (one per 1/fps of each beat's wall time at its speed),
+    /// the same bytes on every run; --gif and --mp4 make clips of them.
+    Render(RenderArgs),
     /// Measure the CPU time per frame of the app's own systems (model, scene, overlay), in a
     /// window, at real-time speed or the one given.
     BenchFrames {
@@ -235,6 +238,54 @@ enum Command {
         #[arg(long)]
         open_ended: bool,
     },
+}
+
+#[derive(clap::Args, Debug)]
+#[command(group(clap::ArgGroup::new("which").required(true).args(["beat", "all"])))]
+struct RenderArgs {
+    /// A tour file (.ron) or a built-in tour's name.
+    tour: String,
+    /// The beat (from 1) to render.
+    #[arg(long, value_name = "N")]
+    beat: Option<usize>,
+    /// Every beat, each in its own folder, and a still of each at its end (beat-NN.png).
+    #[arg(long)]
+    all: bool,
+    /// Frames per second of wall time.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..=120))]
+    fps: u32,
+    /// Frame size in pixels, WIDTHxHEIGHT (the projector's).
+    #[arg(long, value_name = "WIDTHxHEIGHT", value_parser = parse_size, default_value = "1920x1080")]
+    size: (u32, u32),
+    /// Colour theme: dark for screens, light for projectors.
+    #[arg(long, value_parser = options::parse_theme, default_value = "dark")]
+    theme: crate::view::palette::Theme,
+    /// Multiplies every text size (0.75 to 2).
+    #[arg(long, default_value_t = 1.0, value_parser = options::parse_text_scale)]
+    text_scale: f32,
+    /// The talk preset: the light theme, text 1.5 times larger, only the narration and the lag
+    /// monitor.
+    #[arg(long)]
+    talk: bool,
+    /// Seconds of frames to add where a beat holds (by default a hold adds none).
+    #[arg(long, value_name = "S", default_value_t = 0.0, value_parser = parse_hold_s)]
+    hold_s: f64,
+    /// Also write each beat's frames as an animated GIF (beat-NN.gif).
+    #[arg(long)]
+    gif: bool,
+    /// Also write each beat's frames as an H.264 MP4 (beat-NN.mp4) with ffmpeg.
+    #[arg(long)]
+    mp4: bool,
+    /// The folder to write into (made if missing); a beat's earlier frames there are replaced.
+    #[arg(long, value_name = "DIR")]
+    out: std::path::PathBuf,
+}
+
+fn parse_hold_s(s: &str) -> Result<f64, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|v| (0.0..=60.0).contains(v))
+        .ok_or_else(|| "expected seconds from 0 to 60".to_string())
 }
 
 fn parse_size(s: &str) -> Result<(u32, u32), String> {
@@ -375,6 +426,83 @@ macro_rules! out {
 
 macro_rules! outln {
     ($($arg:tt)*) => { write_out(format_args!("{}\n", format_args!($($arg)*)))? };
+}
+
+/// `kafkascope render`: the frames, then the clips asked for.
+fn render(args: RenderArgs) -> Result<(), String> {
+    use crate::app::render::{Job, beat_folder, is_frame, still_path};
+    let (tour, scenario, beat) = load_tour(&args.tour, args.beat)?;
+    let beats: Vec<usize> = if args.all {
+        (0..tour.beats.len()).collect()
+    } else {
+        vec![beat]
+    };
+    if args.mp4 {
+        crate::clip::check_ffmpeg()?;
+    }
+    let out = &args.out;
+    let place =
+        |e: std::io::Error, path: &std::path::Path| format!("--out {}: {e}", path.display());
+    std::fs::create_dir_all(out).map_err(|e| place(e, out))?;
+    for &b in &beats {
+        let folder = beat_folder(out, b);
+        std::fs::create_dir_all(&folder).map_err(|e| place(e, &folder))?;
+        // A re-render replaces the beat's frames: none of a longer render is left behind.
+        for entry in std::fs::read_dir(&folder).map_err(|e| place(e, &folder))? {
+            let path = entry.map_err(|e| place(e, &folder))?.path();
+            if is_frame(&path) {
+                std::fs::remove_file(&path).map_err(|e| place(e, &path))?;
+            }
+        }
+    }
+    check_display()?;
+    let mut options = crate::app::Options::tour(tour, scenario, beats[0], false);
+    options.size = args.size;
+    options.theme = args.theme;
+    options.text_scale = args.text_scale;
+    options.talk = args.talk;
+    let job = Job {
+        beats,
+        fps: args.fps,
+        hold_frames: (args.hold_s * f64::from(args.fps)).round() as u32,
+        stills: args.all,
+        out: out.clone(),
+    };
+    let started = std::time::Instant::now();
+    let rendered = crate::app::render::render(options, job)?;
+    let took = started.elapsed().as_secs_f64();
+    let total: usize = rendered.beats.iter().map(|b| b.frames.len()).sum();
+    for b in &rendered.beats {
+        let n = b.beat + 1;
+        let folder = beat_folder(out, b.beat);
+        outln!(
+            "beat {n}: {} frames ({:.2} s at {} fps) in {}",
+            b.frames.len(),
+            b.frames.len() as f64 / f64::from(args.fps),
+            args.fps,
+            folder.display()
+        );
+        if b.still.is_some() {
+            outln!("beat {n}: still {}", still_path(out, b.beat).display());
+        }
+        if args.gif {
+            let gif = out.join(format!("beat-{n:02}.gif"));
+            crate::clip::write_gif(&b.frames, args.fps, &gif)?;
+            outln!("beat {n}: {}", gif.display());
+        }
+        if args.mp4 {
+            let mp4 = out.join(format!("beat-{n:02}.mp4"));
+            crate::clip::write_mp4(&folder, args.fps, &mp4)?;
+            outln!("beat {n}: {}", mp4.display());
+        }
+    }
+    outln!(
+        "rendered {total} frames at {}x{} in {took:.1} s ({:.0} ms a frame)",
+        args.size.0,
+        args.size.1,
+        took * 1000.0 / total.max(1) as f64
+    );
+    Ok(())
 }
 
 /// "X,Y" as a point.
@@ -762,6 +890,7 @@ fn run(cli: Cli) -> Result<(), String> {
             );
             Ok(())
         }
+        Some(Command::Render(args)) => render(args),
         Some(Command::List) => {
             // One column of names as wide as the longest, so that the descriptions align.
             let width = BUILT_IN.iter().map(|b| b.name.len()).max().unwrap_or(0);

@@ -19,6 +19,8 @@ pub mod options;
 mod overlay;
 mod painter;
 mod playback;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod render;
 mod scene;
 mod shot;
 mod terminal;
@@ -79,14 +81,29 @@ pub fn run(options: Options) -> AppExit {
 }
 
 fn window_app(options: Options) -> App {
+    window_app_with(options, false)
+}
+
+/// The window app; `exact` (a render) makes the window exactly `options.size` pixels whatever
+/// the screen's scale, and draws frames as fast as it can rather than at the screen's rate.
+fn window_app_with(options: Options, exact: bool) -> App {
     let mut app = App::new();
     let title = format!("Kafkascope: {}", options.scenario.name);
+    let mut resolution = WindowResolution::new(options.size.0, options.size.1);
+    if exact {
+        resolution = resolution.with_scale_factor_override(1.0);
+    }
     app.add_plugins(
         DefaultPlugins
             .set(WindowPlugin {
                 primary_window: Some(Window {
                     title,
-                    resolution: WindowResolution::new(options.size.0, options.size.1),
+                    resolution,
+                    present_mode: if exact {
+                        bevy::window::PresentMode::AutoNoVsync
+                    } else {
+                        default()
+                    },
                     canvas: Some("#kafkascope".into()),
                     fit_canvas_to_parent: true,
                     ..default()

@@ -57,6 +57,9 @@ pub struct Playback {
     /// Advance as if every frame took this long (the frame benchmark: the work of a 60 fps
     /// frame, whatever the renderer here manages).
     pub fixed_frame_ms: Option<f64>,
+    /// Run this frame to exactly this instant instead, fraction and all (a render: frame k of a
+    /// beat shows k/fps of its wall time, computed from k rather than summed, so none drifts).
+    pub frame_target_ms: Option<f64>,
     /// Pause on reaching this instant (a tour's beat ends there).
     pub stop_ms: Option<u64>,
     /// Play goes on past the scenario's `duration_ms` (the sandbox; a tour's run ends there).
@@ -277,6 +280,7 @@ fn setup(mut commands: Commands, options: Res<Options>) {
         speed: options.speed.clamp(MIN_SPEED, MAX_SPEED),
         carry_ms: 0.0,
         fixed_frame_ms: None,
+        frame_target_ms: None,
         stop_ms: None,
         open_ended: true,
         halted: None,
@@ -513,10 +517,21 @@ pub fn play(model: &mut Model, playback: &mut Playback, frame_ms: f64) {
         .filter(|s| *s > model.sim.now_ms())
         .unwrap_or(u64::MAX)
         .min(scenario_end);
-    let owed = (playback.carry_ms + frame_ms * playback.speed).min(MAX_MS_PER_FRAME);
-    let whole = owed.floor();
-    playback.carry_ms = owed - whole;
-    let target = (model.sim.now_ms() + whole as u64).min(end);
+    let now = model.sim.now_ms();
+    let target = match playback.frame_target_ms.take() {
+        Some(at) if at >= now as f64 => {
+            playback.carry_ms = at.fract();
+            at.floor() as u64
+        }
+        Some(_) => now,
+        None => {
+            let owed = (playback.carry_ms + frame_ms * playback.speed).min(MAX_MS_PER_FRAME);
+            let whole = owed.floor();
+            playback.carry_ms = owed - whole;
+            now + whole as u64
+        }
+    }
+    .min(end);
     model.sim.run_until(target);
     if target >= end {
         playback.paused = true;

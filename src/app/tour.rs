@@ -97,7 +97,7 @@ pub(super) fn plugin(app: &mut App) {
 }
 
 /// Sets the playback for a cue.
-fn cue(playback: &mut Playback, controls: &mut MessageWriter<Control>, cue: Cue) {
+pub(super) fn cue(playback: &mut Playback, controls: &mut MessageWriter<Control>, cue: Cue) {
     controls.write(Control::Seek(cue.at_ms));
     playback.speed = cue.speed;
     playback.stop_ms = Some(cue.stop_ms);

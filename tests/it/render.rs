@@ -336,6 +336,140 @@ fn the_app_plays_live_and_reports_its_frame_times() {
     );
 }
 
+/// `kafkascope render` into a fresh folder; the folder.
+fn render(prefix: &[String], tag: &str, args: &[&str]) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("kafkascope-render-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let result = app(prefix)
+        .arg("render")
+        .args(args)
+        .arg("--out")
+        .arg(&dir)
+        .output()
+        .expect("the app runs");
+    assert!(
+        result.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&result.stdout),
+        String::from_utf8_lossy(&result.stderr)
+    );
+    dir
+}
+
+/// The files of a folder, by name, with their bytes.
+fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .expect("the folder was written")
+        .map(|e| {
+            let path = e.expect("an entry").path();
+            let name = path.file_name().unwrap().to_string_lossy().to_string();
+            (name, std::fs::read(&path).expect("a frame"))
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// Frames a stretch of a beat takes: a frame per 1/fps of its wall time at the beat's speed,
+/// the last one reaching its end.
+fn frames_for(span_ms: u64, speed: f64, fps: u32) -> usize {
+    (span_ms as f64 * f64::from(fps) / (1000.0 * speed) - 1e-9).ceil() as usize
+}
+
+#[test]
+fn a_rendered_beat_is_the_same_bytes_every_time_a_frame_per_fps_of_its_span() {
+    let Some(prefix) = display() else { return };
+    let (tour, _) = kafkascope::tour::Tour::built_in("walkthrough").expect("built in");
+    let beat = &tour.beats[1];
+    let args = [
+        "walkthrough",
+        "--beat",
+        "2",
+        "--fps",
+        "5",
+        "--size",
+        "640x360",
+    ];
+    let first_dir = render(&prefix, "a", &args);
+    let first = files(&first_dir.join("beat-02"));
+    let again_dir = render(&prefix, "b", &args);
+    let again = files(&again_dir.join("beat-02"));
+    // Beat 2 plays 2 ms at 1/1000: two seconds, ten frames at 5 fps.
+    let want = frames_for(beat.to_ms - beat.from_ms, beat.speed, 5);
+    assert_eq!(want, 10);
+    assert_eq!(first.len(), want);
+    assert_eq!(first[0].0, "00001.png");
+    assert_eq!(first[want - 1].0, format!("{want:05}.png"));
+    let hash = |b: &[u8]| {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        b.hash(&mut h);
+        h.finish()
+    };
+    for ((name, a), (_, b)) in first.iter().zip(&again) {
+        assert_eq!(hash(a), hash(b), "{name} differs between two renders");
+    }
+    // The record moves: the beat's frames are not all one picture.
+    assert_ne!(hash(&first[0].1), hash(&first[want - 1].1));
+    // A re-render into the same folder replaces the frames, leaving none of a longer one.
+    std::fs::write(again_dir.join("beat-02/00099.png"), b"stale").unwrap();
+    let result = app(&prefix)
+        .args([
+            "render",
+            "walkthrough",
+            "--beat",
+            "2",
+            "--fps",
+            "2",
+            "--size",
+            "640x360",
+        ])
+        .arg("--out")
+        .arg(&again_dir)
+        .output()
+        .expect("the app runs");
+    assert!(result.status.success());
+    assert_eq!(
+        files(&again_dir.join("beat-02")).len(),
+        frames_for(2, 0.001, 2)
+    );
+    for dir in [first_dir, again_dir] {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+#[test]
+fn a_rendered_hold_adds_its_frames_and_the_beat_goes_on() {
+    let Some(prefix) = display() else { return };
+    let (tour, _) = kafkascope::tour::Tour::built_in("walkthrough").expect("built in");
+    let tour = tour.with_holds().expect("the walkthrough's holds");
+    // Beat 5 holds at the fencing, then plays on to its end.
+    let (beat, holds) = (&tour.beats[4], tour.holds_of(4));
+    assert_eq!(holds.len(), 1);
+    let hold = holds[0].at_ms;
+    let dir = render(
+        &prefix,
+        "hold",
+        &[
+            "walkthrough",
+            "--beat",
+            "5",
+            "--fps",
+            "2",
+            "--size",
+            "640x360",
+            "--hold-s",
+            "1.5",
+        ],
+    );
+    let frames = files(&dir.join("beat-05"));
+    let want = frames_for(hold - beat.from_ms, beat.speed, 2)
+        + 3
+        + frames_for(beat.to_ms - hold, beat.speed, 2);
+    assert_eq!(frames.len(), want);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 // What a person sees, measured on the pixels at the places the shot says it drew things
 // (`shot --places`): contrast as WCAG 2 computes it, sizes in the picture's pixels.
 

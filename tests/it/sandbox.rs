@@ -346,6 +346,7 @@ fn sandbox_playback(speed: f64) -> Playback {
         speed,
         carry_ms: 0.0,
         fixed_frame_ms: None,
+        frame_target_ms: None,
         stop_ms: None,
         open_ended: true,
         halted: None,
