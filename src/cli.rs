@@ -119,6 +119,13 @@ enum Command {
         /// run, headless, instead of opening the window.
         #[arg(long, conflicts_with_all = ["json", "table"])]
         check: bool,
+        /// Open the presenter view beside the stage: the beat's notes, the next beat, the time
+        /// (S opens and closes it in the window).
+        #[arg(long, conflicts_with_all = ["json", "table", "check"])]
+        presenter: bool,
+        /// The talk's length, for the presenter view's countdown.
+        #[arg(long, value_name = "MINUTES", value_parser = clap::value_parser!(u32).range(1..=600))]
+        minutes: Option<u32>,
         #[command(flatten)]
         look: Look,
     },
@@ -198,6 +205,15 @@ enum Command {
         /// "kafka-consumer-groups.sh --describe --group fulfilment").
         #[arg(long, value_name = "COMMAND")]
         terminal: Option<String>,
+        /// Press these keys first, as a speaker's clicker would, each once the playback rests
+        /// (a beat ended or held): for example Right,Right,Left or 3,Enter. The picture is of
+        /// where they lead.
+        #[arg(long, value_name = "KEY,...", value_parser = parse_keys)]
+        keys: Option<Keys>,
+        /// With a tour: the presenter view opens beside the stage (--places then has its
+        /// texts too).
+        #[arg(long)]
+        presenter: bool,
         #[command(flatten)]
         look: Look,
     },
@@ -279,6 +295,14 @@ struct RenderArgs {
     /// The folder to write into (made if missing); a beat's earlier frames there are replaced.
     #[arg(long, value_name = "DIR")]
     out: std::path::PathBuf,
+}
+
+/// `shot --keys`: one value, the keys in order.
+#[derive(Debug, Clone)]
+struct Keys(Vec<bevy::input::keyboard::KeyCode>);
+
+fn parse_keys(s: &str) -> Result<Keys, String> {
+    options::parse_keys(s).map(Keys)
 }
 
 fn parse_hold_s(s: &str) -> Result<f64, String> {
@@ -574,6 +598,8 @@ fn run(cli: Cli) -> Result<(), String> {
             json,
             table,
             check,
+            presenter,
+            minutes,
             look,
         }) => {
             let (tour, scenario, beat) = load_tour(&name, beat)?;
@@ -606,6 +632,8 @@ fn run(cli: Cli) -> Result<(), String> {
             check_display()?;
             let mut options = crate::app::Options::tour(tour, scenario, beat, false);
             look.apply(&mut options);
+            options.presenter = presenter;
+            options.minutes = minutes;
             exit_status(crate::app::run(options))
         }
         Some(Command::View {
@@ -631,6 +659,8 @@ fn run(cli: Cli) -> Result<(), String> {
             places,
             click,
             terminal,
+            keys,
+            presenter,
             look,
         }) => {
             let mut options = match (beat, at_ms) {
@@ -691,6 +721,8 @@ fn run(cli: Cli) -> Result<(), String> {
             options.places = places;
             options.click = click;
             options.terminal = terminal;
+            options.keys = keys.map(|k| k.0).unwrap_or_default();
+            options.presenter = presenter;
             exit_status(crate::app::run(options))?;
             if !out.is_file() {
                 return Err(format!("{} was not written", out.display()));

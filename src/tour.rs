@@ -376,7 +376,18 @@ impl Tour {
     /// Reads and checks a tour: its scenario must load, and every beat must fit it.
     /// A lab's scenario is its first run's.
     pub fn parse(source: &str, origin: &str) -> Result<(Tour, Scenario), ScenarioError> {
-        let tour: Tour = parse_ron(source, origin)?;
+        let mut tour: Tour = parse_ron(source, origin)?;
+        // A scenario file named beside the tour's own file is that one, wherever the tour is
+        // opened from (a talk saved from the sandbox sits beside its run).
+        #[cfg(not(target_arch = "wasm32"))]
+        if let Some(beside) = std::path::Path::new(origin)
+            .parent()
+            .filter(|dir| !dir.as_os_str().is_empty())
+            .map(|dir| dir.join(&tour.scenario))
+            .filter(|path| path.is_file())
+        {
+            tour.scenario = beside.display().to_string();
+        }
         let bad = |field: String, message: String| ScenarioError::Invalid {
             origin: origin.to_string(),
             field,

@@ -11,6 +11,7 @@ use super::AppSet;
 use super::painter::to_world;
 use super::playback::DEFAULT_AREA;
 use super::playback::{Shown, TwinShown};
+use super::presenter::PreviewShown;
 use super::tour::TourPlay;
 use crate::view::tour::{framed_parts, view_of};
 
@@ -50,10 +51,30 @@ pub struct SceneCamera;
 #[derive(Component)]
 pub struct TwinCamera;
 
+/// The presenter view's thumbnail camera: the next beat's first frame, whole, drawn into an
+/// image the presenter window shows. Inactive without a preview.
+#[derive(Component)]
+pub struct PreviewCamera;
+
+/// A preview camera drawing into `image`.
+pub(super) fn preview_camera(image: Handle<Image>) -> impl Bundle {
+    let whole = Rect::from_corners(Vec2::ZERO, DEFAULT_AREA);
+    (
+        PreviewCamera,
+        framing_camera(whole),
+        Camera {
+            order: -1,
+            is_active: false,
+            ..default()
+        },
+        bevy::camera::RenderTarget::Image(image.into()),
+    )
+}
+
 pub(super) fn plugin(app: &mut App) {
     app.add_systems(Startup, spawn_cameras).add_systems(
         Update,
-        (frame, frame_twin, apply)
+        (frame, frame_twin, frame_preview, apply)
             .chain()
             .in_set(AppSet::Scene)
             .after(super::annotations::marks_of_beat)
@@ -129,6 +150,29 @@ fn frame_twin(
         };
         let shot = options.shot.is_some();
         move_to(&mut commands, e, &mut framing, to, shown, shot);
+    }
+}
+
+/// The preview shows its whole layout, snapped: it is a still of a beat's start.
+fn frame_preview(
+    preview: Option<Res<PreviewShown>>,
+    mut cameras: Query<(&mut Framing, &mut Camera), With<PreviewCamera>>,
+) {
+    for (mut framing, mut camera) in &mut cameras {
+        if camera.is_active != preview.is_some() {
+            camera.is_active = preview.is_some();
+        }
+        let Some(shown) = preview.as_deref() else {
+            continue;
+        };
+        let to = view_of(None, &[], &shown.layout, false);
+        if framing.rect != to {
+            *framing = Framing {
+                rect: to,
+                target: to,
+                layout: Some(shown.layout_version),
+            };
+        }
     }
 }
 

@@ -26,17 +26,18 @@ pub(super) fn plugin(app: &mut App) {
         );
 }
 
-const DIGITS: [(KeyCode, KeyCode); 10] = [
-    (KeyCode::Digit0, KeyCode::Numpad0),
-    (KeyCode::Digit1, KeyCode::Numpad1),
-    (KeyCode::Digit2, KeyCode::Numpad2),
-    (KeyCode::Digit3, KeyCode::Numpad3),
-    (KeyCode::Digit4, KeyCode::Numpad4),
-    (KeyCode::Digit5, KeyCode::Numpad5),
-    (KeyCode::Digit6, KeyCode::Numpad6),
-    (KeyCode::Digit7, KeyCode::Numpad7),
-    (KeyCode::Digit8, KeyCode::Numpad8),
-    (KeyCode::Digit9, KeyCode::Numpad9),
+/// The keypad's digits, 0 to 9, beside the digit row's (`options::DIGIT_KEYS`).
+const NUMPAD: [KeyCode; 10] = [
+    KeyCode::Numpad0,
+    KeyCode::Numpad1,
+    KeyCode::Numpad2,
+    KeyCode::Numpad3,
+    KeyCode::Numpad4,
+    KeyCode::Numpad5,
+    KeyCode::Numpad6,
+    KeyCode::Numpad7,
+    KeyCode::Numpad8,
+    KeyCode::Numpad9,
 ];
 
 fn keys(
@@ -62,7 +63,7 @@ fn keys(
         clicker.entry.clear();
         return;
     };
-    for (d, (digit, numpad)) in (0u8..).zip(DIGITS) {
+    for (d, (digit, numpad)) in (0u8..).zip(super::options::DIGIT_KEYS.into_iter().zip(NUMPAD)) {
         if keys.any_just_pressed([digit, numpad]) {
             clicker.entry.digit(d);
         }

@@ -19,6 +19,7 @@ pub mod options;
 mod overlay;
 mod painter;
 mod playback;
+mod presenter;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod render;
 mod scene;
@@ -70,6 +71,7 @@ pub fn plugin(app: &mut App) {
         terminal::plugin,
         why_notes::plugin,
         clicker::plugin,
+        presenter::plugin,
     ));
     #[cfg(target_arch = "wasm32")]
     app.add_plugins(web_page::plugin);
@@ -96,6 +98,8 @@ fn window_app_with(options: Options, exact: bool) -> App {
     app.add_plugins(
         DefaultPlugins
             .set(WindowPlugin {
+                // The presenter's window may close; the stage's ends the app.
+                exit_condition: bevy::window::ExitCondition::OnPrimaryClosed,
                 primary_window: Some(Window {
                     title,
                     resolution,

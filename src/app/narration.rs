@@ -104,6 +104,10 @@ fn stage(
             });
         },
     );
+    // With the presenter view open, the speaker reads the rest there.
+    if tour.presenter {
+        return;
+    }
     let line = match tour.place.hold(t) {
         Some(hold) => RichText::new(format!("{}. Next to go on.", hold.why))
             .strong()

@@ -34,6 +34,13 @@ pub struct Options {
     pub click: Option<(f32, f32)>,
     /// With a shot: the Terminal panel open on this command line.
     pub terminal: Option<String>,
+    /// With a shot: keys pressed one after another, each once the playback has come to rest
+    /// (a beat ended or held), as a speaker's clicker does; the shot is of where they lead.
+    pub keys: Vec<KeyCode>,
+    /// A tour opens with the presenter view beside the stage.
+    pub presenter: bool,
+    /// The talk's length, for the presenter view's countdown.
+    pub minutes: Option<u32>,
 }
 
 /// A tour and where it opens.
@@ -68,6 +75,9 @@ impl Options {
             talk: false,
             click: None,
             terminal: None,
+            keys: Vec::new(),
+            presenter: false,
+            minutes: None,
         }
     }
 
@@ -125,6 +135,82 @@ pub fn parse_beat(tour: &Tour, s: &str) -> Result<usize, String> {
         .map_err(|_| format!("{s:?}: expected a beat number from 1"))?;
     tour.beat_index(n)
 }
+
+/// Keys by the names the clicker's are known by: `Right,Right,Left`, `3,Enter`, `B`.
+pub fn parse_keys(s: &str) -> Result<Vec<KeyCode>, String> {
+    s.split(',')
+        .map(|name| {
+            let name = name.trim();
+            let key = match name {
+                "Right" => KeyCode::ArrowRight,
+                "Left" => KeyCode::ArrowLeft,
+                "PageDown" => KeyCode::PageDown,
+                "PageUp" => KeyCode::PageUp,
+                "Space" => KeyCode::Space,
+                "Enter" => KeyCode::Enter,
+                "Home" => KeyCode::Home,
+                "End" => KeyCode::End,
+                "Escape" => KeyCode::Escape,
+                "Backspace" => KeyCode::Backspace,
+                "Period" => KeyCode::Period,
+                _ => match name.as_bytes() {
+                    [d @ b'0'..=b'9'] => DIGIT_KEYS[usize::from(d - b'0')],
+                    [c @ b'A'..=b'Z'] => LETTER_KEYS[usize::from(c - b'A')],
+                    _ => {
+                        return Err(format!(
+                            "{name:?}: expected Right, Left, PageDown, PageUp, Space, Enter, \
+                             Home, End, Escape, Backspace, Period, a digit or a capital letter"
+                        ));
+                    }
+                },
+            };
+            Ok(key)
+        })
+        .collect()
+}
+
+/// The digit row's keys, 0 to 9.
+pub(super) const DIGIT_KEYS: [KeyCode; 10] = [
+    KeyCode::Digit0,
+    KeyCode::Digit1,
+    KeyCode::Digit2,
+    KeyCode::Digit3,
+    KeyCode::Digit4,
+    KeyCode::Digit5,
+    KeyCode::Digit6,
+    KeyCode::Digit7,
+    KeyCode::Digit8,
+    KeyCode::Digit9,
+];
+
+const LETTER_KEYS: [KeyCode; 26] = [
+    KeyCode::KeyA,
+    KeyCode::KeyB,
+    KeyCode::KeyC,
+    KeyCode::KeyD,
+    KeyCode::KeyE,
+    KeyCode::KeyF,
+    KeyCode::KeyG,
+    KeyCode::KeyH,
+    KeyCode::KeyI,
+    KeyCode::KeyJ,
+    KeyCode::KeyK,
+    KeyCode::KeyL,
+    KeyCode::KeyM,
+    KeyCode::KeyN,
+    KeyCode::KeyO,
+    KeyCode::KeyP,
+    KeyCode::KeyQ,
+    KeyCode::KeyR,
+    KeyCode::KeyS,
+    KeyCode::KeyT,
+    KeyCode::KeyU,
+    KeyCode::KeyV,
+    KeyCode::KeyW,
+    KeyCode::KeyX,
+    KeyCode::KeyY,
+    KeyCode::KeyZ,
+];
 
 /// The slowest the playback goes: a millisecond's messages take a second to cross a link.
 pub const MIN_SPEED: f64 = 0.001;

@@ -46,13 +46,25 @@ pub(super) fn plugin(app: &mut App) {
         .add_systems(EguiPrimaryContextPass, overlay.in_set(OverlaySystems));
 }
 
+/// The scene's cameras on stage (not the presenter's, nor its thumbnail's): the panels leave
+/// them their viewports.
+type SceneCameras<'w, 's> = Query<
+    'w,
+    's,
+    (&'static mut Camera, Has<super::camera::TwinCamera>),
+    Or<(
+        With<super::camera::SceneCamera>,
+        With<super::camera::TwinCamera>,
+    )>,
+>;
+
 /// The overlay's system, for ordering against it.
 #[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct OverlaySystems;
 
 /// egui draws with its own camera, above the scene, so that the scene's camera can be fitted to
 /// the space the panels leave.
-fn spawn_ui_camera(mut commands: Commands, mut settings: ResMut<EguiGlobalSettings>) {
+pub(super) fn spawn_ui_camera(mut commands: Commands, mut settings: ResMut<EguiGlobalSettings>) {
     settings.auto_create_primary_context = false;
     commands.spawn((
         PrimaryEguiContext,
@@ -98,7 +110,7 @@ fn overlay(
     mut state: ResMut<UiState>,
     tour: Option<Res<TourPlay>>,
     mut following: ResMut<Following>,
-    mut camera: Query<(&mut Camera, Has<super::camera::TwinCamera>), Without<PrimaryEguiContext>>,
+    mut camera: SceneCameras,
     twins: (
         Option<Res<super::playback::Twin>>,
         Option<Res<super::playback::TwinShown>>,
@@ -220,7 +232,7 @@ fn overlay(
         }
         Some(tour) => {
             use super::narration::Shape;
-            let shape = if talk && !tour.whole_text {
+            let shape = if tour.presenter || (talk && !tour.whole_text) {
                 Shape::Stage
             } else if talk || narrow {
                 Shape::Narrow
@@ -879,10 +891,10 @@ fn scenario_picker(
                 "" => format!("{}-sandbox.ron", model.scenario.name),
                 path => path.to_string(),
             };
-            match save_new(&wanted, &text) {
+            match crate::save::save_new(std::path::Path::new(&wanted), &text) {
                 Ok(path) => {
                     state.load_error = None;
-                    state.saved = Some(format!("saved to {path}"));
+                    state.saved = Some(format!("saved to {}", path.display()));
                 }
                 Err(e) => {
                     state.saved = None;
@@ -936,40 +948,6 @@ fn scenario_picker(
             }
         }
     }
-}
-
-/// Writes `text` to `wanted`, or, when a file of that name exists, to the first free
-/// `stem-N.ext` beside it: saving never overwrites what the user has. Returns the path written.
-#[cfg(not(target_arch = "wasm32"))]
-fn save_new(wanted: &str, text: &str) -> std::io::Result<String> {
-    use std::io::Write;
-    let path = std::path::Path::new(wanted);
-    let stem = path
-        .file_stem()
-        .map_or("scenario".into(), |s| s.to_string_lossy());
-    let ext = path
-        .extension()
-        .map_or("ron".into(), |e| e.to_string_lossy());
-    for n in 0..1000 {
-        let candidate = if n == 0 {
-            path.to_path_buf()
-        } else {
-            path.with_file_name(format!("{stem}-{n}.{ext}"))
-        };
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&candidate)
-        {
-            Ok(mut file) => {
-                file.write_all(text.as_bytes())?;
-                return Ok(candidate.display().to_string());
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Err(std::io::Error::other("a thousand files of that name exist"))
 }
 
 /// How near the pointer a timeline mark says what it is, in points.
@@ -1696,6 +1674,7 @@ fn help(ctx: &egui::Context, pointer: &mut Pointer, in_tour: bool) {
                     ("R", "this beat again"),
                     ("K", "pause / play"),
                     ("a number, then Enter", "go to that beat"),
+                    ("S", "the presenter view: notes, next beat, time"),
                     ("click the timeline", "go to that beat"),
                 ];
                 let sandbox_keys = [
@@ -1743,25 +1722,5 @@ fn help(ctx: &egui::Context, pointer: &mut Pointer, in_tour: bool) {
         });
     if !open {
         pointer.show_help = false;
-    }
-}
-
-#[cfg(all(test, not(target_arch = "wasm32")))]
-mod save_tests {
-    use super::save_new;
-
-    #[test]
-    fn saving_never_overwrites_a_file() {
-        let dir = std::env::temp_dir().join(format!("kafkascope-save-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let wanted = dir.join("run.ron");
-        std::fs::write(&wanted, "mine").unwrap();
-        let first = save_new(wanted.to_str().unwrap(), "(name: \"a\")").unwrap();
-        let second = save_new(wanted.to_str().unwrap(), "(name: \"b\")").unwrap();
-        assert!(first.ends_with("run-1.ron"), "{first}");
-        assert!(second.ends_with("run-2.ron"), "{second}");
-        assert_eq!(std::fs::read_to_string(&wanted).unwrap(), "mine");
-        assert_eq!(std::fs::read_to_string(&first).unwrap(), "(name: \"a\")");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

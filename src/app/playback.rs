@@ -172,10 +172,15 @@ impl Shown {
 
     /// A side-by-side's second run, looking as `main` does, in the same area.
     pub fn beside(snapshot: Snapshot, main: &Shown) -> Self {
+        Shown::placed(snapshot, main, TWIN_ORIGIN, main.area)
+    }
+
+    /// Another run's picture looking as `main` does, laid out at `origin` in `area`.
+    pub fn placed(snapshot: Snapshot, main: &Shown, origin: Vec2, area: Vec2) -> Self {
         let mut shown = Shown::new(snapshot, main.theme, main.text_scale);
         shown.look_like(main);
-        shown.origin = TWIN_ORIGIN;
-        shown.area = main.area;
+        shown.origin = origin;
+        shown.area = area;
         shown.relayout();
         shown
     }

@@ -14,6 +14,7 @@ use bevy_tweening::{Tween, TweenAnim};
 use super::AppSet;
 use super::painter::{Paint, to_world};
 use super::playback::{Shown, TwinShown};
+use super::presenter::PreviewShown;
 use crate::sim::network::{Node, WireState};
 use crate::view::layout::{BROKER_HEADER, Layout, MEMBER_ROW, MEMBERS_TOP, text};
 use crate::view::log_strip::{Cell, StripPlace, beyond, epoch_starts, strip};
@@ -39,6 +40,13 @@ impl Side for Shown {
 }
 
 impl Side for TwinShown {
+    fn shown(&self) -> &Shown {
+        &self.0
+    }
+    const FOLLOWS: bool = false;
+}
+
+impl Side for PreviewShown {
     fn shown(&self) -> &Shown {
         &self.0
     }
@@ -110,6 +118,7 @@ impl<S: Side> Default for Built<S> {
 pub(super) fn plugin(app: &mut App) {
     app.init_resource::<Built<Shown>>()
         .init_resource::<Built<TwinShown>>()
+        .init_resource::<Built<PreviewShown>>()
         .add_systems(
             Update,
             (
@@ -123,18 +132,26 @@ pub(super) fn plugin(app: &mut App) {
                 )
                     .chain()
                     .run_if(resource_exists::<TwinShown>),
-                clear_twin.run_if(resource_removed::<TwinShown>),
+                clear_side::<TwinShown>.run_if(resource_removed::<TwinShown>),
+                (
+                    rebuild::<PreviewShown>,
+                    animate_state::<PreviewShown>,
+                    paint_scene::<PreviewShown>,
+                )
+                    .chain()
+                    .run_if(resource_exists::<PreviewShown>),
+                clear_side::<PreviewShown>.run_if(resource_removed::<PreviewShown>),
             )
                 .chain()
                 .in_set(AppSet::Scene),
         );
 }
 
-/// A side-by-side ended: its second run's sprites go.
-fn clear_twin(
+/// A side-by-side ended, or the presenter's preview closed: that side's sprites go.
+fn clear_side<S: Side>(
     mut commands: Commands,
-    mut built: ResMut<Built<TwinShown>>,
-    items: Query<Entity, With<SceneItem<TwinShown>>>,
+    mut built: ResMut<Built<S>>,
+    items: Query<Entity, With<SceneItem<S>>>,
 ) {
     for e in &items {
         commands.entity(e).despawn();

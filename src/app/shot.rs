@@ -27,7 +27,25 @@ use crate::view::log_strip::{Cell, StripPlace, strip};
 const SETTLE_FRAMES: u32 = 20;
 
 pub(super) fn plugin(app: &mut App) {
+    // A shot driven by keys waits for beats to play: each frame is a quarter second of wall
+    // time, whatever the renderer here manages, so it takes the same steps every time.
+    if app
+        .world()
+        .get_resource::<Options>()
+        .is_some_and(|o| o.shot.is_some() && !o.keys.is_empty())
+    {
+        app.insert_resource(bevy::time::TimeUpdateStrategy::ManualDuration(
+            std::time::Duration::from_millis(250),
+        ));
+    }
     app.init_resource::<PanelTexts>()
+        .init_resource::<Script>()
+        .add_systems(
+            PreUpdate,
+            press_keys
+                .after(bevy::input::InputSystems)
+                .run_if(|o: Res<Options>| o.shot.is_some() && !o.keys.is_empty()),
+        )
         .add_systems(
             PostUpdate,
             read_panel_texts
@@ -62,6 +80,54 @@ fn click(
     }
 }
 
+/// Where a shot's `--keys` are: the next to press, the one held down this frame, and the
+/// frames the playback has rested (paused) since.
+#[derive(Resource, Default)]
+struct Script {
+    next: usize,
+    down: Option<KeyCode>,
+    rest: u32,
+}
+
+/// Frames the playback rests before the next key (and before the picture): the scene has
+/// settled and the camera has arrived by then.
+const REST_FRAMES: u32 = 12;
+
+impl Script {
+    /// Every key pressed, and the playback at rest long enough for the picture.
+    fn done(&self, keys: usize) -> bool {
+        self.next == keys && self.down.is_none() && self.rest >= REST_FRAMES
+    }
+}
+
+/// Presses a shot's keys through the input the window reads, each once the playback has come
+/// to rest (a beat ended or held), as a speaker does.
+fn press_keys(
+    options: Res<Options>,
+    mut frames: Local<u32>,
+    mut script: ResMut<Script>,
+    playback: Res<super::Playback>,
+    mut keys: ResMut<ButtonInput<KeyCode>>,
+) {
+    *frames += 1;
+    if *frames < SETTLE_FRAMES {
+        return;
+    }
+    if let Some(key) = script.down.take() {
+        keys.release(key);
+        script.rest = 0;
+        return;
+    }
+    script.rest = if playback.paused { script.rest + 1 } else { 0 };
+    if script.rest >= REST_FRAMES
+        && let Some(&key) = options.keys.get(script.next)
+    {
+        keys.press(key);
+        script.down = Some(key);
+        script.next += 1;
+    }
+}
+
 /// The texts the panels (egui) painted last frame, kept for `--places`.
 #[derive(Resource, Default)]
 struct PanelTexts(Vec<PanelText>);
@@ -69,6 +135,8 @@ struct PanelTexts(Vec<PanelText>);
 /// A text of the panels: the narration, the headings, a lab's table.
 #[derive(Serialize, Clone)]
 struct PanelText {
+    /// The window it is in: `stage`, or `presenter`.
+    window: &'static str,
     /// What it shows, a line per row; an elided text ends with its ellipsis.
     text: String,
     /// The font's size in the picture's pixels.
@@ -81,30 +149,42 @@ struct PanelText {
 /// Reads the texts out of egui's shapes before they are turned into meshes.
 fn read_panel_texts(
     options: Res<Options>,
-    outputs: Query<&bevy_egui::EguiFullOutput>,
+    outputs: Query<(
+        &bevy_egui::EguiFullOutput,
+        Has<super::presenter::PresenterCamera>,
+    )>,
     mut out: ResMut<PanelTexts>,
 ) {
     if options.places.is_none() {
         return;
     }
     out.0.clear();
-    for full in outputs.iter().filter_map(|o| o.0.as_ref()) {
+    for (full, presenter) in &outputs {
+        let Some(full) = full.0.as_ref() else {
+            continue;
+        };
+        let window = if presenter { "presenter" } else { "stage" };
         for clipped in &full.shapes {
             panel_texts(
                 &clipped.shape,
                 clipped.clip_rect,
-                full.pixels_per_point,
+                (full.pixels_per_point, window),
                 &mut out.0,
             );
         }
     }
 }
 
-fn panel_texts(shape: &egui::Shape, clip: egui::Rect, ppp: f32, out: &mut Vec<PanelText>) {
+fn panel_texts(
+    shape: &egui::Shape,
+    clip: egui::Rect,
+    (ppp, window): (f32, &'static str),
+    out: &mut Vec<PanelText>,
+) {
     match shape {
         egui::Shape::Vec(shapes) => {
             for s in shapes {
-                panel_texts(s, clip, ppp, out);
+                panel_texts(s, clip, (ppp, window), out);
             }
         }
         egui::Shape::Text(t) => {
@@ -139,6 +219,7 @@ fn panel_texts(shape: &egui::Shape, clip: egui::Rect, ppp: f32, out: &mut Vec<Pa
             );
             let px = |r: egui::Rect| [r.min.x * ppp, r.min.y * ppp, r.max.x * ppp, r.max.y * ppp];
             out.push(PanelText {
+                window,
                 text,
                 size: g
                     .job
@@ -168,8 +249,22 @@ struct Places {
     callouts: Vec<CalloutPlace>,
     /// The components' boxes: each broker's.
     boxes: Vec<BoxPlace>,
-    /// The panels' texts (the narration, the headings, a lab's table), above the scene.
+    /// The panels' texts (the narration, the headings, a lab's table), above the scene, and
+    /// the presenter view's.
     panel_texts: Vec<PanelText>,
+    /// The instant the model is at, and a tour's place: what the picture is of.
+    now_ms: u64,
+    tour: Option<TourPlace>,
+    /// The model's state there, as `kafkascope run` reports it.
+    report: serde_json::Value,
+}
+
+#[derive(Serialize)]
+struct TourPlace {
+    /// The beat's number, from 1.
+    beat: usize,
+    /// `Ready`, `Playing`, `Held(0)`, `Ended` or `Finished`.
+    stage: String,
 }
 
 #[derive(Serialize)]
@@ -234,22 +329,44 @@ fn take_shot(
         Res<super::annotations::BeatMarks>,
         Res<PanelTexts>,
     ),
-    window: Single<&Window, With<PrimaryWindow>>,
-    cameras: Query<(&Camera, &GlobalTransform)>,
+    (model, tour, script): (
+        Res<super::Model>,
+        Option<Res<super::tour::TourPlay>>,
+        Res<Script>,
+    ),
+    (window, cameras): (Single<&Window, With<PrimaryWindow>>, SceneCamera),
     texts: TextQuery,
 ) {
     let Some(path) = options.shot.clone() else {
         return;
     };
-    *frames += 1;
-    if *frames != SETTLE_FRAMES {
+    // Once: after the settling frames, or where the keys led.
+    if *frames == u32::MAX {
         return;
     }
+    *frames += 1;
+    let due = if options.keys.is_empty() {
+        *frames == SETTLE_FRAMES
+    } else {
+        script.done(options.keys.len())
+    };
+    if !due {
+        return;
+    }
+    *frames = u32::MAX;
     if let Some(places_path) = &options.places {
-        let camera = cameras.iter().find(|(c, _)| c.order == 0);
+        let report = serde_json::from_str(&crate::report::Report::of(&model.sim).to_json())
+            .unwrap_or_default();
+        let camera = cameras.iter().next();
         let written = camera
             .map(|(camera, at)| Places {
                 panel_texts: panel_texts.0.clone(),
+                now_ms: model.sim.now_ms(),
+                tour: tour.as_ref().map(|t| TourPlace {
+                    beat: t.place.beat + 1,
+                    stage: format!("{:?}", t.place.stage),
+                }),
+                report,
                 ..places(&shown, &marks.0, camera, at, window.scale_factor(), &texts)
             })
             .ok_or_else(|| "no scene camera".to_string())
@@ -275,6 +392,10 @@ fn take_shot(
         },
     );
 }
+
+/// The stage's scene camera, whose view the places are measured in.
+type SceneCamera<'w, 's> =
+    Query<'w, 's, (&'static Camera, &'static GlobalTransform), With<super::camera::SceneCamera>>;
 
 type TextQuery<'w, 's> = Query<
     'w,
@@ -438,6 +559,9 @@ fn places(
         callouts,
         boxes,
         panel_texts: Vec::new(),
+        now_ms: 0,
+        tour: None,
+        report: serde_json::Value::Null,
     }
 }
 

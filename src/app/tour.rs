@@ -22,6 +22,9 @@ pub struct TourPlay {
     counting: bool,
     /// The talk preset shows the beat's whole narration, not its title and one line (N).
     pub whole_text: bool,
+    /// The presenter view is open: the speaker has the text there, and the stage shows the
+    /// beat's title only.
+    pub presenter: bool,
 }
 
 impl TourPlay {
@@ -40,6 +43,7 @@ impl TourPlay {
             table: None,
             counting: false,
             whole_text: false,
+            presenter: false,
         }
     }
 }

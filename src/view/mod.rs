@@ -14,6 +14,7 @@ pub mod layout;
 pub mod log_strip;
 pub mod motion;
 pub mod palette;
+pub mod presenter;
 pub mod snapshot;
 pub mod tour;
 pub mod why;

@@ -470,6 +470,110 @@ fn a_rendered_hold_adds_its_frames_and_the_beat_goes_on() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// Text without its spaces and line breaks: egui wraps a text into rows.
+fn squeezed(text: &str) -> String {
+    text.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+#[test]
+fn the_presenter_view_follows_the_clickers_keys_forward_and_back() {
+    let Some(prefix) = display() else { return };
+    let (tour, scenario) = kafkascope::tour::Tour::built_in("walkthrough").expect("built in");
+    let tour = tour.with_holds().expect("its holds");
+    // From beat 1's end, the keys a speaker presses; where each stop must be: the beat, its
+    // stage, and the instant (a beat's end, or its hold).
+    let stops: [(&str, usize, &str, u64); 4] = [
+        ("Right", 2, "Ended", tour.beats[1].to_ms),
+        ("Right,Right,Left", 2, "Ended", tour.beats[1].to_ms),
+        ("Right,Right,Right", 4, "Held(0)", tour.holds_of(3)[0].at_ms),
+        ("5,Enter", 5, "Held(0)", tour.holds_of(4)[0].at_ms),
+    ];
+    for (keys, beat, stage, at_ms) in stops {
+        let dir = std::env::temp_dir();
+        let tag = format!(
+            "{}-presenter-{}",
+            std::process::id(),
+            keys.replace(',', "-")
+        );
+        let (png, json) = (
+            dir.join(format!("{tag}.png")),
+            dir.join(format!("{tag}.json")),
+        );
+        let result = app(&prefix)
+            .args([
+                "shot",
+                "walkthrough",
+                "--beat",
+                "1",
+                "--presenter",
+                "--keys",
+                keys,
+            ])
+            .args(["--size", "1280x720", "--out"])
+            .arg(&png)
+            .arg("--places")
+            .arg(&json)
+            .output()
+            .expect("the app runs");
+        assert!(
+            result.status.success(),
+            "{keys}: {}",
+            String::from_utf8_lossy(&result.stderr)
+        );
+        let places: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).expect("places")).expect("JSON");
+        assert_eq!(places["tour"]["beat"], beat, "{keys}");
+        assert_eq!(places["tour"]["stage"], stage, "{keys}");
+        assert_eq!(places["now_ms"], at_ms, "{keys}");
+        // The model is the run's own state at that instant, as a headless run gives it.
+        let mut sim = kafkascope::sim::Sim::new(&scenario);
+        sim.run_until(at_ms);
+        let want: serde_json::Value =
+            serde_json::from_str(&kafkascope::report::Report::of(&sim).to_json()).unwrap();
+        assert!(
+            places["report"] == want,
+            "{keys}: the window's model is not the run's"
+        );
+        let texts = |window: &str| -> String {
+            places["panel_texts"]
+                .as_array()
+                .expect("panel texts")
+                .iter()
+                .filter(|t| t["window"] == window)
+                .map(|t| squeezed(t["text"].as_str().unwrap_or("")))
+                .collect::<Vec<_>>()
+                .join("|")
+        };
+        let (presenter, stage_texts) = (texts("presenter"), texts("stage"));
+        let b = &tour.beats[beat - 1];
+        // The presenter view shows the beat's notes, where it is, and the next beat.
+        assert!(!b.notes.is_empty());
+        assert!(
+            presenter.contains(&squeezed(&b.notes)),
+            "{keys}: {presenter}"
+        );
+        assert!(
+            presenter.contains(&squeezed(&format!("Beat {beat} of 8"))),
+            "{keys}"
+        );
+        let next = &tour.beats[beat].title;
+        assert!(
+            presenter.contains(&squeezed(next)),
+            "{keys}: next is {next}"
+        );
+        // The stage shows the title only: never the notes, nor the narration.
+        assert!(
+            stage_texts.contains(&squeezed(&b.title)),
+            "{keys}: {stage_texts}"
+        );
+        assert!(!stage_texts.contains(&squeezed(&b.notes)), "{keys}");
+        assert!(!stage_texts.contains(&squeezed(b.stage_line())), "{keys}");
+        for f in [png, json] {
+            let _ = std::fs::remove_file(f);
+        }
+    }
+}
+
 // What a person sees, measured on the pixels at the places the shot says it drew things
 // (`shot --places`): contrast as WCAG 2 computes it, sizes in the picture's pixels.
 

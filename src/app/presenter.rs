@@ -1,0 +1,371 @@
+//! The speaker's presenter view: a second window with the beat's notes, the next beat's title
+//! and a live thumbnail of its first frame, where the talk is, and the time spent and left. It
+//! opens with `--presenter` or S in a tour; the stage window then shows the beat's title only.
+//! Both windows take the clicker's keys (Bevy gathers every window's keys); B and W blank the
+//! stage alone. What it says is `view::presenter`'s, tested headless.
+
+use bevy::camera::RenderTarget;
+use bevy::camera::visibility::RenderLayers;
+use bevy::ecs::schedule::ScheduleLabel;
+use bevy::prelude::*;
+use bevy::render::render_resource::TextureFormat;
+use bevy::window::{WindowRef, WindowResolution};
+use bevy_egui::{EguiContext, EguiSchedule, EguiTextureHandle, EguiUserTextures, egui};
+
+use super::AppSet;
+use super::clicker::Clicker;
+use super::playback::{DEFAULT_AREA, Model, Shown};
+use super::tour::TourPlay;
+use crate::sim::Sim;
+use crate::view::presenter::Sheet;
+use crate::view::snapshot::Snapshot;
+use crate::view::tour::Blank;
+
+/// The presenter window's egui pass.
+#[derive(ScheduleLabel, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PresenterPass;
+
+/// The open presenter view.
+#[derive(Resource)]
+pub struct Presenter {
+    window: Entity,
+    camera: Entity,
+    preview_camera: Entity,
+    thumbnail: egui::TextureId,
+    /// When the talk's clock started, in the app's real time (seconds).
+    started_s: f64,
+}
+
+/// Marks the presenter window's camera, which draws only its egui pass.
+#[derive(Component)]
+pub struct PresenterCamera;
+
+/// The next beat's first frame, for the thumbnail: the scenario's run at the beat's start, laid
+/// out far from the scenes on stage.
+#[derive(Resource, Deref, DerefMut)]
+pub struct PreviewShown(pub Shown);
+
+/// The run the preview is read from, and the beat it is at.
+#[derive(Resource)]
+struct PreviewRun {
+    sim: Sim,
+    beat: usize,
+}
+
+/// Where the preview's scene lies: neither camera on stage ever sees it.
+const PREVIEW_ORIGIN: Vec2 = Vec2::new(0.0, 200_000.0);
+/// The thumbnail's size in pixels: the stage's shape.
+const THUMBNAIL: (u32, u32) = (640, 360);
+
+pub(super) fn plugin(app: &mut App) {
+    app.add_systems(
+        Startup,
+        open_at_start.after(super::overlay::spawn_ui_camera),
+    )
+    .add_systems(Update, (toggle, closed).chain().in_set(AppSet::Input))
+    .add_systems(
+        Update,
+        preview
+            .in_set(AppSet::Model)
+            .after(super::playback::read_model),
+    )
+    .add_systems(PresenterPass, paint);
+}
+
+fn open_at_start(
+    mut commands: Commands,
+    options: Res<super::Options>,
+    images: ResMut<Assets<Image>>,
+    textures: ResMut<EguiUserTextures>,
+    time: Res<Time<Real>>,
+) {
+    if options.presenter && options.tour.is_some() {
+        open(&mut commands, &options, images, textures, &time);
+    }
+}
+
+fn open(
+    commands: &mut Commands,
+    options: &super::Options,
+    mut images: ResMut<Assets<Image>>,
+    mut textures: ResMut<EguiUserTextures>,
+    time: &Time<Real>,
+) {
+    let window = commands
+        .spawn(Window {
+            title: "Kafkascope: presenter".to_string(),
+            resolution: WindowResolution::new(options.size.0, options.size.1),
+            // Beside the stage where the screen has room (a projector is usually a second
+            // screen the stage window is moved to).
+            position: WindowPosition::At(IVec2::new(options.size.0 as i32, 0)),
+            ..default()
+        })
+        .id();
+    let camera = commands
+        .spawn((
+            PresenterCamera,
+            Camera2d,
+            // Apart from the scene's cameras (order 0 and 1, which the pointer and the notes
+            // look for) and the stage's egui (2).
+            Camera {
+                order: 3,
+                ..default()
+            },
+            RenderLayers::none(),
+            RenderTarget::Window(WindowRef::Entity(window)),
+            EguiSchedule::new(PresenterPass),
+        ))
+        .id();
+    let image = images.add(Image::new_target_texture(
+        THUMBNAIL.0,
+        THUMBNAIL.1,
+        TextureFormat::Rgba8UnormSrgb,
+        None,
+    ));
+    let thumbnail = textures.add_image(EguiTextureHandle::Strong(image.clone()));
+    let preview_camera = commands.spawn(super::camera::preview_camera(image)).id();
+    commands.insert_resource(Presenter {
+        window,
+        camera,
+        preview_camera,
+        thumbnail,
+        started_s: time.elapsed_secs_f64(),
+    });
+}
+
+fn close(commands: &mut Commands, presenter: &Presenter) {
+    for e in [presenter.window, presenter.camera, presenter.preview_camera] {
+        if let Ok(mut e) = commands.get_entity(e) {
+            e.despawn();
+        }
+    }
+    commands.remove_resource::<Presenter>();
+    commands.remove_resource::<PreviewShown>();
+    commands.remove_resource::<PreviewRun>();
+}
+
+/// S opens or closes the presenter view, in a tour.
+#[allow(clippy::too_many_arguments)]
+fn toggle(
+    mut commands: Commands,
+    keys: Res<ButtonInput<KeyCode>>,
+    options: Res<super::Options>,
+    presenter: Option<Res<Presenter>>,
+    tour: Option<Res<TourPlay>>,
+    images: ResMut<Assets<Image>>,
+    textures: ResMut<EguiUserTextures>,
+    time: Res<Time<Real>>,
+) {
+    if !keys.just_pressed(KeyCode::KeyS) || tour.is_none() {
+        return;
+    }
+    match presenter {
+        Some(p) => close(&mut commands, &p),
+        None => open(&mut commands, &options, images, textures, &time),
+    }
+}
+
+/// Closing the presenter window (its own close button) closes the view; leaving the tour does
+/// too. The stage knows whether it is open.
+fn closed(
+    mut commands: Commands,
+    presenter: Option<Res<Presenter>>,
+    windows: Query<(), With<Window>>,
+    tour: Option<ResMut<TourPlay>>,
+) {
+    let open = match &presenter {
+        Some(p) if windows.get(p.window).is_err() || tour.is_none() => {
+            close(&mut commands, p);
+            false
+        }
+        Some(_) => true,
+        None => false,
+    };
+    if let Some(mut tour) = tour
+        && tour.presenter != open
+    {
+        tour.presenter = open;
+    }
+}
+
+/// Keeps the preview at the next beat's start: the run is seeked there once per beat.
+fn preview(
+    mut commands: Commands,
+    presenter: Option<Res<Presenter>>,
+    tour: Option<Res<TourPlay>>,
+    model: Res<Model>,
+    shown: Res<Shown>,
+    run: Option<ResMut<PreviewRun>>,
+    preview: Option<ResMut<PreviewShown>>,
+) {
+    let (Some(_), Some(tour)) = (presenter, tour) else {
+        return;
+    };
+    let Some(next) = Sheet::preview_beat(&tour.tour, tour.place) else {
+        if preview.is_some() {
+            commands.remove_resource::<PreviewShown>();
+        }
+        return;
+    };
+    if let (Some(run), Some(mut p)) = (run.as_deref(), preview)
+        && run.beat == next
+    {
+        // The look follows the stage's (a theme or text size changed).
+        if p.theme != shown.theme || p.text_scale != shown.text_scale {
+            p.look_like(&shown);
+            p.relayout();
+        }
+        return;
+    }
+    let at = tour.tour.beats[next].from_ms;
+    let snapshot = match run {
+        Some(mut run) => {
+            run.beat = next;
+            run.sim.seek(at);
+            Snapshot::of(run.sim.world_mut())
+        }
+        None => {
+            let mut sim = Sim::new(&model.scenario);
+            sim.seek(at);
+            let snapshot = Snapshot::of(sim.world_mut());
+            commands.insert_resource(PreviewRun { sim, beat: next });
+            snapshot
+        }
+    };
+    commands.insert_resource(PreviewShown(Shown::placed(
+        snapshot,
+        &shown,
+        PREVIEW_ORIGIN,
+        DEFAULT_AREA,
+    )));
+}
+
+/// Text sizes of the presenter view, in egui points: read at arm's length on a laptop.
+const NOTES: f32 = 26.0;
+const HEADING: f32 = 30.0;
+const SMALL: f32 = 18.0;
+
+fn paint(
+    mut context: Single<&mut EguiContext, With<PresenterCamera>>,
+    presenter: Option<Res<Presenter>>,
+    tour: Option<Res<TourPlay>>,
+    (options, shown, clicker, preview): (
+        Res<super::Options>,
+        Res<Shown>,
+        Res<Clicker>,
+        Option<Res<PreviewShown>>,
+    ),
+    time: Res<Time<Real>>,
+    windows: Query<&Window>,
+) {
+    let (Some(presenter), Some(tour)) = (presenter, tour) else {
+        return;
+    };
+    let elapsed = (time.elapsed_secs_f64() - presenter.started_s).max(0.0) as u64;
+    let sheet = Sheet::of(&tour.tour, tour.place, elapsed, options.minutes);
+    let palette = shown.palette();
+    let ctx = context.get_mut();
+    // The view's layout is made for 720 lines; a larger window enlarges it, with the reader's
+    // text size on top.
+    let height = windows.get(presenter.window).map_or(720.0, |w| w.height());
+    ctx.set_zoom_factor(options.text_scale * (height / 720.0).max(1.0));
+    ctx.set_visuals(match shown.theme {
+        crate::view::palette::Theme::Dark => egui::Visuals::dark(),
+        crate::view::palette::Theme::Light => egui::Visuals::light(),
+    });
+    let colour = |c: bevy::color::Srgba| {
+        let [r, g, b, a] = c.to_u8_array();
+        egui::Color32::from_rgba_unmultiplied(r, g, b, a)
+    };
+    let muted = colour(palette.muted);
+    let mut root = egui::Ui::new(
+        ctx.clone(),
+        "presenter".into(),
+        egui::UiBuilder::new()
+            .layer_id(egui::LayerId::background())
+            .max_rect(ctx.viewport_rect()),
+    );
+    egui::Panel::top("presenter-heading").show(&mut root, |ui| {
+        ui.horizontal(|ui| {
+            ui.label(egui::RichText::new(&sheet.position).size(HEADING).strong());
+            ui.label(egui::RichText::new(&sheet.title).size(HEADING));
+            ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
+                if let Some(countdown) = &sheet.countdown {
+                    let text = egui::RichText::new(countdown).size(HEADING).strong();
+                    ui.label(if sheet.over {
+                        text.color(colour(palette.lost))
+                    } else {
+                        text
+                    });
+                }
+                ui.label(
+                    egui::RichText::new(format!("{} in", sheet.elapsed))
+                        .size(HEADING)
+                        .color(muted),
+                );
+            });
+        });
+        let blank = match clicker.blank {
+            Blank::Shown => String::new(),
+            Blank::Black => " · the stage is black (B shows it)".to_string(),
+            Blank::White => " · the stage is white (W shows it)".to_string(),
+        };
+        ui.add(
+            egui::Label::new(
+                egui::RichText::new(format!("{}{blank}", sheet.stage))
+                    .size(SMALL + 4.0)
+                    .color(colour(palette.produce)),
+            )
+            .wrap(),
+        );
+        ui.add_space(4.0);
+    });
+    let width = ctx.viewport_rect().width();
+    egui::Panel::right("presenter-next")
+        .resizable(false)
+        .exact_size(width * 0.4)
+        .show(&mut root, |ui| {
+            ui.add_space(6.0);
+            ui.add(
+                egui::Label::new(egui::RichText::new(&sheet.next).size(SMALL + 6.0).strong())
+                    .wrap(),
+            );
+            ui.add_space(4.0);
+            let w = ui.available_width();
+            if preview.is_some() {
+                let size = egui::vec2(w, w * THUMBNAIL.1 as f32 / THUMBNAIL.0 as f32);
+                ui.add(egui::Image::new(egui::load::SizedTexture::new(
+                    presenter.thumbnail,
+                    size,
+                )));
+            }
+            ui.add_space(10.0);
+            ui.add(
+                egui::Label::new(
+                    egui::RichText::new(
+                        "Right, PageDown, Space: next · Left, PageUp: previous · a number, \
+                         Enter: that beat · B, W: blank the stage · S: close this view",
+                    )
+                    .size(SMALL)
+                    .color(muted),
+                )
+                .wrap(),
+            );
+        });
+    egui::CentralPanel::default().show(&mut root, |ui| {
+        egui::ScrollArea::vertical()
+            .id_salt("notes")
+            .auto_shrink([false, false])
+            .show(ui, |ui| {
+                ui.add_space(6.0);
+                ui.add(
+                    egui::Label::new(
+                        egui::RichText::new(&sheet.notes)
+                            .size(NOTES)
+                            .color(colour(palette.text)),
+                    )
+                    .wrap(),
+                );
+            });
+    });
+}
