@@ -219,6 +219,7 @@ enum Command {
     },
     /// Render a tour's beats as PNG frames (one per 1/fps of each beat's wall time at its speed),
     /// the same bytes on every run; --gif and --mp4 make clips of them.
+    #[cfg(not(target_arch = "wasm32"))]
     Render(RenderArgs),
     /// Measure the CPU time per frame of the app's own systems (model, scene, overlay), in a
     /// window, at real-time speed or the one given.
@@ -256,6 +257,7 @@ enum Command {
     },
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 #[derive(clap::Args, Debug)]
 #[command(group(clap::ArgGroup::new("which").required(true).args(["beat", "all"])))]
 struct RenderArgs {
@@ -305,6 +307,7 @@ fn parse_keys(s: &str) -> Result<Keys, String> {
     options::parse_keys(s).map(Keys)
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 fn parse_hold_s(s: &str) -> Result<f64, String> {
     s.parse::<f64>()
         .ok()
@@ -453,6 +456,7 @@ macro_rules! outln {
 }
 
 /// `kafkascope render`: the frames, then the clips asked for.
+#[cfg(not(target_arch = "wasm32"))]
 fn render(args: RenderArgs) -> Result<(), String> {
     use crate::app::render::{Job, beat_folder, is_frame, still_path};
     let (tour, scenario, beat) = load_tour(&args.tour, args.beat)?;
@@ -922,6 +926,7 @@ fn run(cli: Cli) -> Result<(), String> {
             );
             Ok(())
         }
+        #[cfg(not(target_arch = "wasm32"))]
         Some(Command::Render(args)) => render(args),
         Some(Command::List) => {
             // One column of names as wide as the longest, so that the descriptions align.

@@ -379,7 +379,6 @@ impl Tour {
         let mut tour: Tour = parse_ron(source, origin)?;
         // A scenario file named beside the tour's own file is that one, wherever the tour is
         // opened from (a talk saved from the sandbox sits beside its run).
-        #[cfg(not(target_arch = "wasm32"))]
         if let Some(beside) = std::path::Path::new(origin)
             .parent()
             .filter(|dir| !dir.as_os_str().is_empty())

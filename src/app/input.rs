@@ -30,6 +30,8 @@ pub struct Pointer {
     pub details_shown: bool,
     /// The Terminal panel (Kafka's tools at the playhead) is open.
     pub terminal: bool,
+    /// The talk panel (beats marked while playing, saved as a tour) is open.
+    pub talk: bool,
 }
 
 pub(super) fn plugin(app: &mut App) {

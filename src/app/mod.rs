@@ -24,6 +24,7 @@ mod presenter;
 pub mod render;
 mod scene;
 mod shot;
+mod talk;
 mod terminal;
 mod tour;
 #[cfg(target_arch = "wasm32")]
@@ -72,6 +73,7 @@ pub fn plugin(app: &mut App) {
         why_notes::plugin,
         clicker::plugin,
         presenter::plugin,
+        talk::plugin,
     ));
     #[cfg(target_arch = "wasm32")]
     app.add_plugins(web_page::plugin);

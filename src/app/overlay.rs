@@ -770,6 +770,11 @@ fn transport(
         {
             pointer.details = Some(details);
         }
+        if tour.is_none() {
+            ui.checkbox(&mut pointer.talk, "talk").on_hover_text(
+                "Make a talk by playing: mark beats as you go, save them as a tour",
+            );
+        }
         ui.checkbox(&mut pointer.terminal, "terminal")
             .on_hover_text("Kafka's tools at the playhead: kafka-topics.sh and kafka-consumer-groups.sh --describe (`)");
         if ui.button("?").on_hover_text("Shortcuts (?)").clicked() {

@@ -445,3 +445,132 @@ fn the_sandbox_plays_on_past_the_end_until_the_memory_cap() {
     play(&mut capped, &mut playback, 1000.0 / 60.0);
     assert!(playback.paused && capped.sim.now_ms() == at);
 }
+
+/// A speaker marks three beats while playing the sandbox (one framing a broker, one following a
+/// record, one with no line, after a broker was crashed live and past the scenario's end), saves
+/// the talk, opens it again as a tour file and plays it through: every beat is the run's own
+/// state at its end, the live action included.
+#[test]
+fn a_talk_marked_in_the_sandbox_saves_reopens_and_plays_through() {
+    use kafkascope::talk::{Draft, Moment};
+    use kafkascope::tour::{Focus, RecordRef, Tour};
+    let scenario = crate::built_in("quickstart");
+    let duration = scenario.duration_ms;
+    let mut model = Model {
+        sim: Sim::new(&scenario),
+        scenario,
+    };
+    let mut playback = sandbox_playback(10.0);
+    let play_to = |model: &mut Model, playback: &mut Playback, at: u64| {
+        while model.sim.now_ms() < at {
+            play(model, playback, 1000.0 / 60.0);
+        }
+    };
+    let events = |model: &Model| -> Vec<kafkascope::sim::Event> {
+        let log = model.sim.world().resource::<kafkascope::sim::EventLog>();
+        log.events.iter().cloned().collect()
+    };
+    let mut draft = Draft::new(0);
+    play_to(&mut model, &mut playback, 8_000);
+    let first_end = model.sim.now_ms();
+    let moment = |model: &Model| Moment {
+        now_ms: model.sim.now_ms(),
+        speed: 10.0,
+        ..Moment::default()
+    };
+    draft
+        .mark(
+            Moment {
+                frame: vec![Focus::Broker(2)],
+                title: "Steady state".into(),
+                line: "Three brokers share the load.".into(),
+                ..moment(&model)
+            },
+            &events(&model),
+        )
+        .expect("a beat from 0 to the playhead");
+    // Marking again at the same instant is refused: the beat would be empty.
+    assert!(draft.mark(moment(&model), &events(&model)).is_err());
+    apply(&Control::Act(Action::CrashBroker(1)), &mut model, None);
+    play_to(&mut model, &mut playback, 30_000);
+    let s = kafkascope::view::snapshot::Snapshot::of(model.sim.world_mut());
+    let p = s
+        .partitions
+        .iter()
+        .find(|p| !p.internal && p.replicas.iter().any(|r| r.log_end_offset > 3))
+        .expect("a partition with records");
+    let record = RecordRef::Offset(p.topic.clone(), p.index, 2);
+    draft
+        .mark(
+            Moment {
+                follow: Some(record.clone()),
+                title: "A broker goes".into(),
+                line: "Broker 1 crashes; the controller moves its leaders.".into(),
+                ..moment(&model)
+            },
+            &events(&model),
+        )
+        .expect("the second beat");
+    play_to(&mut model, &mut playback, duration + 10_000);
+    draft
+        .mark(moment(&model), &events(&model))
+        .expect("the third beat, past the scenario's end");
+    let ends: Vec<u64> = draft.beats.iter().map(|b| b.to_ms).collect();
+    assert_eq!(draft.beats[0].from_ms, 0);
+    assert_eq!(draft.beats[1].from_ms, first_end);
+
+    let dir = std::env::temp_dir().join(format!("kafkascope-talk-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (tour_path, scenario_path) = draft
+        .save(&dir.join("my-talk.ron"), &model.saved())
+        .expect("saved");
+    assert_eq!(scenario_path, dir.join("my-talk-scenario.ron"));
+    // Opened as `kafkascope tour FILE.ron` opens it, from anywhere: its run is found beside it.
+    let (tour, run) = Tour::load(tour_path.to_str().unwrap()).expect("the saved tour loads");
+    assert_eq!(tour.beats.len(), 3);
+    assert_eq!(tour.beats[0].title, "Steady state");
+    assert_eq!(tour.beats[0].frame, vec![Focus::Broker(2)]);
+    assert_eq!(tour.beats[1].highlight, vec![Focus::Record]);
+    assert_eq!(tour.follow, Some(record));
+    assert_eq!(tour.beats[2].title, "Beat 3");
+    // The beat marked without a line says what happened in its span.
+    assert!(
+        tour.beats[2].narration.starts_with("From 30."),
+        "{}",
+        tour.beats[2].narration
+    );
+    assert_eq!(tour.beats.iter().map(|b| b.to_ms).collect::<Vec<_>>(), ends);
+    assert!(run.duration_ms >= ends[2], "the run lasts to the last mark");
+    assert!(
+        run.timeline
+            .iter()
+            .any(|t| t.action == Action::CrashBroker(1)),
+        "the live action is in the saved run"
+    );
+    assert!(
+        kafkascope::view::contract::check(&tour)
+            .expect("checked")
+            .is_empty()
+    );
+    // Played through beat by beat as the window plays a tour (an exact seek to each start,
+    // then on to its end), each beat ends on the sandbox run's own state.
+    let mut played = Sim::new(&run);
+    for b in &tour.beats {
+        played.seek(b.from_ms);
+        played.run_until(b.to_ms);
+        model.sim.seek(b.to_ms);
+        assert_eq!(
+            Report::of(&played).to_json(),
+            Report::of(&model.sim).to_json(),
+            "{} ends elsewhere than the run did",
+            b.title
+        );
+    }
+    played.seek(tour.beats[1].to_ms);
+    assert!(
+        kafkascope::view::follow::resolve(played.world(), tour.follow.as_ref().unwrap()).is_some(),
+        "the followed record is there"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
