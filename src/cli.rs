@@ -31,6 +31,13 @@ struct Look {
     /// Window size in logical pixels, WIDTHxHEIGHT.
     #[arg(long, value_name = "WIDTHxHEIGHT", value_parser = parse_size, default_value = "1600x900")]
     size: (u32, u32),
+    #[command(flatten)]
+    style: Style,
+}
+
+/// How the scene looks, whatever its size.
+#[derive(clap::Args, Debug, Clone)]
+struct Style {
     /// Colour theme: dark for screens, light for projectors.
     #[arg(long, value_parser = options::parse_theme, default_value = "dark")]
     theme: crate::view::palette::Theme,
@@ -48,9 +55,11 @@ impl Default for Look {
     fn default() -> Self {
         Look {
             size: (1600, 900),
-            theme: crate::view::palette::Theme::Dark,
-            text_scale: 1.0,
-            talk: false,
+            style: Style {
+                theme: crate::view::palette::Theme::Dark,
+                text_scale: 1.0,
+                talk: false,
+            },
         }
     }
 }
@@ -58,6 +67,12 @@ impl Default for Look {
 impl Look {
     fn apply(&self, options: &mut crate::app::Options) {
         options.size = self.size;
+        self.style.apply(options);
+    }
+}
+
+impl Style {
+    fn apply(&self, options: &mut crate::app::Options) {
         options.theme = self.theme;
         options.text_scale = self.text_scale;
         options.talk = self.talk;
@@ -275,16 +290,8 @@ struct RenderArgs {
     /// Frame size in pixels, WIDTHxHEIGHT (the projector's).
     #[arg(long, value_name = "WIDTHxHEIGHT", value_parser = parse_size, default_value = "1920x1080")]
     size: (u32, u32),
-    /// Colour theme: dark for screens, light for projectors.
-    #[arg(long, value_parser = options::parse_theme, default_value = "dark")]
-    theme: crate::view::palette::Theme,
-    /// Multiplies every text size (0.75 to 2).
-    #[arg(long, default_value_t = 1.0, value_parser = options::parse_text_scale)]
-    text_scale: f32,
-    /// The talk preset: the light theme, text 1.5 times larger, only the narration and the lag
-    /// monitor.
-    #[arg(long)]
-    talk: bool,
+    #[command(flatten)]
+    style: Style,
     /// Seconds of frames to add where a beat holds (by default a hold adds none).
     #[arg(long, value_name = "S", default_value_t = 0.0, value_parser = parse_hold_s)]
     hold_s: f64,
@@ -486,9 +493,7 @@ fn render(args: RenderArgs) -> Result<(), String> {
     check_display()?;
     let mut options = crate::app::Options::tour(tour, scenario, beats[0], false);
     options.size = args.size;
-    options.theme = args.theme;
-    options.text_scale = args.text_scale;
-    options.talk = args.talk;
+    args.style.apply(&mut options);
     let job = Job {
         beats,
         fps: args.fps,

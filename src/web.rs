@@ -11,6 +11,11 @@
 //! A slide deck that embeds the page moves it by `{kafkascope: {beat: N}}` messages or `#beat=N`
 //! fragments, and the page posts its own beat changes to its parent in the same form.
 //!
+//! `presenter=1` (a tour's) opens the speaker's notes view in place of the stage. Pages of the
+//! same browser keep in step through a `BroadcastChannel`: each posts the steps taken on it as
+//! `{kafkascope: {step: NAME, beat: N}}` and its blanking as `{kafkascope: {blank: NAME}}`, and
+//! takes the others'.
+//!
 //! Reading the address is plain Rust, tested natively; only [`main`] touches the page.
 
 use crate::scenario::Scenario;
@@ -41,6 +46,7 @@ const KNOWN: &[&str] = &[
     "tour",
     "beat",
     "talk",
+    "presenter",
 ];
 
 /// Reads a URL's query (the part after `?`, without the `#` fragment) into what the page opens.
@@ -95,7 +101,7 @@ pub fn parse_query(query: &str) -> Result<Page, String> {
         for key in SCENARIO {
             if get(key).is_some() {
                 return Err(format!(
-                    "{key} is for a scenario; a tour takes beat, theme, text_scale and talk"
+                    "{key} is for a scenario; a tour takes beat, theme, text_scale, talk and presenter"
                 ));
             }
         }
@@ -107,10 +113,13 @@ pub fn parse_query(query: &str) -> Result<Page, String> {
         };
         let mut options = crate::app::Options::tour(tour, scenario, beat, false);
         look(&mut options, &get, &bad, &flag)?;
+        options.presenter = flag("presenter")?;
         return Ok(Page::View(Box::new(options)));
     }
-    if get("beat").is_some() {
-        return Err("beat is a tour's: give tour=NAME too".into());
+    for key in ["beat", "presenter"] {
+        if get(key).is_some() {
+            return Err(format!("{key} is a tour's: give tour=NAME too"));
+        }
     }
     let name = get("scenario").unwrap_or("quickstart");
     let mut scenario = Scenario::built_in(name).map_err(|e| format!("scenario={name:?}: {e}"))?;
@@ -196,6 +205,8 @@ pub struct Link {
     pub paused: bool,
     pub text_scale: f32,
     pub talk: bool,
+    /// The speaker's notes view (a tour's).
+    pub presenter: bool,
 }
 
 impl Link {
@@ -231,7 +242,58 @@ impl Link {
         if self.talk {
             q += "&talk=1";
         }
+        if self.presenter && self.tour.is_some() {
+            q += "&presenter=1";
+        }
         q
+    }
+}
+
+/// A step taken on a page as the other pages of the talk are told it: its name, and the beat
+/// (from 1) for a jump.
+pub fn step_message(step: crate::view::tour::Step) -> (&'static str, Option<usize>) {
+    use crate::view::tour::Step;
+    match step {
+        Step::Next => ("next", None),
+        Step::Previous => ("previous", None),
+        Step::First => ("first", None),
+        Step::Last => ("last", None),
+        Step::Replay => ("replay", None),
+        Step::Go(n) => ("go", Some(n + 1)),
+    }
+}
+
+/// The step another page of the talk took, from its message; anything else is no step.
+pub fn message_step(name: &str, beat: Option<f64>) -> Option<crate::view::tour::Step> {
+    use crate::view::tour::Step;
+    Some(match name {
+        "next" => Step::Next,
+        "previous" => Step::Previous,
+        "first" => Step::First,
+        "last" => Step::Last,
+        "replay" => Step::Replay,
+        "go" => Step::Go(beat.and_then(message_beat)? - 1),
+        _ => return None,
+    })
+}
+
+/// The stage's blanking as the pages of a talk tell it each other.
+pub fn blank_message(blank: crate::view::tour::Blank) -> &'static str {
+    use crate::view::tour::Blank;
+    match blank {
+        Blank::Shown => "shown",
+        Blank::Black => "black",
+        Blank::White => "white",
+    }
+}
+
+pub fn message_blank(name: &str) -> Option<crate::view::tour::Blank> {
+    use crate::view::tour::Blank;
+    match name {
+        "shown" => Some(Blank::Shown),
+        "black" => Some(Blank::Black),
+        "white" => Some(Blank::White),
+        _ => None,
     }
 }
 

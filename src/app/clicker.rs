@@ -22,9 +22,15 @@ pub(super) fn plugin(app: &mut App) {
         .add_systems(Update, keys.in_set(AppSet::Input))
         .add_systems(
             EguiPrimaryContextPass,
-            paint.after(super::overlay::OverlaySystems),
+            paint
+                .in_set(ClickerSystems)
+                .after(super::overlay::OverlaySystems),
         );
 }
+
+/// The clicker's painting (the blank, the beat number typed), for ordering against it.
+#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ClickerSystems;
 
 /// The keypad's digits, 0 to 9, beside the digit row's (`options::DIGIT_KEYS`).
 const NUMPAD: [KeyCode; 10] = [
@@ -85,6 +91,7 @@ fn paint(
     clicker: Res<Clicker>,
     shown: Res<Shown>,
     tour: Option<Res<TourPlay>>,
+    presenter: Option<Res<super::presenter::Presenter>>,
 ) {
     let Ok(ctx) = contexts.ctx_mut() else { return };
     if let Some(typed) = clicker.entry.typed() {
@@ -102,12 +109,17 @@ fn paint(
                             .strong(),
                     );
                     let beats = tour.as_ref().map_or(0, |t| t.tour.beats.len());
-                    ui.label(match clicker.entry.target(beats) {
+                    let hint = match clicker.entry.target(beats) {
                         Some(n) => format!("Enter to go to beat {n} of {beats}, Esc to cancel"),
                         None => format!("There is no such beat (1 to {beats}): Esc to cancel"),
-                    });
+                    };
+                    ui.label(egui::RichText::new(hint).size(16.0 * shown.text_scale));
                 });
             });
+    }
+    // A page showing the speaker's notes is not the stage: it says the stage is blank instead.
+    if presenter.is_some_and(|p| p.in_page()) {
+        return;
     }
     let fill = match clicker.blank {
         Blank::Shown => return,

@@ -117,12 +117,17 @@ fn overlay(
     ),
     window: Single<&Window, With<PrimaryWindow>>,
     options: Res<super::Options>,
-    (mut form, mut terminal, why): (
+    (mut form, mut terminal, why, presenter): (
         ResMut<super::operations::OperationsForm>,
         ResMut<super::terminal::Terminal>,
         Res<super::why_notes::WhyNotes>,
+        Option<Res<super::presenter::Presenter>>,
     ),
 ) -> Result {
+    // The speaker's notes take the page's place (the web): they paint the page.
+    if presenter.is_some_and(|p| p.in_page()) {
+        return Ok(());
+    }
     let ctx = contexts.ctx_mut()?;
     let palette = shown.palette();
     ctx.set_visuals(visuals(shown.theme, &palette));

@@ -2,7 +2,9 @@
 //! and a live thumbnail of its first frame, where the talk is, and the time spent and left. It
 //! opens with `--presenter` or S in a tour; the stage window then shows the beat's title only.
 //! Both windows take the clicker's keys (Bevy gathers every window's keys); B and W blank the
-//! stage alone. What it says is `view::presenter`'s, tested headless.
+//! stage alone. A web page has one window: there the view takes the page's place
+//! (`presenter=1`), and another page showing the stage keeps in step with it (`web_page`).
+//! What it says is `view::presenter`'s, tested headless.
 
 use bevy::camera::RenderTarget;
 use bevy::camera::visibility::RenderLayers;
@@ -10,7 +12,9 @@ use bevy::ecs::schedule::ScheduleLabel;
 use bevy::prelude::*;
 use bevy::render::render_resource::TextureFormat;
 use bevy::window::{WindowRef, WindowResolution};
-use bevy_egui::{EguiContext, EguiSchedule, EguiTextureHandle, EguiUserTextures, egui};
+use bevy_egui::{
+    EguiContext, EguiPrimaryContextPass, EguiSchedule, EguiTextureHandle, EguiUserTextures, egui,
+};
 
 use super::AppSet;
 use super::clicker::Clicker;
@@ -28,13 +32,25 @@ pub struct PresenterPass;
 /// The open presenter view.
 #[derive(Resource)]
 pub struct Presenter {
-    window: Entity,
-    camera: Entity,
+    /// Its own window and camera; none on the web, where it takes the page's place.
+    window: Option<(Entity, Entity)>,
     preview_camera: Entity,
     thumbnail: egui::TextureId,
     /// When the talk's clock started, in the app's real time (seconds).
     started_s: f64,
 }
+
+impl Presenter {
+    /// The view takes the page's place (the web) rather than a window of its own.
+    pub fn in_page(&self) -> bool {
+        self.window.is_none()
+    }
+}
+
+/// A presenter view is open on another page of the same talk (the web): the stage shows the
+/// beat's title only, as it does beside a presenter window.
+#[derive(Resource, Default)]
+pub struct PresenterElsewhere(pub bool);
 
 /// Marks the presenter window's camera, which draws only its egui pass.
 #[derive(Component)]
@@ -69,7 +85,14 @@ pub(super) fn plugin(app: &mut App) {
             .in_set(AppSet::Model)
             .after(super::playback::read_model),
     )
-    .add_systems(PresenterPass, paint);
+    .add_systems(PresenterPass, paint_window)
+    .add_systems(
+        EguiPrimaryContextPass,
+        paint_page
+            .after(super::overlay::OverlaySystems)
+            .after(super::clicker::ClickerSystems),
+    )
+    .init_resource::<PresenterElsewhere>();
 }
 
 fn open_at_start(
@@ -91,6 +114,25 @@ fn open(
     mut textures: ResMut<EguiUserTextures>,
     time: &Time<Real>,
 ) {
+    let window = (!cfg!(target_arch = "wasm32")).then(|| spawn_window(commands, options));
+    let image = images.add(Image::new_target_texture(
+        THUMBNAIL.0,
+        THUMBNAIL.1,
+        TextureFormat::Rgba8UnormSrgb,
+        None,
+    ));
+    let thumbnail = textures.add_image(EguiTextureHandle::Strong(image.clone()));
+    let preview_camera = commands.spawn(super::camera::preview_camera(image)).id();
+    commands.insert_resource(Presenter {
+        window,
+        preview_camera,
+        thumbnail,
+        started_s: time.elapsed_secs_f64(),
+    });
+}
+
+/// The presenter's window, and its camera, which draws only the view's egui pass.
+fn spawn_window(commands: &mut Commands, options: &super::Options) -> (Entity, Entity) {
     let window = commands
         .spawn(Window {
             title: "Kafkascope: presenter".to_string(),
@@ -116,25 +158,15 @@ fn open(
             EguiSchedule::new(PresenterPass),
         ))
         .id();
-    let image = images.add(Image::new_target_texture(
-        THUMBNAIL.0,
-        THUMBNAIL.1,
-        TextureFormat::Rgba8UnormSrgb,
-        None,
-    ));
-    let thumbnail = textures.add_image(EguiTextureHandle::Strong(image.clone()));
-    let preview_camera = commands.spawn(super::camera::preview_camera(image)).id();
-    commands.insert_resource(Presenter {
-        window,
-        camera,
-        preview_camera,
-        thumbnail,
-        started_s: time.elapsed_secs_f64(),
-    });
+    (window, camera)
 }
 
 fn close(commands: &mut Commands, presenter: &Presenter) {
-    for e in [presenter.window, presenter.camera, presenter.preview_camera] {
+    let (window, camera) = presenter.window.unzip();
+    for e in [window, camera, Some(presenter.preview_camera)]
+        .into_iter()
+        .flatten()
+    {
         if let Ok(mut e) = commands.get_entity(e) {
             e.despawn();
         }
@@ -170,16 +202,19 @@ fn toggle(
 fn closed(
     mut commands: Commands,
     presenter: Option<Res<Presenter>>,
+    elsewhere: Res<PresenterElsewhere>,
     windows: Query<(), With<Window>>,
     tour: Option<ResMut<TourPlay>>,
 ) {
+    let gone = |p: &Presenter| p.window.is_some_and(|(w, _)| windows.get(w).is_err());
     let open = match &presenter {
-        Some(p) if windows.get(p.window).is_err() || tour.is_none() => {
+        Some(p) if gone(p) || tour.is_none() => {
             close(&mut commands, p);
             false
         }
-        Some(_) => true,
-        None => false,
+        // In the page, the view is the page: the stage is elsewhere.
+        Some(p) => !p.in_page(),
+        None => elsewhere.0,
     };
     if let Some(mut tour) = tour
         && tour.presenter != open
@@ -245,18 +280,50 @@ const NOTES: f32 = 26.0;
 const HEADING: f32 = 30.0;
 const SMALL: f32 = 18.0;
 
-fn paint(
+/// What the view paints from.
+type ViewParams<'w> = (
+    Option<Res<'w, Presenter>>,
+    Option<Res<'w, TourPlay>>,
+    Res<'w, super::Options>,
+    Res<'w, Shown>,
+    Res<'w, Clicker>,
+    Option<Res<'w, PreviewShown>>,
+    Res<'w, Time<Real>>,
+);
+
+/// The view in its own window.
+fn paint_window(
     mut context: Single<&mut EguiContext, With<PresenterCamera>>,
-    presenter: Option<Res<Presenter>>,
-    tour: Option<Res<TourPlay>>,
-    (options, shown, clicker, preview): (
-        Res<super::Options>,
-        Res<Shown>,
-        Res<Clicker>,
-        Option<Res<PreviewShown>>,
-    ),
-    time: Res<Time<Real>>,
+    view: ViewParams,
     windows: Query<&Window>,
+) {
+    let height = view
+        .0
+        .as_ref()
+        .and_then(|p| p.window)
+        .and_then(|(w, _)| windows.get(w).ok())
+        .map_or(720.0, |w| w.height());
+    paint(context.get_mut(), view, height);
+}
+
+/// The view in the page's place (the web's `presenter=1`).
+fn paint_page(
+    mut contexts: bevy_egui::EguiContexts,
+    view: ViewParams,
+    window: Single<&Window, With<bevy::window::PrimaryWindow>>,
+) {
+    if !view.0.as_ref().is_some_and(|p| p.in_page()) {
+        return;
+    }
+    let Ok(ctx) = contexts.ctx_mut() else { return };
+    paint(ctx, view, window.height());
+}
+
+/// Paints the view into `ctx`, a window `height` logical pixels tall.
+fn paint(
+    ctx: &mut egui::Context,
+    (presenter, tour, options, shown, clicker, preview, time): ViewParams,
+    height: f32,
 ) {
     let (Some(presenter), Some(tour)) = (presenter, tour) else {
         return;
@@ -264,10 +331,8 @@ fn paint(
     let elapsed = (time.elapsed_secs_f64() - presenter.started_s).max(0.0) as u64;
     let sheet = Sheet::of(&tour.tour, tour.place, elapsed, options.minutes);
     let palette = shown.palette();
-    let ctx = context.get_mut();
     // The view's layout is made for 720 lines; a larger window enlarges it, with the reader's
     // text size on top.
-    let height = windows.get(presenter.window).map_or(720.0, |w| w.height());
     ctx.set_zoom_factor(options.text_scale * (height / 720.0).max(1.0));
     ctx.set_visuals(match shown.theme {
         crate::view::palette::Theme::Dark => egui::Visuals::dark(),
@@ -278,11 +343,15 @@ fn paint(
         egui::Color32::from_rgba_unmultiplied(r, g, b, a)
     };
     let muted = colour(palette.muted);
+    // Above the page's own panels where it takes the page's place.
     let mut root = egui::Ui::new(
         ctx.clone(),
         "presenter".into(),
         egui::UiBuilder::new()
-            .layer_id(egui::LayerId::background())
+            .layer_id(egui::LayerId::new(
+                egui::Order::Foreground,
+                egui::Id::new("presenter"),
+            ))
             .max_rect(ctx.viewport_rect()),
     );
     egui::Panel::top("presenter-heading").show(&mut root, |ui| {

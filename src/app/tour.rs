@@ -75,6 +75,10 @@ impl Following {
 #[derive(Message, Debug, Clone)]
 pub enum TourControl {
     Step(Step),
+    /// A step another page of the same talk took (the web's notes view and its stage keep in
+    /// step): taken here too, and not told on.
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+    Mirror(Step),
     /// Leave the tour for the sandbox, on this scenario.
     Leave(Box<Scenario>),
     /// Open a tour (from the sandbox) at its first beat.
@@ -145,7 +149,7 @@ fn steer(
 ) {
     for request in requests.read() {
         match request {
-            TourControl::Step(step) => {
+            TourControl::Step(step) | TourControl::Mirror(step) => {
                 let Some(tour) = tour.as_deref_mut() else {
                     continue;
                 };

@@ -2,6 +2,10 @@
 //! names the scenario, the address bar holds a link to what is on screen (copy it to share the
 //! scenario, the paused instant and the look), and the canvas carries the scenario, the instant
 //! drawn and a frame count, which the page (and its tests) read.
+//!
+//! The pages of one talk (the speaker's notes, `presenter=1`, and the stage on the projector)
+//! keep in step through a `BroadcastChannel` named after the tour: each tells the others the
+//! steps taken on it and the stage's blanking, and takes theirs.
 
 use bevy::prelude::*;
 use wasm_bindgen::{JsCast, JsValue};
@@ -14,9 +18,155 @@ use crate::web::Link;
 
 pub(super) fn plugin(app: &mut App) {
     app.init_resource::<Page>()
-        .add_systems(Startup, (add_file_picker, listen_to_deck))
-        .add_systems(Update, follow_deck.in_set(super::AppSet::Input))
+        .add_systems(Startup, (add_file_picker, listen_to_deck, join_talk))
+        .add_systems(
+            Update,
+            (follow_deck, hear_talk, tell_talk)
+                .chain()
+                .in_set(super::AppSet::Input),
+        )
         .add_systems(Last, tell_page);
+}
+
+/// What another page of the talk said, not yet taken.
+enum Heard {
+    Step(crate::view::tour::Step),
+    Blank(crate::view::tour::Blank),
+    /// A page opened: it asks where the talk is.
+    Hello,
+    /// The speaker's notes are open on another page.
+    Presenter,
+}
+
+static HEARD: std::sync::Mutex<Vec<Heard>> = std::sync::Mutex::new(Vec::new());
+
+thread_local! {
+    /// The channel the pages of this talk share, and whether this page is the speaker's notes.
+    static TALK: std::cell::RefCell<Option<(web_sys::BroadcastChannel, bool)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Tells the other pages of the talk `fields`, as `{kafkascope: {...}}`; the notes page says it
+/// is one.
+fn tell_others(fields: &[(&str, JsValue)]) {
+    TALK.with(|talk| {
+        let Some((channel, presenter)) = &*talk.borrow() else {
+            return;
+        };
+        let inner = js_sys::Object::new();
+        for (key, value) in fields {
+            let _ = js_sys::Reflect::set(&inner, &(*key).into(), value);
+        }
+        if *presenter {
+            let _ = js_sys::Reflect::set(&inner, &"presenter".into(), &JsValue::TRUE);
+        }
+        let outer = js_sys::Object::new();
+        let _ = js_sys::Reflect::set(&outer, &"kafkascope".into(), &inner);
+        let _ = channel.post_message(&outer);
+    });
+}
+
+/// Joins the talk's channel (a tour's pages only) and asks the others where the talk is.
+fn join_talk(options: Res<super::Options>) {
+    let Some(open) = &options.tour else { return };
+    let Ok(channel) = web_sys::BroadcastChannel::new(&format!("kafkascope-{}", open.tour.name))
+    else {
+        return;
+    };
+    let on_message = wasm_bindgen::closure::Closure::<dyn FnMut(web_sys::MessageEvent)>::new(
+        |event: web_sys::MessageEvent| {
+            let Ok(k) = js_sys::Reflect::get(&event.data(), &JsValue::from_str("kafkascope"))
+            else {
+                return;
+            };
+            let get = |key: &str| js_sys::Reflect::get(&k, &JsValue::from_str(key)).ok();
+            let mut heard = Vec::new();
+            if let Some(name) = get("step").and_then(|s| s.as_string()) {
+                let beat = get("beat").and_then(|b| b.as_f64());
+                heard.extend(crate::web::message_step(&name, beat).map(Heard::Step));
+            }
+            if let Some(name) = get("blank").and_then(|s| s.as_string()) {
+                heard.extend(crate::web::message_blank(&name).map(Heard::Blank));
+            }
+            if get("hello").is_some_and(|h| h.is_truthy()) {
+                heard.push(Heard::Hello);
+            }
+            if get("presenter").is_some_and(|p| p.is_truthy()) {
+                heard.push(Heard::Presenter);
+            }
+            if let Ok(mut all) = HEARD.lock() {
+                all.extend(heard);
+            }
+        },
+    );
+    channel.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+    on_message.forget();
+    TALK.with(|talk| *talk.borrow_mut() = Some((channel, options.presenter)));
+    tell_others(&[("hello", JsValue::TRUE)]);
+}
+
+/// Takes what the other pages said: their steps, their blanking, and where the talk is for a
+/// page that just opened.
+fn hear_talk(
+    tour: Option<Res<TourPlay>>,
+    mut steps: MessageWriter<super::tour::TourControl>,
+    mut clicker: ResMut<super::clicker::Clicker>,
+    mut told_blank: Local<crate::view::tour::Blank>,
+    mut elsewhere: ResMut<super::presenter::PresenterElsewhere>,
+) {
+    let heard = HEARD
+        .lock()
+        .map(|mut all| std::mem::take(&mut *all))
+        .unwrap_or_default();
+    for h in heard {
+        match h {
+            Heard::Step(step) => {
+                steps.write(super::tour::TourControl::Mirror(step));
+            }
+            Heard::Blank(blank) => {
+                clicker.blank = blank;
+                // Taken, not to be told back.
+                *told_blank = blank;
+            }
+            Heard::Hello => {
+                // A page waiting at a beat's start has nothing to tell: going there would play it.
+                if let Some(t) = tour
+                    .as_ref()
+                    .filter(|t| t.place.stage != crate::view::tour::Stage::Ready)
+                {
+                    let (name, beat) =
+                        crate::web::step_message(crate::view::tour::Step::Go(t.place.beat));
+                    tell_others(&[
+                        ("step", name.into()),
+                        ("beat", JsValue::from_f64(beat.unwrap_or(1) as f64)),
+                    ]);
+                }
+                let blank = crate::web::blank_message(clicker.blank);
+                tell_others(&[("blank", blank.into())]);
+            }
+            Heard::Presenter => elsewhere.0 = true,
+        }
+    }
+    // The stage's blanking changed here (B or W): the others take it.
+    if clicker.blank != *told_blank {
+        *told_blank = clicker.blank;
+        tell_others(&[("blank", crate::web::blank_message(clicker.blank).into())]);
+    }
+}
+
+/// Tells the other pages the steps taken here (keys, buttons, a deck), not those taken from
+/// them.
+fn tell_talk(mut requests: MessageReader<super::tour::TourControl>) {
+    for request in requests.read() {
+        if let super::tour::TourControl::Step(step) = request {
+            let (name, beat) = crate::web::step_message(*step);
+            let mut fields = vec![("step", JsValue::from(name))];
+            if let Some(beat) = beat {
+                fields.push(("beat", JsValue::from_f64(beat as f64)));
+            }
+            tell_others(&fields);
+        }
+    }
 }
 
 /// The beat (from 1) a slide deck asked for last, by message or fragment, not yet gone to.
@@ -191,6 +341,10 @@ fn tell_page(
     playback: Option<Res<Playback>>,
     tour: Option<Res<TourPlay>>,
     mut page: ResMut<Page>,
+    (clicker, presenter): (
+        Res<super::clicker::Clicker>,
+        Option<Res<super::presenter::Presenter>>,
+    ),
 ) {
     let (Some(model), Some(shown), Some(playback)) = (model, shown, playback) else {
         return;
@@ -230,6 +384,10 @@ fn tell_page(
         let _ = canvas.set_attribute("data-tour", name);
         let _ = canvas.set_attribute("data-beat", &beat);
         let _ = canvas.set_attribute("data-stage", &stage);
+        // The speaker's notes in the page's place, and the stage's blanking.
+        let notes = presenter.as_ref().is_some_and(|p| p.in_page());
+        let _ = canvas.set_attribute("data-presenter", if notes { "1" } else { "" });
+        let _ = canvas.set_attribute("data-blank", crate::web::blank_message(clicker.blank));
     }
     let beat = tour.as_ref().map(|t| t.place.beat);
     if beat != page.posted_beat {
@@ -260,6 +418,7 @@ fn tell_page(
         paused: playback.paused,
         text_scale: shown.text_scale,
         talk: shown.talk,
+        presenter: presenter.as_ref().is_some_and(|p| p.in_page()),
     };
     let query = link.query();
     if query != page.query {

@@ -142,6 +142,7 @@ fn the_address_bar_link_opens_what_is_shown() {
         paused: true,
         text_scale: 1.25,
         talk: false,
+        presenter: false,
     };
     assert_eq!(
         link.query(),
@@ -172,7 +173,9 @@ fn the_address_bar_link_opens_what_is_shown() {
         paused: false,
         text_scale: 1.0,
         talk: false,
+        presenter: true,
     };
+    // The notes view is a tour's: a scenario's link leaves it out.
     assert_eq!(plain.query(), "scenario=quickstart");
 
     // A tour's link names the tour and the beat on screen, and the look.
@@ -181,10 +184,43 @@ fn the_address_bar_link_opens_what_is_shown() {
         talk: true,
         ..plain
     };
-    assert_eq!(beat.query(), "tour=walkthrough&beat=3&talk=1");
+    assert_eq!(beat.query(), "tour=walkthrough&beat=3&talk=1&presenter=1");
     let options = view(&beat.query());
     assert_eq!(options.tour.unwrap().beat, 2);
     assert!(options.talk);
+    assert!(options.presenter);
+    let stage = Link {
+        presenter: false,
+        ..beat
+    };
+    assert!(!view(&stage.query()).presenter);
+}
+
+#[test]
+fn the_pages_of_a_talk_tell_each_other_their_steps_and_blanking() {
+    use kafkascope::view::tour::{Blank, Step};
+    use kafkascope::web::{blank_message, message_blank, message_step, step_message};
+    for step in [
+        Step::Next,
+        Step::Previous,
+        Step::First,
+        Step::Last,
+        Step::Replay,
+        Step::Go(0),
+        Step::Go(6),
+    ] {
+        let (name, beat) = step_message(step);
+        assert_eq!(message_step(name, beat.map(|b| b as f64)), Some(step));
+    }
+    assert_eq!(step_message(Step::Go(6)), ("go", Some(7)));
+    assert_eq!(message_step("go", None), None);
+    assert_eq!(message_step("go", Some(0.0)), None);
+    assert_eq!(message_step("go", Some(2.5)), None);
+    assert_eq!(message_step("sideways", None), None);
+    for blank in [Blank::Shown, Blank::Black, Blank::White] {
+        assert_eq!(message_blank(blank_message(blank)), Some(blank));
+    }
+    assert_eq!(message_blank("grey"), None);
 }
 
 #[test]

@@ -154,6 +154,7 @@ async function test(base, native, outDir) {
     // A slide deck drives the page: docs/deck/index.html as the README gives it, with reveal.js
     // served from this test's npm install and the iframe pointed at this server.
     await deckDrivesThePage(browser, base, outDir);
+    await notesKeepTheStageInStep(browser, base, outDir);
 
     // No parameters, embedded in another page's iframe on a high-density screen: the walkthrough
     // at beat 1, dark, paused on its Start button, drawn at the device's pixel ratio.
@@ -297,6 +298,57 @@ async function deckDrivesThePage(browser, base, outDir) {
   const errors = page.errors.filter((e) => !e.includes('Blocked autofocusing'));
   check(errors.length === 0, `no console errors (${errors.join('; ')})`);
   await page.context().close();
+}
+
+/** The speaker's notes page (presenter=1) and the stage's page, open side by side in one
+ * browser, keep in step through their BroadcastChannel: a step or a blank on either shows on
+ * the other. */
+async function notesKeepTheStageInStep(browser, base, outDir) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 720 }, deviceScaleFactor: 1 });
+  const open = async (query) => {
+    const page = await context.newPage();
+    page.errors = [];
+    page.on('pageerror', (e) => page.errors.push(`exception: ${e.message}`));
+    await page.goto(`${base}/?${query}`);
+    await waitFrames(page, 3);
+    await page.locator('#kafkascope').focus();
+    return page;
+  };
+  const stage = await open('tour=walkthrough&talk=1');
+  const notes = await open('tour=walkthrough&presenter=1');
+  check(await canvasData(notes, 'presenter') === '1', 'presenter=1 opens the notes view');
+  check(await canvasData(stage, 'presenter') === '', 'the stage page shows the stage');
+  const waitData = (page, key, value) => page.waitForFunction(
+    ([key, value]) => document.getElementById('kafkascope').dataset[key] === value,
+    [key, value], { timeout: 120_000 });
+  // Next on the notes starts beat 1 on both; a number and Enter on the stage moves both.
+  await notes.keyboard.press('ArrowRight');
+  await waitData(stage, 'stage', 'playing');
+  check(true, 'Next on the notes page plays the beat on the stage');
+  await stage.keyboard.press('5');
+  await stage.keyboard.press('Enter');
+  await waitData(stage, 'beat', '5');
+  await waitData(notes, 'beat', '5');
+  check(true, 'beat 5 chosen on the stage shows on the notes page');
+  await notes.keyboard.press('End');
+  await waitData(stage, 'beat', '8');
+  check(true, 'End on the notes page takes the stage to the last beat');
+  await notes.keyboard.press('ArrowLeft');
+  await waitData(stage, 'beat', '7');
+  await waitData(notes, 'beat', '7');
+  check(true, 'Previous on the notes page goes back a beat on both');
+  // B on the notes blanks the stage, and the notes say so; B again shows it.
+  await notes.keyboard.press('b');
+  await waitData(stage, 'blank', 'black');
+  check(await canvasData(notes, 'blank') === 'black', 'the notes page knows the stage is black');
+  await notes.screenshot({ path: `${outDir}/notes.png` });
+  await notes.keyboard.press('b');
+  await waitData(stage, 'blank', 'shown');
+  check(true, 'B on the notes page blanks the stage and shows it again');
+  for (const page of [stage, notes]) {
+    check(page.errors.length === 0, `no page errors (${page.errors.join('; ')})`);
+  }
+  await context.close();
 }
 
 /** The model's run alone in a report=1 page: the time to a report of `until` ms of `scenario`,
