@@ -64,12 +64,12 @@ impl Draft {
         if self.follow.is_none() {
             self.follow = at.follow.clone();
         }
-        // The tour follows one record: a beat lights it while it is the one followed.
-        let highlight = if at.follow.is_some() && at.follow == self.follow {
-            vec![Focus::Record]
-        } else {
-            Vec::new()
-        };
+        // What is selected is lit as well as framed; the tour follows one record, lit while it
+        // is the one followed.
+        let mut highlight = at.frame.clone();
+        if at.follow.is_some() && at.follow == self.follow {
+            highlight.push(Focus::Record);
+        }
         let n = self.beats.len() + 1;
         let narration = if at.line.trim().is_empty() {
             what_happened(events, from_ms, at.now_ms)
@@ -219,5 +219,79 @@ pub fn what_happened(events: &[Event], from_ms: u64, to_ms: u64) -> String {
         format!("{span}: the cluster at work.")
     } else {
         format!("{span}: {}.", said.join("; "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(now_ms: u64) -> Moment {
+        Moment {
+            now_ms,
+            speed: 1.0,
+            ..Moment::default()
+        }
+    }
+
+    #[test]
+    fn a_beat_runs_from_the_last_mark_and_names_what_it_frames() {
+        let mut draft = Draft::new(1_000);
+        assert!(draft.mark(at(1_000), &[]).is_err(), "an empty beat");
+        let beat = draft
+            .mark(
+                Moment {
+                    frame: vec![Focus::Group("fulfilment".into())],
+                    ..at(4_000)
+                },
+                &[],
+            )
+            .unwrap();
+        assert_eq!((beat.from_ms, beat.to_ms), (1_000, 4_000));
+        assert_eq!(beat.component, Component::ConsumerGroup);
+        assert_eq!(beat.title, "Beat 1");
+        assert_eq!(
+            beat.narration,
+            "From 1.000 s to 4.000 s: the cluster at work."
+        );
+        // A record followed becomes the tour's; taking its beat back forgets it.
+        let record = RecordRef::Offset("orders".into(), 0, 3);
+        let beat = draft
+            .mark(
+                Moment {
+                    follow: Some(record.clone()),
+                    speed: 500.0,
+                    ..at(9_000)
+                },
+                &[],
+            )
+            .unwrap();
+        assert_eq!(beat.highlight, vec![Focus::Record]);
+        assert_eq!(beat.speed, crate::app::options::MAX_SPEED, "kept in range");
+        assert_eq!(draft.follow, Some(record));
+        draft.unmark();
+        assert_eq!(draft.follow, None);
+        assert_eq!(draft.next_from(), 4_000);
+    }
+
+    #[test]
+    fn a_beat_without_a_line_says_what_broke_or_healed_in_its_span() {
+        let events = [
+            Event {
+                at_ms: 500,
+                kind: EventKind::BrokerCrashed { broker: 1 },
+            },
+            Event {
+                at_ms: 2_000,
+                kind: EventKind::BrokerCrashed { broker: 2 },
+            },
+            Event {
+                at_ms: 5_000,
+                kind: EventKind::BrokerCrashed { broker: 3 },
+            },
+        ];
+        let said = what_happened(&events, 1_000, 5_000);
+        assert!(said.starts_with("From 1.000 s to 5.000 s: "), "{said}");
+        assert_eq!(said, "From 1.000 s to 5.000 s: broker 2 crashed.");
     }
 }

@@ -531,6 +531,7 @@ fn a_talk_marked_in_the_sandbox_saves_reopens_and_plays_through() {
     assert_eq!(tour.beats.len(), 3);
     assert_eq!(tour.beats[0].title, "Steady state");
     assert_eq!(tour.beats[0].frame, vec![Focus::Broker(2)]);
+    assert_eq!(tour.beats[0].highlight, vec![Focus::Broker(2)]);
     assert_eq!(tour.beats[1].highlight, vec![Focus::Record]);
     assert_eq!(tour.follow, Some(record));
     assert_eq!(tour.beats[2].title, "Beat 3");
