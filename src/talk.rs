@@ -88,10 +88,9 @@ impl Draft {
             watch_for: Vec::new(),
             from_ms,
             to_ms: at.now_ms,
-            speed: at.speed.clamp(
-                crate::app::options::MIN_SPEED,
-                crate::app::options::MAX_SPEED,
-            ),
+            speed: at
+                .speed
+                .clamp(crate::tour::MIN_SPEED, crate::tour::MAX_SPEED),
             frame: at.frame,
             highlight,
             annotations: Vec::new(),
@@ -267,7 +266,7 @@ mod tests {
             )
             .unwrap();
         assert_eq!(beat.highlight, vec![Focus::Record]);
-        assert_eq!(beat.speed, crate::app::options::MAX_SPEED, "kept in range");
+        assert_eq!(beat.speed, crate::tour::MAX_SPEED, "kept in range");
         assert_eq!(draft.follow, Some(record));
         draft.unmark();
         assert_eq!(draft.follow, None);

@@ -46,7 +46,10 @@ pub const BUILT_IN_TOURS: &[BuiltInTour] = &[
     },
 ];
 
-use crate::app::options::{MAX_SPEED, MIN_SPEED};
+/// The slowest the playback goes: a millisecond's messages take a second to cross a link.
+pub const MIN_SPEED: f64 = 0.001;
+/// The fastest: a minute of a busy cluster in under a second.
+pub const MAX_SPEED: f64 = 100.0;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -141,6 +144,54 @@ pub enum LabMetric {
     MaxLag(String),
     /// Keys whose records are in more than one partition of a topic.
     KeysSplit(String),
+}
+
+impl LabRun {
+    /// The scenario the run plays: its own or the lab's (`base`), with its edits in order.
+    pub fn scenario(&self, base: &Scenario) -> Result<Scenario, String> {
+        let start = match &self.scenario {
+            Some(name) => Scenario::built_in(name).map_err(|e| e.to_string())?,
+            None => base.clone(),
+        };
+        self.edits.iter().try_fold(start, |s, edit| {
+            s.edited(edit)
+                .map_err(|why| format!("{}: {why}", edit.describe()))
+        })
+    }
+}
+
+impl Lab {
+    /// Each of the lab's runs, labelled, with the scenario it plays.
+    pub fn run_scenarios(&self, base: &Scenario) -> Result<Vec<(String, Scenario)>, String> {
+        self.runs
+            .iter()
+            .map(|r| r.scenario(base).map(|s| (r.label.clone(), s)))
+            .collect()
+    }
+}
+
+impl LabMetric {
+    /// Why it cannot be read in `scenario`: it names a producer, group or topic it lacks.
+    pub fn unknown_in(&self, scenario: &Scenario) -> Option<String> {
+        let producer = |p: &String| {
+            (scenario.producer_index(p).is_none()).then(|| format!("no producer named {p:?}"))
+        };
+        let group = |g: &String| {
+            (!scenario.consumer_groups.iter().any(|c| &c.name == g))
+                .then(|| format!("no consumer group named {g:?}"))
+        };
+        match self {
+            LabMetric::Acked(p) | LabMetric::Failed(p) | LabMetric::Errors(p, _) => producer(p),
+            LabMetric::Rebalances(g)
+            | LabMetric::PausedTime(g)
+            | LabMetric::Pauses(g)
+            | LabMetric::MaxLag(g) => group(g),
+            LabMetric::KeysSplit(t) => {
+                (scenario.topic_index(t).is_none()).then(|| format!("no topic named {t:?}"))
+            }
+            _ => None,
+        }
+    }
 }
 
 /// The most runs a lab compares: the table stays readable.
@@ -397,7 +448,8 @@ impl Tour {
         let scenario = match &tour.lab {
             Some(lab) => {
                 tour.validate_lab(lab, &base).map_err(|(f, m)| bad(f, m))?;
-                crate::view::lab::run_scenario(&base, &lab.runs[0])
+                lab.runs[0]
+                    .scenario(&base)
                     .map_err(|m| bad("lab.runs[0].edits".into(), m))?
             }
             None => base,
@@ -431,7 +483,7 @@ impl Tour {
     pub fn run_scenarios(&self) -> Result<Vec<(String, Scenario)>, String> {
         let base = self.base_scenario().map_err(|e| e.to_string())?;
         match &self.lab {
-            Some(lab) => crate::view::lab::runs(lab, &base),
+            Some(lab) => lab.run_scenarios(&base),
             None => Ok(vec![(self.title.clone(), base)]),
         }
     }
@@ -449,7 +501,8 @@ impl Tour {
             if run.label.trim().is_empty() {
                 return Err((format!("lab.runs[{i}].label"), "a run needs a label".into()));
             }
-            let scenario = crate::view::lab::run_scenario(base, run)
+            let scenario = run
+                .scenario(base)
                 .map_err(|m| (format!("lab.runs[{i}].edits"), m))?;
             let end = lab.now_ms.max(last_beat);
             if end > scenario.duration_ms {
@@ -462,7 +515,7 @@ impl Tour {
                 ));
             }
             for (j, metric) in lab.metrics.iter().enumerate() {
-                if let Some(why) = crate::view::lab::unknown_name(metric, &scenario) {
+                if let Some(why) = metric.unknown_in(&scenario) {
                     return Err((
                         format!("lab.metrics[{j}]"),
                         format!("run {:?}: {why}", run.label),

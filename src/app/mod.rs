@@ -13,6 +13,7 @@ mod camera;
 mod clicker;
 mod frame_bench;
 mod input;
+pub mod link;
 mod narration;
 mod operations;
 pub mod options;

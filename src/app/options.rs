@@ -212,10 +212,8 @@ const LETTER_KEYS: [KeyCode; 26] = [
     KeyCode::KeyZ,
 ];
 
-/// The slowest the playback goes: a millisecond's messages take a second to cross a link.
-pub const MIN_SPEED: f64 = 0.001;
-/// The fastest: a minute of a busy cluster in under a second.
-pub const MAX_SPEED: f64 = 100.0;
+/// The playback's speeds, which a tour's beats keep to too.
+pub use crate::tour::{MAX_SPEED, MIN_SPEED};
 
 pub fn parse_speed(s: &str) -> Result<f64, String> {
     s.parse::<f64>()

@@ -10,11 +10,11 @@
 use bevy::prelude::*;
 use wasm_bindgen::{JsCast, JsValue};
 
+use super::link::Link;
 use super::playback::{Model, Playback, Shown};
 use super::tour::TourPlay;
 use crate::scenario::{BuiltIn, Scenario};
 use crate::tour::BUILT_IN_TOURS;
-use crate::web::Link;
 
 pub(super) fn plugin(app: &mut App) {
     app.init_resource::<Page>()
@@ -83,10 +83,10 @@ fn join_talk(options: Res<super::Options>) {
             let mut heard = Vec::new();
             if let Some(name) = get("step").and_then(|s| s.as_string()) {
                 let beat = get("beat").and_then(|b| b.as_f64());
-                heard.extend(crate::web::message_step(&name, beat).map(Heard::Step));
+                heard.extend(super::link::message_step(&name, beat).map(Heard::Step));
             }
             if let Some(name) = get("blank").and_then(|s| s.as_string()) {
-                heard.extend(crate::web::message_blank(&name).map(Heard::Blank));
+                heard.extend(super::link::message_blank(&name).map(Heard::Blank));
             }
             if get("hello").is_some_and(|h| h.is_truthy()) {
                 heard.push(Heard::Hello);
@@ -135,13 +135,13 @@ fn hear_talk(
                     .filter(|t| t.place.stage != crate::view::tour::Stage::Ready)
                 {
                     let (name, beat) =
-                        crate::web::step_message(crate::view::tour::Step::Go(t.place.beat));
+                        super::link::step_message(crate::view::tour::Step::Go(t.place.beat));
                     tell_others(&[
                         ("step", name.into()),
                         ("beat", JsValue::from_f64(beat.unwrap_or(1) as f64)),
                     ]);
                 }
-                let blank = crate::web::blank_message(clicker.blank);
+                let blank = super::link::blank_message(clicker.blank);
                 tell_others(&[("blank", blank.into())]);
             }
             Heard::Presenter => elsewhere.0 = true,
@@ -150,7 +150,7 @@ fn hear_talk(
     // The stage's blanking changed here (B or W): the others take it.
     if clicker.blank != *told_blank {
         *told_blank = clicker.blank;
-        tell_others(&[("blank", crate::web::blank_message(clicker.blank).into())]);
+        tell_others(&[("blank", super::link::blank_message(clicker.blank).into())]);
     }
 }
 
@@ -159,7 +159,7 @@ fn hear_talk(
 fn tell_talk(mut requests: MessageReader<super::tour::TourControl>) {
     for request in requests.read() {
         if let super::tour::TourControl::Step(step) = request {
-            let (name, beat) = crate::web::step_message(*step);
+            let (name, beat) = super::link::step_message(*step);
             let mut fields = vec![("step", JsValue::from(name))];
             if let Some(beat) = beat {
                 fields.push(("beat", JsValue::from_f64(beat as f64)));
@@ -190,7 +190,7 @@ fn listen_to_deck() {
                 .and_then(|k| js_sys::Reflect::get(&k, &JsValue::from_str("beat")))
                 .ok()
                 .and_then(|b| b.as_f64())
-                .and_then(crate::web::message_beat);
+                .and_then(super::link::message_beat);
             deck_asked(beat);
         },
     );
@@ -199,7 +199,7 @@ fn listen_to_deck() {
     let fragment = || {
         web_sys::window()
             .and_then(|w| w.location().hash().ok())
-            .and_then(|h| crate::web::fragment_beat(&h))
+            .and_then(|h| super::link::fragment_beat(&h))
     };
     deck_asked(fragment());
     let on_hash = wasm_bindgen::closure::Closure::<dyn FnMut(web_sys::Event)>::new(
@@ -387,7 +387,7 @@ fn tell_page(
         // The speaker's notes in the page's place, and the stage's blanking.
         let notes = presenter.as_ref().is_some_and(|p| p.in_page());
         let _ = canvas.set_attribute("data-presenter", if notes { "1" } else { "" });
-        let _ = canvas.set_attribute("data-blank", crate::web::blank_message(clicker.blank));
+        let _ = canvas.set_attribute("data-blank", super::link::blank_message(clicker.blank));
     }
     let beat = tour.as_ref().map(|t| t.place.beat);
     if beat != page.posted_beat {

@@ -8,7 +8,7 @@ use kafkascope_model::report::Report;
 
 use crate::scenario::Scenario;
 use crate::sim::Sim;
-use crate::tour::{Lab, LabMetric, LabRun};
+use crate::tour::{Lab, LabMetric};
 use crate::view::snapshot::Snapshot;
 
 /// One row: a metric, with (was, now) for each run.
@@ -82,52 +82,10 @@ impl Table {
     }
 }
 
-/// The scenario a lab run plays: its own or the lab's, with the run's edits in order.
-pub fn run_scenario(base: &Scenario, run: &LabRun) -> Result<Scenario, String> {
-    let start = match &run.scenario {
-        Some(name) => Scenario::built_in(name).map_err(|e| e.to_string())?,
-        None => base.clone(),
-    };
-    run.edits.iter().try_fold(start, |s, edit| {
-        s.edited(edit)
-            .map_err(|why| format!("{}: {why}", edit.describe()))
-    })
-}
-
-/// Each of the lab's runs, labelled, with the scenario it plays.
-pub fn runs(lab: &Lab, base: &Scenario) -> Result<Vec<(String, Scenario)>, String> {
-    lab.runs
-        .iter()
-        .map(|r| run_scenario(base, r).map(|s| (r.label.clone(), s)))
-        .collect()
-}
-
-/// Why `metric` cannot be read in `scenario`: it names a producer, group or topic it lacks.
-pub fn unknown_name(metric: &LabMetric, scenario: &Scenario) -> Option<String> {
-    let producer = |p: &String| {
-        (scenario.producer_index(p).is_none()).then(|| format!("no producer named {p:?}"))
-    };
-    let group = |g: &String| {
-        (!scenario.consumer_groups.iter().any(|c| &c.name == g))
-            .then(|| format!("no consumer group named {g:?}"))
-    };
-    match metric {
-        LabMetric::Acked(p) | LabMetric::Failed(p) | LabMetric::Errors(p, _) => producer(p),
-        LabMetric::Rebalances(g)
-        | LabMetric::PausedTime(g)
-        | LabMetric::Pauses(g)
-        | LabMetric::MaxLag(g) => group(g),
-        LabMetric::KeysSplit(t) => {
-            (scenario.topic_index(t).is_none()).then(|| format!("no topic named {t:?}"))
-        }
-        _ => None,
-    }
-}
-
 /// Runs each of the lab's runs to `was_ms` and `now_ms` and reads its metrics there.
 pub fn table(lab: &Lab, base: &Scenario) -> Result<Table, String> {
     let mut columns = Vec::new();
-    for (_, scenario) in runs(lab, base)? {
+    for (_, scenario) in lab.run_scenarios(base)? {
         let mut sim = Sim::new(&scenario);
         sim.run_until(lab.was_ms);
         let was = read(&mut sim, &lab.metrics);

@@ -131,7 +131,7 @@ fn bad_parameters_say_what_is_wrong() {
 
 #[test]
 fn the_address_bar_link_opens_what_is_shown() {
-    use kafkascope::web::Link;
+    use kafkascope::app::link::Link;
     let link = Link {
         tour: None,
         scenario: "isr-shrink".into(),
@@ -198,8 +198,8 @@ fn the_address_bar_link_opens_what_is_shown() {
 
 #[test]
 fn the_pages_of_a_talk_tell_each_other_their_steps_and_blanking() {
+    use kafkascope::app::link::{blank_message, message_blank, message_step, step_message};
     use kafkascope::view::tour::{Blank, Step};
-    use kafkascope::web::{blank_message, message_blank, message_step, step_message};
     for step in [
         Step::Next,
         Step::Previous,
@@ -225,7 +225,7 @@ fn the_pages_of_a_talk_tell_each_other_their_steps_and_blanking() {
 
 #[test]
 fn a_deck_asks_for_a_beat_by_fragment_or_message() {
-    use kafkascope::web::{fragment_beat, message_beat};
+    use kafkascope::app::link::{fragment_beat, message_beat};
     assert_eq!(fragment_beat("#beat=3"), Some(3));
     assert_eq!(fragment_beat("beat=12"), Some(12));
     for no in [

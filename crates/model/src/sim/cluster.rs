@@ -501,6 +501,12 @@ pub struct Record {
     pub bytes: u32,
 }
 
+// The scenario limits count a record's memory by this size.
+const _: () = assert!(
+    size_of::<Record>() as u64 == crate::scenario::limits::LOG_RECORD_BYTES,
+    "scenario::limits::LOG_RECORD_BYTES must be the size of a Record"
+);
+
 /// A record of `__consumer_offsets`, written by a group's coordinator.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CoordinatorRecord {
