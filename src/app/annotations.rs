@@ -5,9 +5,10 @@ use bevy::prelude::*;
 use bevy::sprite::Anchor;
 
 use super::AppSet;
+use super::following::Following;
 use super::painter::Paint;
 use super::playback::{Model, Shown};
-use super::tour::{Following, TourPlay};
+use super::tour::TourPlay;
 use crate::sim::EventLog;
 use crate::view::annotations::{
     BAR_WIDTH, CALLOUT_ROW, CALLOUT_TEXT, Context, Drawing, Mark, ROW_TEXT, Row, Tone, drawing,

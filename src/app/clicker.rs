@@ -5,7 +5,7 @@
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 
-use super::AppSet;
+use super::InputSet;
 use super::playback::Shown;
 use super::tour::{TourControl, TourPlay};
 use crate::view::tour::{BeatEntry, Blank};
@@ -19,7 +19,7 @@ pub struct Clicker {
 
 pub(super) fn plugin(app: &mut App) {
     app.init_resource::<Clicker>()
-        .add_systems(Update, keys.in_set(AppSet::Input))
+        .add_systems(Update, keys.in_set(InputSet::Read))
         .add_systems(
             EguiPrimaryContextPass,
             paint

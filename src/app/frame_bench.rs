@@ -78,7 +78,7 @@ pub(super) fn plugin(app: &mut App) {
                 ));
             }
         })
-        .in_set(AppSet::Input),
+        .in_set(super::InputSet::Read),
     )
     .add_systems(
         Update,

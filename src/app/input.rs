@@ -5,12 +5,13 @@ use bevy::prelude::*;
 use bevy::window::{MonitorSelection, PrimaryWindow, WindowMode};
 use bevy_egui::EguiContexts;
 
-use super::AppSet;
+use super::InputSet;
+use super::following::Following;
 use super::painter::{to_layout, to_world};
 use super::playback::{Control, MAX_SPEED, MIN_SPEED, Playback, Shown};
-use super::scene::message_at;
-use super::tour::{Following, TourControl, TourPlay};
+use super::tour::{TourControl, TourPlay};
 use crate::view::follow::at_offset;
+use crate::view::hit::hit;
 use crate::view::log_strip::StripPlace;
 use crate::view::palette::Theme;
 use crate::view::tour::Step;
@@ -36,7 +37,7 @@ pub struct Pointer {
 
 pub(super) fn plugin(app: &mut App) {
     app.init_resource::<Pointer>()
-        .add_systems(Update, (keyboard, mouse).in_set(AppSet::Input));
+        .add_systems(Update, (keyboard, mouse).in_set(InputSet::Read));
 }
 
 /// The speeds one click or key away: a tenth of real time to follow a request by eye, real time
@@ -187,54 +188,6 @@ pub(super) fn keyboard(
     }
 }
 
-/// What is at a point of the scene (layout coordinates).
-pub fn hit(shown: &Shown, at: Vec2) -> Option<Target> {
-    let layout = &shown.layout;
-    let s = &shown.snapshot;
-    // Messages are drawn on top: the nearest one within a few pixels wins.
-    let nearest = s
-        .messages
-        .iter()
-        .enumerate()
-        .filter_map(|(i, m)| Some((i, message_at(shown, m)?.0.distance(at))))
-        .filter(|(_, d)| *d <= 10.0)
-        .min_by(|a, b| a.1.total_cmp(&b.1));
-    if let Some((i, _)) = nearest {
-        return Some(Target::Message(i));
-    }
-    if let Some(slot) = layout.replicas.iter().find(|s| s.rect.contains(at)) {
-        return Some(Target::Replica {
-            ordinal: slot.ordinal,
-            broker: slot.broker,
-        });
-    }
-    if let Some(i) = layout.brokers.iter().position(|r| r.contains(at)) {
-        return Some(Target::Broker(i as u32 + 1));
-    }
-    if layout.controller.contains(at) {
-        return Some(Target::Controller);
-    }
-    if layout.lag_monitor.is_some_and(|r| r.contains(at)) {
-        return Some(Target::LagMonitor);
-    }
-    if let Some(i) = layout.producers.iter().position(|r| r.contains(at)) {
-        return Some(Target::Producer(i));
-    }
-    for (g, r) in layout.groups.iter().enumerate() {
-        if !r.contains(at) {
-            continue;
-        }
-        let members = shown.snapshot.groups.get(g).map_or(0, |g| g.members.len());
-        for index in 0..members {
-            if layout.member(g, index).is_some_and(|m| m.contains(at)) {
-                return Some(Target::Member { group: g, index });
-            }
-        }
-        return Some(Target::Group(g));
-    }
-    None
-}
-
 #[allow(clippy::too_many_arguments)]
 fn mouse(
     buttons: Res<ButtonInput<MouseButton>>,
@@ -260,7 +213,7 @@ fn mouse(
     pointer.hover = if over_ui {
         None
     } else {
-        at.and_then(|p| hit(&shown, p))
+        at.and_then(|p| hit(&shown.snapshot, &shown.layout, shown.display_ms, p))
     };
     if buttons.just_pressed(MouseButton::Left) && !over_ui {
         // A log's cell picks its record to follow; the rest of a broker opens its menu.
@@ -304,60 +257,6 @@ fn mouse(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::Scenario;
-    use crate::sim::Sim;
-    use crate::view::snapshot::Snapshot;
-
-    fn shown(name: &str, at_ms: u64) -> Shown {
-        let mut sim = Sim::new(&Scenario::built_in(name).unwrap());
-        sim.run_until(at_ms);
-        Shown::new(Snapshot::of(sim.world_mut()), Theme::Dark, 1.0)
-    }
-
-    #[test]
-    fn the_pointer_finds_what_is_under_it() {
-        let shown = shown("quickstart", 12_000);
-        let layout = &shown.layout;
-        assert_eq!(
-            hit(&shown, layout.controller.center()),
-            Some(Target::Controller)
-        );
-        let slot = layout.replicas[0];
-        assert_eq!(
-            hit(&shown, slot.rect.center()),
-            Some(Target::Replica {
-                ordinal: slot.ordinal,
-                broker: slot.broker
-            })
-        );
-        let b = layout.brokers[1];
-        assert_eq!(
-            hit(&shown, Vec2::new(b.center().x, b.max.y - 2.0)),
-            Some(Target::Broker(2))
-        );
-        assert_eq!(
-            hit(&shown, layout.producers[0].center()),
-            Some(Target::Producer(0))
-        );
-        assert_eq!(hit(&shown, Vec2::new(1.0, 1.0)), None);
-    }
-
-    #[test]
-    fn a_message_on_the_wire_is_found_where_it_is_drawn() {
-        let shown = shown("quickstart", 12_000);
-        let s = &shown.snapshot;
-        let (i, at) = s
-            .messages
-            .iter()
-            .enumerate()
-            .find_map(|(i, m)| Some((i, message_at(&shown, m)?.0)))
-            .expect("a message is drawn");
-        let Some(Target::Message(found)) = hit(&shown, at + Vec2::new(3.0, 0.0)) else {
-            panic!("no message found at {at}");
-        };
-        // Messages can overlap: the one found sits exactly as close.
-        assert!(found == i || s.messages[found].wire.to == s.messages[i].wire.to);
-    }
 
     #[test]
     fn speed_steps_are_a_log_scale_within_bounds() {

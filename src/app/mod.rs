@@ -11,6 +11,7 @@ use bevy_tweening::TweeningPlugin;
 mod annotations;
 mod camera;
 mod clicker;
+mod following;
 mod frame_bench;
 mod input;
 pub mod link;
@@ -38,6 +39,16 @@ pub use options::Options;
 pub use playback::{Applied, Control, Model, Playback, Twin, apply, full, play};
 pub use terminal::command_lines as terminal_commands;
 
+/// Within [`AppSet::Input`]: keys, the pointer, a deck or another page ask for steps, then the
+/// tour takes them.
+#[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum InputSet {
+    /// Keys and clicks (and a render's or a page's requests) become requests.
+    Read,
+    /// The tour takes the steps asked for.
+    Steer,
+}
+
 /// The order of the app's own systems within a frame.
 #[derive(SystemSet, Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum AppSet {
@@ -56,6 +67,12 @@ pub fn plugin(app: &mut App) {
     app.configure_sets(
         Update,
         (AppSet::Input, AppSet::Model, AppSet::Scene, AppSet::Paint).chain(),
+    )
+    .configure_sets(
+        Update,
+        (InputSet::Read, InputSet::Steer)
+            .chain()
+            .in_set(AppSet::Input),
     );
     app.add_plugins((
         playback::plugin,

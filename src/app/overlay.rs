@@ -10,9 +10,10 @@ use bevy_egui::egui::{self, Color32, RichText};
 use bevy_egui::{EguiContexts, EguiGlobalSettings, EguiPrimaryContextPass, PrimaryEguiContext};
 use egui_plot::{Legend, Line, LineStyle, Plot};
 
+use super::following::Following;
 use super::input::Pointer;
 use super::playback::{Control, MAX_SPEED, MIN_SPEED, Model, Playback, Shown};
-use super::tour::{Following, TourControl, TourPlay};
+use super::tour::{TourControl, TourPlay};
 use crate::scenario::{Action, BUILT_IN, ClusterConfig};
 use crate::sim::EventLog;
 use crate::sim::chunked::Chunked;

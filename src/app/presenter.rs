@@ -78,7 +78,10 @@ pub(super) fn plugin(app: &mut App) {
         Startup,
         open_at_start.after(super::overlay::spawn_ui_camera),
     )
-    .add_systems(Update, (toggle, closed).chain().in_set(AppSet::Input))
+    .add_systems(
+        Update,
+        (toggle, closed).chain().in_set(super::InputSet::Read),
+    )
     .add_systems(
         Update,
         preview

@@ -15,7 +15,7 @@ use bevy::prelude::*;
 use bevy::render::view::screenshot::{Screenshot, ScreenshotCaptured, save_to_disk};
 use bevy::time::TimeUpdateStrategy;
 
-use super::AppSet;
+use super::InputSet;
 use super::playback::{Control, Playback};
 use super::tour::{TourPlay, cue};
 use crate::view::tour::{Place, Stage, Step};
@@ -154,8 +154,7 @@ pub fn render(mut options: super::Options, job: Job) -> Result<Rendered, String>
     .add_systems(
         Update,
         drive
-            .in_set(AppSet::Input)
-            .after(super::input::keyboard)
+            .in_set(InputSet::Read)
             .run_if(resource_exists::<TourPlay>),
     )
     .add_systems(Last, (shoot, finish).chain());

@@ -787,7 +787,7 @@ fn message_label_at(layout: &Layout, message: Vec2, label: &str) -> Vec2 {
 
 pub(super) fn paint_scene<S: Side>(
     side: Res<S>,
-    following: Res<super::tour::Following>,
+    following: Res<super::following::Following>,
     mut paint: ResMut<Paint>,
 ) {
     let shown = side.shown();

@@ -5,9 +5,10 @@
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 
+use super::following::Following;
 use super::input::Pointer;
 use super::playback::{Model, Playback, Shown};
-use super::tour::{Following, TourPlay};
+use super::tour::TourPlay;
 use crate::talk::{Draft, Moment};
 use crate::tour::{Focus, RecordRef};
 

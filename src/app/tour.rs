@@ -5,10 +5,11 @@
 use bevy::prelude::*;
 
 use super::AppSet;
+use super::following::Following;
 use super::playback::{Control, Model, Playback, Shown};
 use crate::scenario::Scenario;
 use crate::tour::Tour;
-use crate::view::follow::{AckScan, Picked, Trace, resolve, trace};
+use crate::view::follow::{resolve, trace};
 use crate::view::tour::{Cue, Place, Stage, Step};
 
 /// The tour being told.
@@ -48,29 +49,6 @@ impl TourPlay {
     }
 }
 
-/// The record the reader follows (the tour's, or one picked in the scene), and where it is now.
-#[derive(Resource, Default)]
-pub struct Following {
-    pub picked: Option<Picked>,
-    pub trace: Option<Trace>,
-    acks: AckScan,
-    /// The layout it was picked in: a record of another scenario is not followed.
-    layout_version: u64,
-    /// The instant a tour's record was last looked for (the search reads the logs).
-    looked_at_ms: Option<u64>,
-}
-
-impl Following {
-    /// Follows `picked`, a record of the scenario shown with layout `layout_version`.
-    pub fn pick(picked: Picked, layout_version: u64) -> Self {
-        Following {
-            picked: Some(picked),
-            layout_version,
-            ..Following::default()
-        }
-    }
-}
-
 /// What the tour's keys and buttons ask for.
 #[derive(Message, Debug, Clone)]
 pub enum TourControl {
@@ -91,10 +69,7 @@ pub(super) fn plugin(app: &mut App) {
     app.add_message::<TourControl>()
         .init_resource::<Following>()
         .add_systems(Startup, open)
-        .add_systems(
-            Update,
-            steer.in_set(AppSet::Input).after(super::input::keyboard),
-        )
+        .add_systems(Update, steer.in_set(super::InputSet::Steer))
         .add_systems(
             Update,
             (track, follow)

@@ -23,7 +23,7 @@ pub(super) fn plugin(app: &mut App) {
             Update,
             (follow_deck, hear_talk, tell_talk)
                 .chain()
-                .in_set(super::AppSet::Input),
+                .in_set(super::InputSet::Read),
         )
         .add_systems(Last, tell_page);
 }

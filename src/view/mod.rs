@@ -8,6 +8,7 @@ pub mod contract;
 pub mod event_text;
 pub mod explain;
 pub mod follow;
+pub mod hit;
 pub mod kafka_tools;
 pub mod lab;
 pub mod layout;
