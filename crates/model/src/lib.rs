@@ -1,6 +1,61 @@
 //! Kafkascope's model of Apache Kafka, without a window: [`sim`] is the model (a Bevy ECS world
 //! stepped phase by phase), [`scenario`] reads scenario files, [`report`] writes what a run did,
 //! [`partitioner`] is Kafka's key hashing and [`assignor`] its partition assignors.
+//!
+//! # Architecture
+//!
+//! The model is a Bevy ECS world that no window ever touches. Brokers, partitions, replicas,
+//! producers, consumers, consumer groups and the controller are entities with components
+//! ([`sim::cluster`], and each part's own file); the messages on the wire are rows of
+//! [`sim::Wires`], read by wire id. Time is whole milliseconds ([`sim::SimClock`]) and every random
+//! draw comes from the run's one seeded generator ([`sim::SimRng`]), so a scenario and a seed give
+//! the same run, byte for byte, natively and in the browser.
+//!
+//! ## A step, phase by phase
+//!
+//! A step is one simulated instant. [`sim::Phases`] runs one system per [`sim::Phase`], in this
+//! order, on one thread, skipping a phase with nothing due (`sim/mod.rs` is that schedule):
+//!
+//! | phase | what it does | rules in |
+//! |---|---|---|
+//! | `Timeline` | the scenario's actions due now | `sim/timeline.rs` |
+//! | `Network` | cut links lose what is on them; dead brokers refuse what reaches them | `sim/faults.rs`, `sim/network.rs` |
+//! | `Controller` | heartbeats, sessions, fencing, leader elections, the metadata it publishes | `sim/controller.rs` |
+//! | `Replication` | followers fetch from their log end offset; leaders answer | `sim/replication.rs` |
+//! | `Append` | leaders append produce requests; acks=0 and acks=1 answers | `sim/leader.rs` |
+//! | `Isr` | ISR expansion and the periodic shrink; high watermarks | `sim/isr.rs` |
+//! | `Delayed` | requests held at a leader (acks=all, fetches waiting for data) that can finish | `sim/leader.rs`, `sim/replication.rs`, `sim/reads.rs` |
+//! | `Groups` | group coordinators: joins, syncs, heartbeats, sessions, commits | `sim/group_coordinator.rs` (KIP-848's protocol in `sim/consumer_protocol.rs`) |
+//! | `Consumers` | consumers: responses, fetched records, processing; the lag monitor | `sim/consumer.rs`, `sim/lag.rs` |
+//! | `Producers` | responses, timeouts, the accumulator and the sender | `sim/producer.rs` |
+//! | `Checks` | Kafka's invariants, on what changed | `sim/invariants.rs` |
+//! | `Clock` | the wire as the next step sees it, and the clock on to the next instant | `sim/clock.rs`, `sim/wires.rs` |
+//!
+//! What a phase sends arrives at a later step. A phase touches only what is due: messages by
+//! their arrival, deadlines through [`sim::Wake`], requests parked in a partition's purgatory,
+//! never a scan of everything at every step.
+//!
+//! What the phases share: `sim/cluster.rs` (brokers, partitions, replicas, records),
+//! `sim/protocol.rs` (payloads and Kafka's error codes), `sim/metadata.rs` (what clients know of
+//! the cluster), `sim/events.rs` (the event log and the counters behind Kafka's metrics),
+//! `sim/ledger.rs` (every acknowledged write, and which a run lost), `sim/chunked.rs` (logs
+//! shared between replicas and checkpoints), `sim/keys.rs`.
+//! `sim/run.rs` is [`sim::Sim`]: it builds the world from a scenario (`sim/load.rs`), steps it,
+//! and seeks exactly by restoring a checkpoint (`sim/checkpoint.rs`) and running on.
+//!
+//! ## Adding a rule
+//!
+//! 1. Find the rule in Kafka's source and name the function after Kafka's own (for example
+//!    `maybe_shrink_isr`, after `Partition.maybeShrinkIsr`), with a comment that cites the class
+//!    and method.
+//! 2. Put it in the file of the part of Kafka it belongs to, and call it from that part's phase
+//!    system in `sim/mod.rs`, in the order Kafka applies it. A rule that waits for an instant
+//!    asks [`sim::Wake`] for it rather than looking at every step.
+//! 3. New state is a component or a resource; `sim/checkpoint.rs`'s test fails until it is in a
+//!    checkpoint, which exact seeking needs.
+//! 4. Test it with Kafka's own numbers, state its default and any simplification in
+//!    `docs/model.md`, and expect the golden reports (`tests/golden/`) to change only when the
+//!    rule is meant to change what a run does.
 
 pub mod assignor;
 pub mod partitioner;
