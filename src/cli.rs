@@ -465,7 +465,7 @@ macro_rules! outln {
 /// `kafkascope render`: the frames, then the clips asked for.
 #[cfg(not(target_arch = "wasm32"))]
 fn render(args: RenderArgs) -> Result<(), String> {
-    use crate::app::render::{Job, beat_folder, is_frame, still_path};
+    use crate::app::render::{Job, beat_file, beat_folder, is_frame};
     let (tour, scenario, beat) = load_tour(&args.tour, args.beat)?;
     let beats: Vec<usize> = if args.all {
         (0..tour.beats.len()).collect()
@@ -515,16 +515,16 @@ fn render(args: RenderArgs) -> Result<(), String> {
             args.fps,
             folder.display()
         );
-        if b.still.is_some() {
-            outln!("beat {n}: still {}", still_path(out, b.beat).display());
+        if let Some(still) = &b.still {
+            outln!("beat {n}: still {}", still.display());
         }
         if args.gif {
-            let gif = out.join(format!("beat-{n:02}.gif"));
+            let gif = beat_file(out, b.beat, "gif");
             crate::clip::write_gif(&b.frames, args.fps, &gif)?;
             outln!("beat {n}: {}", gif.display());
         }
         if args.mp4 {
-            let mp4 = out.join(format!("beat-{n:02}.mp4"));
+            let mp4 = beat_file(out, b.beat, "mp4");
             crate::clip::write_mp4(&folder, args.fps, &mp4)?;
             outln!("beat {n}: {}", mp4.display());
         }

@@ -192,7 +192,7 @@ pub(super) fn keyboard(
 fn mouse(
     buttons: Res<ButtonInput<MouseButton>>,
     window: Single<&Window, With<PrimaryWindow>>,
-    camera: Query<(&Camera, &GlobalTransform), With<Camera2d>>,
+    camera: Single<(&Camera, &GlobalTransform), With<super::camera::SceneCamera>>,
     mut contexts: EguiContexts,
     shown: Res<Shown>,
     model: Res<super::playback::Model>,
@@ -203,9 +203,7 @@ fn mouse(
     let over_ui = contexts
         .ctx_mut()
         .is_ok_and(|ctx| ctx.egui_wants_pointer_input() || ctx.is_pointer_over_egui());
-    let Some((camera, transform)) = camera.iter().find(|(c, _)| c.order == 0) else {
-        return;
-    };
+    let (camera, transform) = *camera;
     let at = window
         .cursor_position()
         .and_then(|p| camera.viewport_to_world_2d(transform, p).ok())

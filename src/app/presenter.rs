@@ -248,8 +248,8 @@ fn preview(
     if let (Some(run), Some(mut p)) = (run.as_deref(), preview)
         && run.beat == next
     {
-        // The look follows the stage's (a theme or text size changed).
-        if p.theme != shown.theme || p.text_scale != shown.text_scale {
+        // The look follows the stage's (its theme, text size or talk preset changed).
+        if p.theme != shown.theme || p.text_factor() != shown.text_factor() {
             p.look_like(&shown);
             p.relayout();
         }

@@ -48,13 +48,15 @@ pub struct BeatFrames {
     pub still: Option<PathBuf>,
 }
 
-/// Where beat `beat` (an index)'s frames go, and its still.
+/// Where beat `beat` (an index)'s frames go.
 pub fn beat_folder(out: &Path, beat: usize) -> PathBuf {
     out.join(format!("beat-{:02}", beat + 1))
 }
 
-pub fn still_path(out: &Path, beat: usize) -> PathBuf {
-    out.join(format!("beat-{:02}.png", beat + 1))
+/// A file of beat `beat` (an index) beside its folder: its still (`png`), its clips (`gif`,
+/// `mp4`).
+pub fn beat_file(out: &Path, beat: usize, extension: &str) -> PathBuf {
+    out.join(format!("beat-{:02}.{extension}", beat + 1))
 }
 
 fn frame_path(out: &Path, beat: usize, frame: usize) -> PathBuf {
@@ -79,14 +81,6 @@ const SETTLE_FRAMES: u32 = 20;
 /// fraction of a millisecond moves the messages between the model's steps, as live play does.
 pub fn frame_instant(from_ms: u64, k: u64, fps: u32, speed: f64) -> f64 {
     from_ms as f64 + k as f64 * 1000.0 * speed / f64::from(fps)
-}
-
-/// How many frames a stretch of `span_ms` takes at `speed` and `fps`: until a frame reaches its
-/// end (the last one shows it).
-pub fn stretch_frames(span_ms: u64, fps: u32, speed: f64) -> u64 {
-    (1..)
-        .find(|&k| frame_instant(0, k, fps, speed) >= span_ms as f64)
-        .expect("a frame reaches any span")
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -218,7 +212,7 @@ fn drive(
             d.shoot_frame(beat);
         }
         Phase::Still(0) => {
-            let path = still_path(&d.job.out, beat);
+            let path = beat_file(&d.job.out, beat, "png");
             d.beat_frames(beat).still = Some(path.clone());
             d.shoot = Some(path);
             d.phase = Phase::Done;
@@ -307,6 +301,14 @@ fn finish(driver: Res<Driver>, mut exit: MessageWriter<AppExit>) {
 mod tests {
     use super::*;
 
+    /// How many frames a stretch of `span_ms` takes at `speed` and `fps`: until a frame reaches
+    /// its end (the last one shows it), as `drive` plays it.
+    fn stretch_frames(span_ms: u64, fps: u32, speed: f64) -> u64 {
+        (1..)
+            .find(|&k| frame_instant(0, k, fps, speed) >= span_ms as f64)
+            .expect("a frame reaches any span")
+    }
+
     #[test]
     fn a_stretch_takes_a_frame_per_fps_of_its_wall_time() {
         // 10 s of sim time at 1x and 30 fps: 300 frames, the last at the end.
@@ -325,7 +327,8 @@ mod tests {
     fn frames_are_five_digit_pngs_in_a_folder_per_beat() {
         let out = Path::new("out");
         assert_eq!(frame_path(out, 4, 1), Path::new("out/beat-05/00001.png"));
-        assert_eq!(still_path(out, 4), Path::new("out/beat-05.png"));
+        assert_eq!(beat_file(out, 4, "png"), Path::new("out/beat-05.png"));
+        assert_eq!(beat_file(out, 4, "gif"), Path::new("out/beat-05.gif"));
         assert!(is_frame(Path::new("out/beat-05/00001.png")));
         assert!(!is_frame(Path::new("out/beat-05/notes.png")));
         assert!(!is_frame(Path::new("out/beat-05/00001.txt")));

@@ -6,6 +6,8 @@
 use std::marker::PhantomData;
 use std::time::Duration;
 
+use bevy::ecs::schedule::ScheduleConfigs;
+use bevy::ecs::system::ScheduleSystem;
 use bevy::prelude::*;
 use bevy::sprite::Anchor;
 use bevy_tweening::lens::{SpriteColorLens, TransformPositionLens};
@@ -121,33 +123,27 @@ pub(super) fn plugin(app: &mut App) {
         .init_resource::<Built<PreviewShown>>()
         .add_systems(
             Update,
-            (
-                rebuild::<Shown>,
-                animate_state::<Shown>,
-                paint_scene::<Shown>,
-                (
-                    rebuild::<TwinShown>,
-                    animate_state::<TwinShown>,
-                    paint_scene::<TwinShown>,
-                )
-                    .chain()
-                    .run_if(resource_exists::<TwinShown>),
-                clear_side::<TwinShown>.run_if(resource_removed::<TwinShown>),
-                (
-                    rebuild::<PreviewShown>,
-                    animate_state::<PreviewShown>,
-                    paint_scene::<PreviewShown>,
-                )
-                    .chain()
-                    .run_if(resource_exists::<PreviewShown>),
-                clear_side::<PreviewShown>.run_if(resource_removed::<PreviewShown>),
-            )
+            (side::<Shown>(), side::<TwinShown>(), side::<PreviewShown>())
                 .chain()
                 .in_set(AppSet::Scene),
         );
 }
 
-/// A side-by-side ended, or the presenter's preview closed: that side's sprites go.
+/// Side `S`'s systems: its retained sprites made and animated, its scene painted, while it
+/// exists; its sprites cleared when it goes.
+fn side<S: Side>() -> ScheduleConfigs<ScheduleSystem> {
+    (
+        (rebuild::<S>, animate_state::<S>, paint_scene::<S>)
+            .chain()
+            .run_if(resource_exists::<S>),
+        clear_side::<S>.run_if(resource_removed::<S>),
+    )
+        .chain()
+        .into_configs()
+}
+
+/// A side-by-side ended, or the presenter's preview closed: that side's sprites go (the run
+/// shown never goes).
 fn clear_side<S: Side>(
     mut commands: Commands,
     mut built: ResMut<Built<S>>,

@@ -323,7 +323,7 @@ struct TextPlace {
 fn take_shot(
     mut commands: Commands,
     options: Res<Options>,
-    mut frames: Local<u32>,
+    (mut frames, mut taken): (Local<u32>, Local<bool>),
     (shown, marks, panel_texts): (
         Res<Shown>,
         Res<super::annotations::BeatMarks>,
@@ -341,7 +341,7 @@ fn take_shot(
         return;
     };
     // Once: after the settling frames, or where the keys led.
-    if *frames == u32::MAX {
+    if *taken {
         return;
     }
     *frames += 1;
@@ -353,7 +353,7 @@ fn take_shot(
     if !due {
         return;
     }
-    *frames = u32::MAX;
+    *taken = true;
     if let Some(places_path) = &options.places {
         let report = serde_json::from_str(&crate::report::Report::of(&model.sim).to_json())
             .unwrap_or_default();

@@ -46,7 +46,7 @@ fn place(
     shown: Res<Shown>,
     model: Res<Model>,
     tour: Option<Res<TourPlay>>,
-    camera: Query<(&Camera, &GlobalTransform), With<Camera2d>>,
+    camera: Single<(&Camera, &GlobalTransform), With<super::camera::SceneCamera>>,
     mut why: ResMut<WhyNotes>,
 ) {
     why.placed.clear();
@@ -60,9 +60,7 @@ fn place(
         return;
     }
     why.notes = notes(&shown.snapshot, &model.scenario.cluster);
-    let Some((camera, transform)) = camera.iter().find(|(c, _)| c.order == 0) else {
-        return;
-    };
+    let (camera, transform) = *camera;
     let on_screen = |p: Vec2| {
         camera
             .world_to_viewport(transform, to_world(p).extend(0.0))
