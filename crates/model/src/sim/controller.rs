@@ -20,10 +20,11 @@
 use std::collections::VecDeque;
 
 use bevy_ecs::prelude::*;
+use bevy_ecs::system::SystemParam;
 
 use super::clock::{SimRng, Standing};
 use super::cluster::{
-    Broker, BrokerId, BrokerView, Cluster, FollowerState, LeaderRecord, Partition, Reassignment,
+    Broker, BrokerId, BrokerViews, Cluster, FollowerState, LeaderRecord, Partition, Reassignment,
     Replica,
 };
 use super::events::{EventKind, EventLog, Metrics};
@@ -106,7 +107,7 @@ impl MetadataLog {
 
 impl MetadataLog {
     /// Writes a record; it reaches the brokers after `latency_ms`. Returns its offset.
-    pub(super) fn append(&mut self, now: u64, latency_ms: u64) -> u64 {
+    fn append(&mut self, now: u64, latency_ms: u64) -> u64 {
         self.end += 1;
         self.deliveries.push_back((now + latency_ms, self.end));
         self.end
@@ -139,7 +140,7 @@ impl Controller {
 pub struct ElectionContext<'a> {
     pub now: u64,
     pub cluster: &'a Cluster,
-    pub brokers: &'a [BrokerView],
+    pub brokers: BrokerViews,
     pub events: &'a mut EventLog,
     pub metrics: &'a mut Metrics,
     pub metadata: &'a mut MetadataLog,
@@ -278,48 +279,6 @@ fn new_leader_epoch(partition: &mut Partition, ctx: &mut ElectionContext) {
     });
 }
 
-/// A broker that learns from the metadata log that it leads a partition stops fetching it, then
-/// starts its epoch at its log end offset (KIP-101): `ReplicaManager.applyLocalLeadersDelta`
-/// removes the partition's fetcher before `Partition.makeLeader` calls
-/// `maybeAssignEpochStartOffset`, so no record of the old leader can land after the epoch's
-/// start. Until the broker learns, it follows the leader it knows of.
-pub(super) fn brokers_learn_leaderships(
-    cluster: &Cluster,
-    brokers: &mut Query<&mut Broker>,
-    partitions: &Query<&mut Partition>,
-    replicas: &mut Query<&mut Replica>,
-) {
-    for &entity in &cluster.brokers {
-        let mut broker = brokers.get_mut(entity).expect("broker entity");
-        let (applied, seen) = (broker.leaderships_applied, broker.metadata_offset);
-        if seen <= applied {
-            continue;
-        }
-        broker.leaderships_applied = seen;
-        for &p in &cluster.partitions {
-            let partition = partitions.get(p).expect("partition entity");
-            let changed = partition.history.last().is_some_and(|r| r.offset > applied);
-            if !changed {
-                continue;
-            }
-            let Some(epoch) = partition.leads_as_seen(broker.id, seen) else {
-                continue;
-            };
-            let learnt = partition
-                .history
-                .iter()
-                .rev()
-                .take_while(|r| r.offset > applied)
-                .any(|r| r.offset <= seen && r.leader == Some(broker.id));
-            if let Some(replica) = partition.replica_on(broker.id).filter(|_| learnt) {
-                let mut replica = replicas.get_mut(replica).expect("replica entity");
-                let leo = replica.log_end_offset();
-                replica.assign_epoch(epoch, leo);
-            }
-        }
-    }
-}
-
 /// The controller fences a broker: out of every ISR and leadership.
 fn fence(broker: BrokerId, partitions: &mut Query<&mut Partition>, ctx: &mut ElectionContext) {
     ctx.events.push(ctx.now, EventKind::BrokerFenced { broker });
@@ -371,42 +330,6 @@ fn unfence(broker: BrokerId, partitions: &mut Query<&mut Partition>, ctx: &mut E
     }
 }
 
-/// Fences or unfences a broker: sets its flag, then runs `fence` or `unfence` with the brokers as
-/// the controller sees them now.
-#[allow(clippy::too_many_arguments)]
-fn change_fencing(
-    fenced: bool,
-    broker: BrokerId,
-    now: u64,
-    cluster: &Cluster,
-    brokers: &mut Query<&mut Broker>,
-    events: &mut EventLog,
-    metrics: &mut Metrics,
-    metadata: &mut MetadataLog,
-    partitions: &mut Query<&mut Partition>,
-) {
-    brokers
-        .get_mut(cluster.brokers[broker as usize - 1])
-        .expect("broker entity")
-        .fenced = fenced;
-    let change = if fenced { fence } else { unfence };
-    let views = super::cluster::broker_views(brokers.iter());
-    let mut ctx = ElectionContext {
-        now,
-        cluster,
-        brokers: &views,
-        events,
-        metrics,
-        metadata,
-        reason: if fenced {
-            "leader fenced"
-        } else {
-            "replica unfenced"
-        },
-    };
-    change(broker, partitions, &mut ctx);
-}
-
 /// The controller's rules act only at their deadlines (a heartbeat to send, a message arriving, a
 /// session to expire, a balance check) or after a timeline action: at other steps they are
 /// skipped. Each run collects the next deadline afresh.
@@ -418,36 +341,6 @@ pub(super) fn controller_due(clock: &SimClock, wake: &Wake, timeline: &Timeline)
 fn wake_at_arrivals<T: OnWire>(wires: &Wires, wake: &mut Wake) {
     if let Some(at) = wires.next_arrival::<T>() {
         wake.standing_at(Standing::Controller, at);
-    }
-}
-
-pub(super) fn brokers_send_heartbeats(
-    clock: &SimClock,
-    cluster: &Cluster,
-    network: &mut Network,
-    wake: &mut Wake,
-    brokers: &mut Query<&mut Broker>,
-) {
-    let now = clock.now_ms;
-    wake.clear(Standing::Controller);
-    for &entity in &cluster.brokers {
-        let mut broker = brokers.get_mut(entity).expect("broker entity");
-        if !broker.alive && !broker.starting {
-            continue;
-        }
-        if now >= broker.next_heartbeat_ms {
-            let heartbeat = Heartbeat {
-                broker: broker.id,
-                incarnation: broker.incarnation,
-                registration: broker.starting,
-                want_shut_down: broker.pending_shutdown.is_some(),
-                metadata_offset: broker.metadata_offset,
-            };
-            let wire = network.send(now, Node::Broker(broker.id), Node::Controller, heartbeat);
-            wake.standing_at(Standing::Controller, wire.arrive_ms);
-            broker.next_heartbeat_ms = now + cluster.config.heartbeat_interval_ms;
-        }
-        wake.standing_at(Standing::Controller, broker.next_heartbeat_ms);
     }
 }
 
@@ -467,708 +360,6 @@ fn registration_backoff(failed: u32, session_timeout_ms: u64, rng: &mut SimRng) 
     (term.min(session_timeout_ms) * rng.permille(980, 1020) / 1000).min(session_timeout_ms)
 }
 
-/// Records of the metadata log reach the brokers the controller can reach, one network latency
-/// after they were written; a broker cut off or down misses them and catches up from a later
-/// heartbeat answer.
-pub(super) fn controller_publishes_metadata(
-    clock: &SimClock,
-    cluster: &Cluster,
-    network: &Network,
-    wake: &mut Wake,
-    controllers: &mut Query<&mut Controller>,
-    brokers: &mut Query<&mut Broker>,
-) {
-    let now = clock.now_ms;
-    let mut controller = controllers.get_mut(cluster.controller).expect("controller");
-    let metadata = &mut controller.metadata;
-    let mut reached = None;
-    while let Some(&(at, offset)) = metadata.deliveries.front() {
-        if at > now {
-            break;
-        }
-        metadata.deliveries.pop_front();
-        reached = Some(offset);
-    }
-    let reach = |broker: &mut Broker, offset: u64| {
-        if broker.alive && !network.is_cut(Node::Controller, Node::Broker(broker.id)) {
-            broker.metadata_offset = broker.metadata_offset.max(offset);
-        }
-    };
-    if let Some(offset) = reached {
-        for &entity in &cluster.brokers {
-            let mut broker = brokers.get_mut(entity).expect("broker entity");
-            match network.extra_ms[broker.id as usize] {
-                0 => reach(&mut broker, offset),
-                extra => metadata
-                    .slow_deliveries
-                    .push((now + extra, broker.id, offset)),
-            }
-        }
-    }
-    metadata.slow_deliveries.sort_unstable();
-    while let Some(&(at, b, offset)) = metadata.slow_deliveries.first() {
-        if at > now {
-            break;
-        }
-        metadata.slow_deliveries.remove(0);
-        let mut broker = brokers
-            .get_mut(cluster.brokers[b as usize - 1])
-            .expect("broker entity");
-        reach(&mut broker, offset);
-    }
-    if let Some(at) = metadata.next_delivery() {
-        wake.standing_at(Standing::Controller, at);
-    }
-}
-
-/// A registered broker starts serving (fenced until its next heartbeat, sent soon); a refused
-/// one tries again after a back-off. A broker in controlled shutdown stops when told it should,
-/// and otherwise asks again (`BrokerLifecycleManager`: 50 ms after the first answer, then at its
-/// usual interval).
-#[allow(clippy::too_many_arguments)]
-pub(super) fn brokers_take_heartbeat_responses(
-    clock: &SimClock,
-    cluster: &Cluster,
-    rng: &mut SimRng,
-    wake: &mut Wake,
-    events: &mut EventLog,
-    wires: &mut Wires,
-    brokers: &mut Query<&mut Broker>,
-    due: &mut Vec<u64>,
-) {
-    let now = clock.now_ms;
-    wake_at_arrivals::<HeartbeatResponse>(wires, wake);
-    wires.arriving::<HeartbeatResponse>(due);
-    for &id in due.iter() {
-        wires.finish(id);
-        let (_, response) = wires
-            .get_of::<HeartbeatResponse>(id)
-            .expect("a heartbeat response");
-        let mut broker = brokers
-            .get_mut(cluster.brokers[response.broker as usize - 1])
-            .expect("broker entity");
-        if response.incarnation != broker.incarnation {
-            continue;
-        }
-        if !response.refused {
-            broker.metadata_offset = broker.metadata_offset.max(response.metadata_offset);
-        }
-        if let Some(answered) = broker.pending_shutdown
-            && broker.alive
-        {
-            if response.should_shut_down {
-                // A clean stop: its log is intact and flushed (KIP-966 counts it clean).
-                broker.alive = false;
-                broker.unclean_shutdown = false;
-                broker.pending_shutdown = None;
-                broker.fetchers.clear();
-                events.push(now, EventKind::BrokerShutDown { broker: broker.id });
-            } else if !answered {
-                broker.pending_shutdown = Some(true);
-                broker.next_heartbeat_ms = now + FIRST_SHUTDOWN_RETRY_MS;
-                wake.standing_at(Standing::Controller, broker.next_heartbeat_ms);
-            }
-            continue;
-        }
-        if !broker.starting {
-            continue;
-        }
-        if response.refused {
-            let delay = registration_backoff(
-                broker.failed_registrations,
-                cluster.config.session_timeout_ms,
-                rng,
-            );
-            broker.failed_registrations += 1;
-            broker.next_heartbeat_ms = now + delay;
-        } else {
-            broker.starting = false;
-            broker.alive = true;
-            broker.failed_registrations = 0;
-            broker.next_heartbeat_ms = now + STARTUP_HEARTBEAT_MS;
-        }
-        wake.standing_at(Standing::Controller, broker.next_heartbeat_ms);
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-pub(super) fn controller_handles_heartbeats(
-    clock: &SimClock,
-    cluster: &Cluster,
-    network: &mut Network,
-    wake: &mut Wake,
-    events: &mut EventLog,
-    metrics: &mut Metrics,
-    wires: &mut Wires,
-    controllers: &mut Query<&mut Controller>,
-    brokers: &mut Query<&mut Broker>,
-    partitions: &mut Query<&mut Partition>,
-    due: &mut Vec<u64>,
-) {
-    let now = clock.now_ms;
-    wake_at_arrivals::<Heartbeat>(wires, wake);
-    wires.arriving::<Heartbeat>(due);
-    if due.is_empty() {
-        return;
-    }
-    let mut controller = controllers.get_mut(cluster.controller).expect("controller");
-    for &id in due.iter() {
-        wires.finish(id);
-        let (&wire, heartbeat) = wires.get_of::<Heartbeat>(id).expect("a heartbeat");
-        let b = heartbeat.broker;
-        let broker_entity = cluster.brokers[b as usize - 1];
-        let registered = controller.registered[b as usize];
-        let fenced = brokers.get(broker_entity).expect("broker").fenced;
-        let current = heartbeat.incarnation == registered;
-        if !heartbeat.registration && !current {
-            // From an incarnation that is gone (sent before the broker crashed and came back):
-            // STALE_BROKER_EPOCH. Nothing changes, and the process it came from is no more.
-            continue;
-        }
-        let mut should_shut_down = false;
-        let session_valid = !fenced
-            && now <= controller.last_heartbeat_ms[b as usize] + cluster.config.session_timeout_ms;
-        let refused = heartbeat.registration && !current && session_valid;
-        if refused {
-            // `ClusterControlManager.registerBroker`: DUPLICATE_BROKER_REGISTRATION while the
-            // previous incarnation's session is valid; it resolves when that session expires.
-            // The old incarnation's session runs on.
-            if controller.refused[b as usize] != heartbeat.incarnation {
-                controller.refused[b as usize] = heartbeat.incarnation;
-                events.push(now, EventKind::RegistrationRefused { broker: b });
-            }
-        } else if heartbeat.registration && current {
-            // The same incarnation again (its first answer slow or lost): it stays registered,
-            // and fenced until a heartbeat of its own asks to be unfenced.
-            controller.last_heartbeat_ms[b as usize] = now;
-        } else if heartbeat.registration {
-            // A new incarnation registers: the old one is gone, so it is fenced first.
-            controller.last_heartbeat_ms[b as usize] = now;
-            controller.registered[b as usize] = heartbeat.incarnation;
-            controller.controlled_shutdown_offset[b as usize] = None;
-            brokers
-                .get_mut(broker_entity)
-                .expect("broker")
-                .in_controlled_shutdown = false;
-            events.push(now, EventKind::BrokerRegistered { broker: b });
-            let unclean_shutdown = std::mem::take(
-                &mut brokers
-                    .get_mut(broker_entity)
-                    .expect("broker")
-                    .unclean_shutdown,
-            );
-            if !fenced {
-                change_fencing(
-                    true,
-                    b,
-                    now,
-                    cluster,
-                    brokers,
-                    events,
-                    metrics,
-                    &mut controller.metadata,
-                    partitions,
-                );
-            }
-            // KIP-966: after an unclean shutdown the broker may have lost data it had, so it is
-            // no longer an eligible leader replica anywhere.
-            if unclean_shutdown {
-                for &p in &cluster.partitions {
-                    let mut partition = partitions.get_mut(p).expect("partition entity");
-                    if partition.elr.contains(&b) {
-                        partition.elr.retain(|e| *e != b);
-                    }
-                }
-            }
-        } else if heartbeat.want_shut_down {
-            controller.last_heartbeat_ms[b as usize] = now;
-            controller.reported_offset[b as usize] = heartbeat.metadata_offset;
-            should_shut_down = controlled_shutdown(
-                b,
-                fenced,
-                now,
-                cluster,
-                &mut controller,
-                brokers,
-                events,
-                metrics,
-                partitions,
-            );
-        } else {
-            controller.last_heartbeat_ms[b as usize] = now;
-            controller.reported_offset[b as usize] = heartbeat.metadata_offset;
-            if fenced {
-                change_fencing(
-                    false,
-                    b,
-                    now,
-                    cluster,
-                    brokers,
-                    events,
-                    metrics,
-                    &mut controller.metadata,
-                    partitions,
-                );
-            }
-        }
-        let response = HeartbeatResponse {
-            broker: b,
-            incarnation: heartbeat.incarnation,
-            fenced: brokers.get(broker_entity).expect("broker").fenced,
-            refused,
-            metadata_offset: controller.metadata.end,
-            should_shut_down,
-        };
-        let response = network.send(now, Node::Controller, wire.from, response);
-        wake.standing_at(Standing::Controller, response.arrive_ms);
-    }
-}
-
-/// A heartbeat asks to shut down (`BrokerHeartbeatManager.calculateNextBrokerState`). The first
-/// puts the broker in CONTROLLED_SHUTDOWN: it leaves every ISR and its leaderships move to other
-/// in-sync replicas (`ReplicationControlManager.handleBrokerInControlledShutdown`). It may stop
-/// (SHUTDOWN_NOW, and the controller fences it) once it leads nothing and every active broker
-/// has applied the metadata log that far; a fenced broker may stop at once. Returns whether it
-/// may stop.
-#[allow(clippy::too_many_arguments)]
-fn controlled_shutdown(
-    b: BrokerId,
-    fenced: bool,
-    now: u64,
-    cluster: &Cluster,
-    controller: &mut Controller,
-    brokers: &mut Query<&mut Broker>,
-    events: &mut EventLog,
-    metrics: &mut Metrics,
-    partitions: &mut Query<&mut Partition>,
-) -> bool {
-    if fenced {
-        return true;
-    }
-    let entity = cluster.brokers[b as usize - 1];
-    if !brokers.get(entity).expect("broker").in_controlled_shutdown {
-        brokers
-            .get_mut(entity)
-            .expect("broker")
-            .in_controlled_shutdown = true;
-        events.push(now, EventKind::BrokerInControlledShutdown { broker: b });
-        let views = super::cluster::broker_views(brokers.iter());
-        let mut ctx = ElectionContext {
-            now,
-            cluster,
-            brokers: &views,
-            events,
-            metrics,
-            metadata: &mut controller.metadata,
-            reason: "controlled shutdown",
-        };
-        leave_isrs_and_leaderships(b, partitions, &mut ctx);
-        controller.controlled_shutdown_offset[b as usize] = Some(controller.metadata.end);
-    }
-    let leads = cluster
-        .partitions
-        .iter()
-        .any(|&p| partitions.get(p).expect("partition entity").leader == Some(b));
-    // `BrokerHeartbeatManager.lowestActiveOffset`: active brokers are unfenced and not shutting
-    // down.
-    let lowest_active = brokers
-        .iter()
-        .filter(|o| !o.fenced && !o.in_controlled_shutdown)
-        .map(|o| controller.reported_offset[o.id as usize])
-        .min()
-        .unwrap_or(u64::MAX);
-    let caught_up = controller.controlled_shutdown_offset[b as usize]
-        .is_some_and(|offset| offset <= lowest_active);
-    if leads || !caught_up {
-        return false;
-    }
-    change_fencing(
-        true,
-        b,
-        now,
-        cluster,
-        brokers,
-        events,
-        metrics,
-        &mut controller.metadata,
-        partitions,
-    );
-    true
-}
-
-/// `BrokerHeartbeatManager`: a broker whose last heartbeat is older than the session timeout is
-/// fenced.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn controller_checks_sessions(
-    clock: &SimClock,
-    cluster: &Cluster,
-    wake: &mut Wake,
-    events: &mut EventLog,
-    metrics: &mut Metrics,
-    controllers: &mut Query<&mut Controller>,
-    brokers: &mut Query<&mut Broker>,
-    partitions: &mut Query<&mut Partition>,
-) {
-    let now = clock.now_ms;
-    let session = cluster.config.session_timeout_ms;
-    let mut controller = controllers.get_mut(cluster.controller).expect("controller");
-    let controller = &mut *controller;
-    for &entity in &cluster.brokers {
-        let broker = brokers.get(entity).expect("broker");
-        if broker.fenced {
-            continue;
-        }
-        let b = broker.id;
-        let deadline = controller.last_heartbeat_ms[b as usize] + session;
-        if now <= deadline {
-            wake.standing_at(Standing::Controller, deadline + 1);
-            continue;
-        }
-        change_fencing(
-            true,
-            b,
-            now,
-            cluster,
-            brokers,
-            events,
-            metrics,
-            &mut controller.metadata,
-            partitions,
-        );
-    }
-}
-
-/// Preferred leader election, and the periodic unclean election of leaderless partitions. Preferred:
-/// each partition whose first assigned replica is in the ISR and not fenced, but not leading,
-/// gets it back as leader. Runs on request, and with
-/// `auto.leader.rebalance.enable` `leader.imbalance.check.interval.seconds` after a change left
-/// some partition led by another broker, then again after each run while one still is
-/// (`QuorumController.maybeScheduleNextBalancePartitionLeaders`, which the controller calls after
-/// every change it writes).
-#[allow(clippy::too_many_arguments)]
-pub(super) fn controller_balances_leaders(
-    clock: &SimClock,
-    cluster: &Cluster,
-    wake: &mut Wake,
-    events: &mut EventLog,
-    metrics: &mut Metrics,
-    controllers: &mut Query<&mut Controller>,
-    brokers: &Query<&mut Broker>,
-    partitions: &mut Query<&mut Partition>,
-) {
-    let now = clock.now_ms;
-    let mut controller = controllers.get_mut(cluster.controller).expect("controller");
-    let periodic = cluster.config.auto_leader_rebalance_enable;
-    let due_check = periodic && controller.next_balance_check_ms.is_some_and(|at| now >= at);
-    if due_check {
-        controller.next_balance_check_ms = None;
-    }
-    if due_check || controller.preferred_election_requested {
-        controller.preferred_election_requested = false;
-        elect_preferred_leaders(
-            now,
-            cluster,
-            brokers,
-            events,
-            metrics,
-            &mut controller.metadata,
-            partitions,
-        );
-    }
-    let imbalanced = || partitions.iter().any(|p| p.leader != Some(p.assignment[0]));
-    if periodic && controller.next_balance_check_ms.is_none() && imbalanced() {
-        controller.next_balance_check_ms =
-            Some(now + cluster.config.leader_imbalance_check_interval_ms);
-    }
-    if let Some(at) = controller.next_balance_check_ms {
-        wake.standing_at(Standing::Controller, at);
-    }
-    if controller.next_unclean_check_ms.is_some_and(|at| now >= at) {
-        controller.next_unclean_check_ms = None;
-        let views = super::cluster::broker_views(brokers.iter());
-        let mut ctx = ElectionContext {
-            now,
-            cluster,
-            brokers: &views,
-            events,
-            metrics,
-            metadata: &mut controller.metadata,
-            reason: "unclean election check",
-        };
-        for &entity in &cluster.partitions {
-            let mut partition = partitions.get_mut(entity).expect("partition entity");
-            if partition.leader.is_none()
-                && partition.unclean_leader_election
-                && let Some(next) = choose_leader(&partition, ctx.eligible(), false)
-            {
-                set_leader(&mut partition, Some(next), &mut ctx);
-            }
-        }
-    }
-    let leaderless = || partitions.iter().any(|p| p.leader.is_none());
-    if controller.next_unclean_check_ms.is_none() && leaderless() {
-        controller.next_unclean_check_ms = Some(now + UNCLEAN_CHECK_INTERVAL_MS);
-    }
-    if let Some(at) = controller.next_unclean_check_ms {
-        wake.standing_at(Standing::Controller, at);
-    }
-}
-
-/// Brokers an `AddBroker` started join the cluster once their entities exist: the controller
-/// and the network make room for them, and their registration heartbeats go out.
-pub(super) fn controller_adds_brokers(
-    clock: &SimClock,
-    cluster: &mut Cluster,
-    network: &mut Network,
-    wake: &mut Wake,
-    controllers: &mut Query<&mut Controller>,
-    brokers: &Query<&mut Broker>,
-) {
-    let mut controller = controllers.get_mut(cluster.controller).expect("controller");
-    if controller.new_brokers.is_empty() {
-        return;
-    }
-    if controller
-        .new_brokers
-        .iter()
-        .any(|e| brokers.get(*e).is_err())
-    {
-        // Spawned this step: they exist from the next.
-        wake.standing_at(Standing::Controller, clock.now_ms + 1);
-        return;
-    }
-    for entity in std::mem::take(&mut controller.new_brokers) {
-        cluster.brokers.push(entity);
-        let n = cluster.brokers.len() + 1;
-        controller.last_heartbeat_ms.resize(n, 0);
-        controller.registered.resize(n, 0);
-        controller.refused.resize(n, 0);
-        controller.reported_offset.resize(n, 0);
-        controller.controlled_shutdown_offset.resize(n, None);
-        network.extra_ms.resize(n, 0);
-    }
-    wake.standing_at(Standing::Controller, clock.now_ms + 1);
-}
-
-/// Creates the partitions asked for once their entities exist: each gets the next ordinal and a
-/// record in the metadata log, from which brokers and clients learn of it. The group coordinators
-/// take them into their groups' subscriptions at once; a consumer-protocol group's epoch is
-/// bumped, so its next heartbeat computes an assignment with them
-/// (`GroupMetadataManager.onNewMetadataImage`, then `consumerGroupHeartbeat`).
-#[allow(clippy::too_many_arguments)]
-pub(super) fn controller_creates_partitions(
-    clock: &SimClock,
-    cluster: &mut Cluster,
-    wake: &mut Wake,
-    events: &mut EventLog,
-    controllers: &mut Query<&mut Controller>,
-    partitions: &mut Query<&mut Partition>,
-    replicas: &Query<&mut Replica>,
-    groups: &mut Query<&mut ConsumerGroup>,
-) {
-    let now = clock.now_ms;
-    let mut controller = controllers.get_mut(cluster.controller).expect("controller");
-    if controller.requested_partitions.is_empty() {
-        return;
-    }
-    let requested = std::mem::take(&mut controller.requested_partitions);
-    for (topic, created) in requested {
-        let exists = created.iter().all(|e| {
-            partitions
-                .get(*e)
-                .is_ok_and(|p| p.replicas.iter().all(|r| replicas.get(*r).is_ok()))
-        });
-        if !exists {
-            // Spawned this step: they exist from the next.
-            wake.standing_at(Standing::Controller, now + 1);
-            controller.requested_partitions.push((topic, created));
-            continue;
-        }
-        let mut ordinals = Vec::new();
-        for &entity in &created {
-            let ordinal = cluster.partitions.len() as u32;
-            cluster.partitions.push(entity);
-            cluster.topics[topic].partitions.push(entity);
-            let offset = controller
-                .metadata
-                .append(now, cluster.config.network_latency_ms);
-            let mut partition = partitions.get_mut(entity).expect("partition entity");
-            partition.ordinal = ordinal;
-            partition.history[0].offset = offset;
-            ordinals.push(ordinal);
-        }
-        let name = cluster.topics[topic].name.clone();
-        for mut group in groups.iter_mut() {
-            if !group.config.topics.contains(&name) {
-                continue;
-            }
-            group.partitions.extend(&ordinals);
-            if group.config.protocol == crate::scenario::GroupProtocol::Consumer {
-                super::consumer_protocol::bump_group_epoch(
-                    &mut group,
-                    now,
-                    events,
-                    format!(
-                        "{name} has {} partitions",
-                        cluster.topics[topic].partitions.len()
-                    ),
-                );
-            }
-        }
-        events.push(
-            now,
-            EventKind::PartitionsCreated {
-                topic: name,
-                partitions: cluster.topics[topic].partitions.len() as u32,
-            },
-        );
-    }
-    cluster.assignments_version += 1;
-}
-
-/// Starts each reassignment asked for whose new replicas exist
-/// (`ReplicationControlManager.changePartitionReassignment`): the replicas become the target
-/// followed by those it removes (`PartitionReassignmentReplicas`), and the added replicas start
-/// empty, out of the ISR, fetching from the leader. The controller completes it once every
-/// target replica is in the ISR (`controller_completes_reassignments`).
-pub(super) fn controller_starts_reassignments(
-    clock: &SimClock,
-    cluster: &mut Cluster,
-    wake: &mut Wake,
-    events: &mut EventLog,
-    controllers: &mut Query<&mut Controller>,
-    partitions: &mut Query<&mut Partition>,
-    replicas: &Query<&mut Replica>,
-) {
-    let now = clock.now_ms;
-    let mut controller = controllers.get_mut(cluster.controller).expect("controller");
-    if controller.requested.is_empty() {
-        return;
-    }
-    let requested = std::mem::take(&mut controller.requested);
-    for request in requested {
-        if request.added.iter().any(|(_, e)| replicas.get(*e).is_err()) {
-            // Spawned this step: they exist from the next.
-            wake.standing_at(Standing::Controller, now + 1);
-            controller.requested.push(request);
-            continue;
-        }
-        let mut partition = partitions
-            .get_mut(request.partition)
-            .expect("partition entity");
-        let current = partition.assignment.clone();
-        let target = request.target;
-        let mut adding: Vec<BrokerId> = target
-            .iter()
-            .copied()
-            .filter(|b| !current.contains(b))
-            .collect();
-        let mut removing: Vec<BrokerId> = current
-            .iter()
-            .copied()
-            .filter(|b| !target.contains(b))
-            .collect();
-        adding.sort_unstable();
-        removing.sort_unstable();
-        let assignment: Vec<BrokerId> = target.iter().chain(&removing).copied().collect();
-        partition.set_replicas(&assignment, &request.added, now);
-        partition.reassignment = Some(Reassignment {
-            target,
-            adding: adding.clone(),
-            removing: removing.clone(),
-        });
-        cluster.assignments_version += 1;
-        controller.reassigning.push(request.partition);
-        events.push(
-            now,
-            EventKind::ReassignmentStarted {
-                topic: cluster.topics[partition.topic].name.clone(),
-                partition: partition.index,
-                replicas: assignment,
-                adding,
-                removing,
-            },
-        );
-    }
-}
-
-/// Completes each reassignment whose target replicas are all in the ISR
-/// (`PartitionChangeBuilder.maybeCompleteReassignment`, run as the controller takes the leader's
-/// AlterPartition): the replicas become the target, the removed ones leave the ISR and are
-/// deleted (a broker that no longer finds itself among the replicas deletes its log,
-/// `ReplicaManager.applyDelta`), and if the leader was removed, the first target replica in the
-/// ISR leads (or none: the partition goes offline).
-#[allow(clippy::too_many_arguments)]
-pub(super) fn controller_completes_reassignments(
-    clock: &SimClock,
-    cluster: &mut Cluster,
-    events: &mut EventLog,
-    metrics: &mut Metrics,
-    controllers: &mut Query<&mut Controller>,
-    brokers: &Query<&mut Broker>,
-    partitions: &mut Query<&mut Partition>,
-    commands: &mut Commands,
-) {
-    let now = clock.now_ms;
-    let mut controller = controllers.get_mut(cluster.controller).expect("controller");
-    if controller.reassigning.is_empty() {
-        return;
-    }
-    let views = super::cluster::broker_views(brokers.iter());
-    let mut completed = 0;
-    let pending = std::mem::take(&mut controller.reassigning);
-    for entity in pending {
-        let mut partition = partitions.get_mut(entity).expect("partition entity");
-        let Some(reassignment) = partition.reassignment.clone() else {
-            continue;
-        };
-        if !reassignment.target.iter().all(|b| partition.in_isr(*b)) {
-            controller.reassigning.push(entity);
-            continue;
-        }
-        for &b in &reassignment.removing {
-            if let Some(replica) = partition.replica_on(b) {
-                commands.entity(replica).despawn();
-            }
-        }
-        partition.set_replicas(&reassignment.target, &[], now);
-        partition.reassignment = None;
-        completed += 1;
-        let mut ctx = ElectionContext {
-            now,
-            cluster,
-            brokers: &views,
-            events,
-            metrics,
-            metadata: &mut controller.metadata,
-            reason: "reassignment",
-        };
-        if partition
-            .leader
-            .is_some_and(|l| !reassignment.target.contains(&l))
-        {
-            let next =
-                choose_leader(&partition, ctx.eligible(), false).filter(|(_, unclean)| !unclean);
-            set_leader(&mut partition, next, &mut ctx);
-        } else if !reassignment.removing.is_empty() && partition.leader.is_some() {
-            // Replicas left while the leader stays: its epoch is bumped all the same, so that
-            // the removed ones are fenced from it
-            // (`PartitionChangeBuilder.triggerLeaderEpochBumpForReplicaReassignmentIfNeeded`).
-            new_leader_epoch(&mut partition, &mut ctx);
-        }
-        events.push(
-            now,
-            EventKind::ReassignmentCompleted {
-                topic: cluster.topics[partition.topic].name.clone(),
-                partition: partition.index,
-                replicas: partition.assignment.clone(),
-                isr: partition.isr.clone(),
-            },
-        );
-    }
-    cluster.assignments_version += completed;
-}
-
 /// `unclean.leader.election.interval.ms` (internal, 5 minutes): while some partition has no
 /// leader, the controller looks this often for those whose topic now allows an unclean election
 /// (`QuorumController.maybeScheduleNextElectUncleanLeaders`,
@@ -1176,36 +367,793 @@ pub(super) fn controller_completes_reassignments(
 /// `unclean.leader.election.enable` on elects no one at once.
 pub const UNCLEAN_CHECK_INTERVAL_MS: u64 = 300_000;
 
-/// Gives each partition whose first replica is in the ISR and not fenced, but not leading, back
-/// to it (`ReplicationControlManager.maybeBalancePartitionLeaders`).
-#[allow(clippy::too_many_arguments)]
-fn elect_preferred_leaders(
-    now: u64,
-    cluster: &Cluster,
-    brokers: &Query<&mut Broker>,
-    events: &mut EventLog,
-    metrics: &mut Metrics,
-    metadata: &mut MetadataLog,
-    partitions: &mut Query<&mut Partition>,
-) {
-    let views = super::cluster::broker_views(brokers.iter());
-    let mut ctx = ElectionContext {
-        now,
-        cluster,
-        brokers: &views,
-        events,
-        metrics,
-        metadata,
-        reason: "preferred leader",
-    };
-    for &entity in &cluster.partitions {
-        let mut partition = partitions.get_mut(entity).expect("partition entity");
-        let preferred = partition.assignment[0];
-        if partition.leader != Some(preferred)
-            && partition.in_isr(preferred)
-            && views[preferred as usize].eligible
-        {
-            set_leader(&mut partition, Some((preferred, false)), &mut ctx);
+/// The controller's rules, with what they borrow for one step.
+#[derive(SystemParam)]
+pub(super) struct ControllerPhase<'w, 's> {
+    clock: Res<'w, SimClock>,
+    cluster: ResMut<'w, Cluster>,
+    network: ResMut<'w, Network>,
+    wake: ResMut<'w, Wake>,
+    events: ResMut<'w, EventLog>,
+    metrics: ResMut<'w, Metrics>,
+    rng: ResMut<'w, SimRng>,
+    wires: ResMut<'w, Wires>,
+    controllers: Query<'w, 's, &'static mut Controller>,
+    brokers: Query<'w, 's, &'static mut Broker>,
+    partitions: Query<'w, 's, &'static mut Partition>,
+    replicas: Query<'w, 's, &'static mut Replica>,
+    groups: Query<'w, 's, &'static mut ConsumerGroup>,
+    /// Heartbeats and answers arriving now.
+    due: Local<'s, Vec<u64>>,
+    /// Despawns the replicas a reassignment removes.
+    commands: Commands<'w, 's>,
+}
+
+/// The controller's phase: heartbeats, the controller's fencing, elections and changes.
+pub(super) fn phase(mut rules: ControllerPhase) {
+    rules.controller_publishes_metadata();
+    rules.brokers_send_heartbeats();
+    rules.brokers_take_heartbeat_responses();
+    rules.brokers_learn_leaderships();
+    rules.controller_handles_heartbeats();
+    rules.controller_checks_sessions();
+    rules.controller_balances_leaders();
+    // After the heartbeats, which collect the controller's wakes afresh.
+    rules.controller_adds_brokers();
+    rules.controller_creates_partitions();
+    rules.controller_starts_reassignments();
+    rules.controller_completes_reassignments();
+    // What this step's elections wrote reaches the brokers a network latency later.
+    if let Some(at) = rules.controller().metadata.next_delivery() {
+        rules.wake.standing_at(Standing::Controller, at);
+    }
+}
+
+impl<'w, 's> ControllerPhase<'w, 's> {
+    /// The controller's own state.
+    fn controller(&mut self) -> Mut<'_, Controller> {
+        self.controllers
+            .get_mut(self.cluster.controller)
+            .expect("controller")
+    }
+
+    /// What an election needs, with the brokers as the controller sees them now, and the
+    /// partitions it changes.
+    fn election(
+        &mut self,
+        reason: &'static str,
+    ) -> (
+        ElectionContext<'_>,
+        &mut Query<'w, 's, &'static mut Partition>,
+    ) {
+        let controller = self
+            .controllers
+            .get_mut(self.cluster.controller)
+            .expect("controller")
+            .into_inner();
+        let ctx = ElectionContext {
+            now: self.clock.now_ms,
+            cluster: &self.cluster,
+            brokers: super::cluster::broker_views(self.brokers.iter()),
+            events: &mut self.events,
+            metrics: &mut self.metrics,
+            metadata: &mut controller.metadata,
+            reason,
+        };
+        (ctx, &mut self.partitions)
+    }
+
+    /// Fences or unfences a broker: sets its flag, then runs `fence` or `unfence` with the
+    /// brokers as the controller sees them now.
+    fn change_fencing(&mut self, fenced: bool, broker: BrokerId) {
+        let entity = self.cluster.brokers[broker as usize - 1];
+        self.brokers.get_mut(entity).expect("broker entity").fenced = fenced;
+        if fenced {
+            let (mut ctx, partitions) = self.election("leader fenced");
+            fence(broker, partitions, &mut ctx);
+        } else {
+            let (mut ctx, partitions) = self.election("replica unfenced");
+            unfence(broker, partitions, &mut ctx);
         }
+    }
+
+    /// A heartbeat asks to shut down (`BrokerHeartbeatManager.calculateNextBrokerState`). The
+    /// first puts the broker in CONTROLLED_SHUTDOWN: it leaves every ISR and its leaderships move
+    /// to other in-sync replicas (`ReplicationControlManager.handleBrokerInControlledShutdown`).
+    /// It may stop (SHUTDOWN_NOW, and the controller fences it) once it leads nothing and every
+    /// active broker has applied the metadata log that far; a fenced broker may stop at once.
+    /// Returns whether it may stop.
+    fn controlled_shutdown(&mut self, b: BrokerId, fenced: bool) -> bool {
+        if fenced {
+            return true;
+        }
+        let now = self.clock.now_ms;
+        let entity = self.cluster.brokers[b as usize - 1];
+        if !self
+            .brokers
+            .get(entity)
+            .expect("broker")
+            .in_controlled_shutdown
+        {
+            self.brokers
+                .get_mut(entity)
+                .expect("broker")
+                .in_controlled_shutdown = true;
+            self.events
+                .push(now, EventKind::BrokerInControlledShutdown { broker: b });
+            let (mut ctx, partitions) = self.election("controlled shutdown");
+            leave_isrs_and_leaderships(b, partitions, &mut ctx);
+            let mut controller = self.controller();
+            controller.controlled_shutdown_offset[b as usize] = Some(controller.metadata.end);
+        }
+        let Self {
+            cluster,
+            brokers,
+            partitions,
+            controllers,
+            ..
+        } = self;
+        let leads = cluster
+            .partitions
+            .iter()
+            .any(|&p| partitions.get(p).expect("partition entity").leader == Some(b));
+        let controller = controllers.get(cluster.controller).expect("controller");
+        // `BrokerHeartbeatManager.lowestActiveOffset`: active brokers are unfenced and not
+        // shutting down.
+        let lowest_active = brokers
+            .iter()
+            .filter(|o| !o.fenced && !o.in_controlled_shutdown)
+            .map(|o| controller.reported_offset[o.id as usize])
+            .min()
+            .unwrap_or(u64::MAX);
+        let caught_up = controller.controlled_shutdown_offset[b as usize]
+            .is_some_and(|offset| offset <= lowest_active);
+        if leads || !caught_up {
+            return false;
+        }
+        self.change_fencing(true, b);
+        true
+    }
+
+    /// Gives each partition whose first replica is in the ISR and not fenced, but not leading,
+    /// back to it (`ReplicationControlManager.maybeBalancePartitionLeaders`).
+    fn elect_preferred_leaders(&mut self) {
+        let (mut ctx, partitions) = self.election("preferred leader");
+        for &entity in &ctx.cluster.partitions {
+            let mut partition = partitions.get_mut(entity).expect("partition entity");
+            let preferred = partition.assignment[0];
+            if partition.leader != Some(preferred)
+                && partition.in_isr(preferred)
+                && ctx.brokers[preferred as usize].eligible
+            {
+                set_leader(&mut partition, Some((preferred, false)), &mut ctx);
+            }
+        }
+    }
+
+    /// A broker that learns from the metadata log that it leads a partition stops fetching it, then
+    /// starts its epoch at its log end offset (KIP-101): `ReplicaManager.applyLocalLeadersDelta`
+    /// removes the partition's fetcher before `Partition.makeLeader` calls
+    /// `maybeAssignEpochStartOffset`, so no record of the old leader can land after the epoch's
+    /// start. Until the broker learns, it follows the leader it knows of.
+    fn brokers_learn_leaderships(&mut self) {
+        let Self {
+            cluster,
+            brokers,
+            partitions,
+            replicas,
+            ..
+        } = self;
+        for &entity in &cluster.brokers {
+            let mut broker = brokers.get_mut(entity).expect("broker entity");
+            let (applied, seen) = (broker.leaderships_applied, broker.metadata_offset);
+            if seen <= applied {
+                continue;
+            }
+            broker.leaderships_applied = seen;
+            for &p in &cluster.partitions {
+                let partition = partitions.get(p).expect("partition entity");
+                let changed = partition.history.last().is_some_and(|r| r.offset > applied);
+                if !changed {
+                    continue;
+                }
+                let Some(epoch) = partition.leads_as_seen(broker.id, seen) else {
+                    continue;
+                };
+                let learnt = partition
+                    .history
+                    .iter()
+                    .rev()
+                    .take_while(|r| r.offset > applied)
+                    .any(|r| r.offset <= seen && r.leader == Some(broker.id));
+                if let Some(replica) = partition.replica_on(broker.id).filter(|_| learnt) {
+                    let mut replica = replicas.get_mut(replica).expect("replica entity");
+                    let leo = replica.log_end_offset();
+                    replica.assign_epoch(epoch, leo);
+                }
+            }
+        }
+    }
+
+    fn brokers_send_heartbeats(&mut self) {
+        let Self {
+            clock,
+            cluster,
+            network,
+            wake,
+            brokers,
+            ..
+        } = self;
+        let now = clock.now_ms;
+        wake.clear(Standing::Controller);
+        for &entity in &cluster.brokers {
+            let mut broker = brokers.get_mut(entity).expect("broker entity");
+            if !broker.alive && !broker.starting {
+                continue;
+            }
+            if now >= broker.next_heartbeat_ms {
+                let heartbeat = Heartbeat {
+                    broker: broker.id,
+                    incarnation: broker.incarnation,
+                    registration: broker.starting,
+                    want_shut_down: broker.pending_shutdown.is_some(),
+                    metadata_offset: broker.metadata_offset,
+                };
+                let wire = network.send(now, Node::Broker(broker.id), Node::Controller, heartbeat);
+                wake.standing_at(Standing::Controller, wire.arrive_ms);
+                broker.next_heartbeat_ms = now + cluster.config.heartbeat_interval_ms;
+            }
+            wake.standing_at(Standing::Controller, broker.next_heartbeat_ms);
+        }
+    }
+
+    /// Records of the metadata log reach the brokers the controller can reach, one network latency
+    /// after they were written; a broker cut off or down misses them and catches up from a later
+    /// heartbeat answer.
+    fn controller_publishes_metadata(&mut self) {
+        let Self {
+            clock,
+            cluster,
+            network,
+            wake,
+            controllers,
+            brokers,
+            ..
+        } = self;
+        let now = clock.now_ms;
+        let mut controller = controllers.get_mut(cluster.controller).expect("controller");
+        let metadata = &mut controller.metadata;
+        let mut reached = None;
+        while let Some(&(at, offset)) = metadata.deliveries.front() {
+            if at > now {
+                break;
+            }
+            metadata.deliveries.pop_front();
+            reached = Some(offset);
+        }
+        let reach = |broker: &mut Broker, offset: u64| {
+            if broker.alive && !network.is_cut(Node::Controller, Node::Broker(broker.id)) {
+                broker.metadata_offset = broker.metadata_offset.max(offset);
+            }
+        };
+        if let Some(offset) = reached {
+            for &entity in &cluster.brokers {
+                let mut broker = brokers.get_mut(entity).expect("broker entity");
+                match network.extra_ms[broker.id as usize] {
+                    0 => reach(&mut broker, offset),
+                    extra => metadata
+                        .slow_deliveries
+                        .push((now + extra, broker.id, offset)),
+                }
+            }
+        }
+        metadata.slow_deliveries.sort_unstable();
+        while let Some(&(at, b, offset)) = metadata.slow_deliveries.first() {
+            if at > now {
+                break;
+            }
+            metadata.slow_deliveries.remove(0);
+            let mut broker = brokers
+                .get_mut(cluster.brokers[b as usize - 1])
+                .expect("broker entity");
+            reach(&mut broker, offset);
+        }
+        if let Some(at) = metadata.next_delivery() {
+            wake.standing_at(Standing::Controller, at);
+        }
+    }
+
+    /// A registered broker starts serving (fenced until its next heartbeat, sent soon); a refused
+    /// one tries again after a back-off. A broker in controlled shutdown stops when told it should,
+    /// and otherwise asks again (`BrokerLifecycleManager`: 50 ms after the first answer, then at its
+    /// usual interval).
+    fn brokers_take_heartbeat_responses(&mut self) {
+        let Self {
+            clock,
+            cluster,
+            rng,
+            wake,
+            events,
+            wires,
+            brokers,
+            due,
+            ..
+        } = self;
+        let now = clock.now_ms;
+        wake_at_arrivals::<HeartbeatResponse>(wires, wake);
+        wires.arriving::<HeartbeatResponse>(due);
+        for &id in due.iter() {
+            wires.finish(id);
+            let (_, response) = wires
+                .get_of::<HeartbeatResponse>(id)
+                .expect("a heartbeat response");
+            let mut broker = brokers
+                .get_mut(cluster.brokers[response.broker as usize - 1])
+                .expect("broker entity");
+            if response.incarnation != broker.incarnation {
+                continue;
+            }
+            if !response.refused {
+                broker.metadata_offset = broker.metadata_offset.max(response.metadata_offset);
+            }
+            if let Some(answered) = broker.pending_shutdown
+                && broker.alive
+            {
+                if response.should_shut_down {
+                    // A clean stop: its log is intact and flushed (KIP-966 counts it clean).
+                    broker.alive = false;
+                    broker.unclean_shutdown = false;
+                    broker.pending_shutdown = None;
+                    broker.fetchers.clear();
+                    events.push(now, EventKind::BrokerShutDown { broker: broker.id });
+                } else if !answered {
+                    broker.pending_shutdown = Some(true);
+                    broker.next_heartbeat_ms = now + FIRST_SHUTDOWN_RETRY_MS;
+                    wake.standing_at(Standing::Controller, broker.next_heartbeat_ms);
+                }
+                continue;
+            }
+            if !broker.starting {
+                continue;
+            }
+            if response.refused {
+                let delay = registration_backoff(
+                    broker.failed_registrations,
+                    cluster.config.session_timeout_ms,
+                    rng,
+                );
+                broker.failed_registrations += 1;
+                broker.next_heartbeat_ms = now + delay;
+            } else {
+                broker.starting = false;
+                broker.alive = true;
+                broker.failed_registrations = 0;
+                broker.next_heartbeat_ms = now + STARTUP_HEARTBEAT_MS;
+            }
+            wake.standing_at(Standing::Controller, broker.next_heartbeat_ms);
+        }
+    }
+
+    fn controller_handles_heartbeats(&mut self) {
+        let now = self.clock.now_ms;
+        wake_at_arrivals::<Heartbeat>(&self.wires, &mut self.wake);
+        let mut due = std::mem::take(&mut *self.due);
+        self.wires.arriving::<Heartbeat>(&mut due);
+        for &id in &due {
+            self.wires.finish(id);
+            let (&wire, heartbeat) = self.wires.get_of::<Heartbeat>(id).expect("a heartbeat");
+            let heartbeat = heartbeat.clone();
+            let b = heartbeat.broker;
+            let broker_entity = self.cluster.brokers[b as usize - 1];
+            let session_timeout_ms = self.cluster.config.session_timeout_ms;
+            let fenced = self.brokers.get(broker_entity).expect("broker").fenced;
+            let mut controller = self.controller();
+            let current = heartbeat.incarnation == controller.registered[b as usize];
+            if !heartbeat.registration && !current {
+                // From an incarnation that is gone (sent before the broker crashed and came back):
+                // STALE_BROKER_EPOCH. Nothing changes, and the process it came from is no more.
+                continue;
+            }
+            let mut should_shut_down = false;
+            let session_valid =
+                !fenced && now <= controller.last_heartbeat_ms[b as usize] + session_timeout_ms;
+            let refused = heartbeat.registration && !current && session_valid;
+            if refused {
+                // `ClusterControlManager.registerBroker`: DUPLICATE_BROKER_REGISTRATION while the
+                // previous incarnation's session is valid; it resolves when that session expires.
+                // The old incarnation's session runs on.
+                if controller.refused[b as usize] != heartbeat.incarnation {
+                    controller.refused[b as usize] = heartbeat.incarnation;
+                    self.events
+                        .push(now, EventKind::RegistrationRefused { broker: b });
+                }
+            } else if heartbeat.registration && current {
+                // The same incarnation again (its first answer slow or lost): it stays registered,
+                // and fenced until a heartbeat of its own asks to be unfenced.
+                controller.last_heartbeat_ms[b as usize] = now;
+            } else if heartbeat.registration {
+                // A new incarnation registers: the old one is gone, so it is fenced first.
+                controller.last_heartbeat_ms[b as usize] = now;
+                controller.registered[b as usize] = heartbeat.incarnation;
+                controller.controlled_shutdown_offset[b as usize] = None;
+                let mut broker = self.brokers.get_mut(broker_entity).expect("broker");
+                broker.in_controlled_shutdown = false;
+                let unclean_shutdown = std::mem::take(&mut broker.unclean_shutdown);
+                self.events
+                    .push(now, EventKind::BrokerRegistered { broker: b });
+                if !fenced {
+                    self.change_fencing(true, b);
+                }
+                // KIP-966: after an unclean shutdown the broker may have lost data it had, so it is
+                // no longer an eligible leader replica anywhere.
+                if unclean_shutdown {
+                    for &p in &self.cluster.partitions {
+                        let mut partition = self.partitions.get_mut(p).expect("partition entity");
+                        if partition.elr.contains(&b) {
+                            partition.elr.retain(|e| *e != b);
+                        }
+                    }
+                }
+            } else if heartbeat.want_shut_down {
+                controller.last_heartbeat_ms[b as usize] = now;
+                controller.reported_offset[b as usize] = heartbeat.metadata_offset;
+                should_shut_down = self.controlled_shutdown(b, fenced);
+            } else {
+                controller.last_heartbeat_ms[b as usize] = now;
+                controller.reported_offset[b as usize] = heartbeat.metadata_offset;
+                if fenced {
+                    self.change_fencing(false, b);
+                }
+            }
+            let response = HeartbeatResponse {
+                broker: b,
+                incarnation: heartbeat.incarnation,
+                fenced: self.brokers.get(broker_entity).expect("broker").fenced,
+                refused,
+                metadata_offset: self.controller().metadata.end,
+                should_shut_down,
+            };
+            let response = self
+                .network
+                .send(now, Node::Controller, wire.from, response);
+            self.wake
+                .standing_at(Standing::Controller, response.arrive_ms);
+        }
+        *self.due = due;
+    }
+
+    /// `BrokerHeartbeatManager`: a broker whose last heartbeat is older than the session timeout is
+    /// fenced.
+    fn controller_checks_sessions(&mut self) {
+        let now = self.clock.now_ms;
+        let session = self.cluster.config.session_timeout_ms;
+        for i in 0..self.cluster.brokers.len() {
+            let broker = self.brokers.get(self.cluster.brokers[i]).expect("broker");
+            if broker.fenced {
+                continue;
+            }
+            let b = broker.id;
+            let deadline = self.controller().last_heartbeat_ms[b as usize] + session;
+            if now <= deadline {
+                self.wake.standing_at(Standing::Controller, deadline + 1);
+                continue;
+            }
+            self.change_fencing(true, b);
+        }
+    }
+
+    /// Preferred leader election, and the periodic unclean election of leaderless partitions. Preferred:
+    /// each partition whose first assigned replica is in the ISR and not fenced, but not leading,
+    /// gets it back as leader. Runs on request, and with
+    /// `auto.leader.rebalance.enable` `leader.imbalance.check.interval.seconds` after a change left
+    /// some partition led by another broker, then again after each run while one still is
+    /// (`QuorumController.maybeScheduleNextBalancePartitionLeaders`, which the controller calls after
+    /// every change it writes).
+    fn controller_balances_leaders(&mut self) {
+        let now = self.clock.now_ms;
+        let periodic = self.cluster.config.auto_leader_rebalance_enable;
+        let mut controller = self.controller();
+        let due_check = periodic && controller.next_balance_check_ms.is_some_and(|at| now >= at);
+        if due_check {
+            controller.next_balance_check_ms = None;
+        }
+        let requested = std::mem::take(&mut controller.preferred_election_requested);
+        if due_check || requested {
+            self.elect_preferred_leaders();
+        }
+        let Self {
+            cluster,
+            wake,
+            controllers,
+            partitions,
+            ..
+        } = self;
+        let mut controller = controllers.get_mut(cluster.controller).expect("controller");
+        let imbalanced = || partitions.iter().any(|p| p.leader != Some(p.assignment[0]));
+        if periodic && controller.next_balance_check_ms.is_none() && imbalanced() {
+            controller.next_balance_check_ms =
+                Some(now + cluster.config.leader_imbalance_check_interval_ms);
+        }
+        if let Some(at) = controller.next_balance_check_ms {
+            wake.standing_at(Standing::Controller, at);
+        }
+        let unclean_check = controller.next_unclean_check_ms.is_some_and(|at| now >= at);
+        if unclean_check {
+            controller.next_unclean_check_ms = None;
+        }
+        if unclean_check {
+            let (mut ctx, partitions) = self.election("unclean election check");
+            for &entity in &ctx.cluster.partitions {
+                let mut partition = partitions.get_mut(entity).expect("partition entity");
+                if partition.leader.is_none()
+                    && partition.unclean_leader_election
+                    && let Some(next) = choose_leader(&partition, ctx.eligible(), false)
+                {
+                    set_leader(&mut partition, Some(next), &mut ctx);
+                }
+            }
+        }
+        let Self {
+            cluster,
+            wake,
+            controllers,
+            partitions,
+            ..
+        } = self;
+        let mut controller = controllers.get_mut(cluster.controller).expect("controller");
+        let leaderless = || partitions.iter().any(|p| p.leader.is_none());
+        if controller.next_unclean_check_ms.is_none() && leaderless() {
+            controller.next_unclean_check_ms = Some(now + UNCLEAN_CHECK_INTERVAL_MS);
+        }
+        if let Some(at) = controller.next_unclean_check_ms {
+            wake.standing_at(Standing::Controller, at);
+        }
+    }
+
+    /// Brokers an `AddBroker` started join the cluster once their entities exist: the controller
+    /// and the network make room for them, and their registration heartbeats go out.
+    fn controller_adds_brokers(&mut self) {
+        let Self {
+            clock,
+            cluster,
+            network,
+            wake,
+            controllers,
+            brokers,
+            ..
+        } = self;
+        let mut controller = controllers.get_mut(cluster.controller).expect("controller");
+        if controller.new_brokers.is_empty() {
+            return;
+        }
+        if controller
+            .new_brokers
+            .iter()
+            .any(|e| brokers.get(*e).is_err())
+        {
+            // Spawned this step: they exist from the next.
+            wake.standing_at(Standing::Controller, clock.now_ms + 1);
+            return;
+        }
+        for entity in std::mem::take(&mut controller.new_brokers) {
+            cluster.brokers.push(entity);
+            let n = cluster.brokers.len() + 1;
+            controller.last_heartbeat_ms.resize(n, 0);
+            controller.registered.resize(n, 0);
+            controller.refused.resize(n, 0);
+            controller.reported_offset.resize(n, 0);
+            controller.controlled_shutdown_offset.resize(n, None);
+            network.extra_ms.resize(n, 0);
+        }
+        wake.standing_at(Standing::Controller, clock.now_ms + 1);
+    }
+
+    /// Creates the partitions asked for once their entities exist: each gets the next ordinal and a
+    /// record in the metadata log, from which brokers and clients learn of it. The group coordinators
+    /// take them into their groups' subscriptions at once; a consumer-protocol group's epoch is
+    /// bumped, so its next heartbeat computes an assignment with them
+    /// (`GroupMetadataManager.onNewMetadataImage`, then `consumerGroupHeartbeat`).
+    fn controller_creates_partitions(&mut self) {
+        let Self {
+            clock,
+            cluster,
+            wake,
+            events,
+            controllers,
+            partitions,
+            replicas,
+            groups,
+            ..
+        } = self;
+        let now = clock.now_ms;
+        let mut controller = controllers.get_mut(cluster.controller).expect("controller");
+        if controller.requested_partitions.is_empty() {
+            return;
+        }
+        let requested = std::mem::take(&mut controller.requested_partitions);
+        for (topic, created) in requested {
+            let exists = created.iter().all(|e| {
+                partitions
+                    .get(*e)
+                    .is_ok_and(|p| p.replicas.iter().all(|r| replicas.get(*r).is_ok()))
+            });
+            if !exists {
+                // Spawned this step: they exist from the next.
+                wake.standing_at(Standing::Controller, now + 1);
+                controller.requested_partitions.push((topic, created));
+                continue;
+            }
+            let mut ordinals = Vec::new();
+            for &entity in &created {
+                let ordinal = cluster.partitions.len() as u32;
+                cluster.partitions.push(entity);
+                cluster.topics[topic].partitions.push(entity);
+                let offset = controller
+                    .metadata
+                    .append(now, cluster.config.network_latency_ms);
+                let mut partition = partitions.get_mut(entity).expect("partition entity");
+                partition.ordinal = ordinal;
+                partition.history[0].offset = offset;
+                ordinals.push(ordinal);
+            }
+            let name = cluster.topics[topic].name.clone();
+            for mut group in groups.iter_mut() {
+                if !group.config.topics.contains(&name) {
+                    continue;
+                }
+                group.partitions.extend(&ordinals);
+                if group.config.protocol == crate::scenario::GroupProtocol::Consumer {
+                    super::consumer_protocol::bump_group_epoch(
+                        &mut group,
+                        now,
+                        events,
+                        format!(
+                            "{name} has {} partitions",
+                            cluster.topics[topic].partitions.len()
+                        ),
+                    );
+                }
+            }
+            events.push(
+                now,
+                EventKind::PartitionsCreated {
+                    topic: name,
+                    partitions: cluster.topics[topic].partitions.len() as u32,
+                },
+            );
+        }
+        cluster.assignments_version += 1;
+    }
+
+    /// Starts each reassignment asked for whose new replicas exist
+    /// (`ReplicationControlManager.changePartitionReassignment`): the replicas become the target
+    /// followed by those it removes (`PartitionReassignmentReplicas`), and the added replicas start
+    /// empty, out of the ISR, fetching from the leader. The controller completes it once every
+    /// target replica is in the ISR (`controller_completes_reassignments`).
+    fn controller_starts_reassignments(&mut self) {
+        let Self {
+            clock,
+            cluster,
+            wake,
+            events,
+            controllers,
+            partitions,
+            replicas,
+            ..
+        } = self;
+        let now = clock.now_ms;
+        let mut controller = controllers.get_mut(cluster.controller).expect("controller");
+        if controller.requested.is_empty() {
+            return;
+        }
+        let requested = std::mem::take(&mut controller.requested);
+        for request in requested {
+            if request.added.iter().any(|(_, e)| replicas.get(*e).is_err()) {
+                // Spawned this step: they exist from the next.
+                wake.standing_at(Standing::Controller, now + 1);
+                controller.requested.push(request);
+                continue;
+            }
+            let mut partition = partitions
+                .get_mut(request.partition)
+                .expect("partition entity");
+            let current = partition.assignment.clone();
+            let target = request.target;
+            let mut adding: Vec<BrokerId> = target
+                .iter()
+                .copied()
+                .filter(|b| !current.contains(b))
+                .collect();
+            let mut removing: Vec<BrokerId> = current
+                .iter()
+                .copied()
+                .filter(|b| !target.contains(b))
+                .collect();
+            adding.sort_unstable();
+            removing.sort_unstable();
+            let assignment: Vec<BrokerId> = target.iter().chain(&removing).copied().collect();
+            partition.set_replicas(&assignment, &request.added, now);
+            partition.reassignment = Some(Reassignment {
+                target,
+                adding: adding.clone(),
+                removing: removing.clone(),
+            });
+            cluster.assignments_version += 1;
+            controller.reassigning.push(request.partition);
+            events.push(
+                now,
+                EventKind::ReassignmentStarted {
+                    topic: cluster.topics[partition.topic].name.clone(),
+                    partition: partition.index,
+                    replicas: assignment,
+                    adding,
+                    removing,
+                },
+            );
+        }
+    }
+
+    /// Completes each reassignment whose target replicas are all in the ISR
+    /// (`PartitionChangeBuilder.maybeCompleteReassignment`, run as the controller takes the leader's
+    /// AlterPartition): the replicas become the target, the removed ones leave the ISR and are
+    /// deleted (a broker that no longer finds itself among the replicas deletes its log,
+    /// `ReplicaManager.applyDelta`), and if the leader was removed, the first target replica in the
+    /// ISR leads (or none: the partition goes offline).
+    fn controller_completes_reassignments(&mut self) {
+        let now = self.clock.now_ms;
+        let pending = std::mem::take(&mut self.controller().reassigning);
+        if pending.is_empty() {
+            return;
+        }
+        let mut waiting = Vec::new();
+        let mut despawned = Vec::new();
+        let mut completed = 0;
+        let (mut ctx, partitions) = self.election("reassignment");
+        for entity in pending {
+            let mut partition = partitions.get_mut(entity).expect("partition entity");
+            let Some(reassignment) = partition.reassignment.clone() else {
+                continue;
+            };
+            if !reassignment.target.iter().all(|b| partition.in_isr(*b)) {
+                waiting.push(entity);
+                continue;
+            }
+            despawned.extend(
+                reassignment
+                    .removing
+                    .iter()
+                    .filter_map(|&b| partition.replica_on(b)),
+            );
+            partition.set_replicas(&reassignment.target, &[], now);
+            partition.reassignment = None;
+            completed += 1;
+            if partition
+                .leader
+                .is_some_and(|l| !reassignment.target.contains(&l))
+            {
+                let next = choose_leader(&partition, ctx.eligible(), false)
+                    .filter(|(_, unclean)| !unclean);
+                set_leader(&mut partition, next, &mut ctx);
+            } else if !reassignment.removing.is_empty() && partition.leader.is_some() {
+                // Replicas left while the leader stays: its epoch is bumped all the same, so that
+                // the removed ones are fenced from it
+                // (`PartitionChangeBuilder.triggerLeaderEpochBumpForReplicaReassignmentIfNeeded`).
+                new_leader_epoch(&mut partition, &mut ctx);
+            }
+            ctx.events.push(
+                now,
+                EventKind::ReassignmentCompleted {
+                    topic: ctx.cluster.topics[partition.topic].name.clone(),
+                    partition: partition.index,
+                    replicas: partition.assignment.clone(),
+                    isr: partition.isr.clone(),
+                },
+            );
+        }
+        self.controller().reassigning = waiting;
+        for replica in despawned {
+            self.commands.entity(replica).despawn();
+        }
+        self.cluster.assignments_version += completed;
     }
 }

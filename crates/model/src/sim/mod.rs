@@ -11,7 +11,6 @@ use bevy_ecs::prelude::*;
 use bevy_ecs::system::BoxedSystem;
 
 use consumer::Consumer;
-use controller::Controller;
 use group_coordinator::ConsumerGroup;
 use invariants::Invariants;
 use lag::LagMonitor;
@@ -110,8 +109,8 @@ impl Phase {
         match self {
             Phase::Timeline => boxed(timeline::apply_actions),
             Phase::Network => boxed(faults::phase),
-            Phase::Controller => boxed(controller_phase),
-            Phase::Replication => boxed(replication_phase),
+            Phase::Controller => boxed(controller::phase),
+            Phase::Replication => boxed(replication::phase),
             Phase::Append => boxed(append_phase),
             Phase::Isr => boxed(isr_phase),
             Phase::Delayed => boxed(delayed_phase),
@@ -219,180 +218,6 @@ pub fn plugin(app: &mut App) {
         invariants::plugin,
         lag::plugin,
     ));
-}
-
-#[allow(clippy::too_many_arguments)]
-fn controller_phase(
-    clock: Res<SimClock>,
-    mut cluster: ResMut<Cluster>,
-    mut network: ResMut<Network>,
-    mut wake: ResMut<Wake>,
-    mut events: ResMut<EventLog>,
-    mut metrics: ResMut<Metrics>,
-    mut rng: ResMut<SimRng>,
-    mut wires: ResMut<Wires>,
-    mut controllers: Query<&mut Controller>,
-    mut brokers: Query<&mut Broker>,
-    mut partitions: Query<&mut Partition>,
-    mut replicas: Query<&mut Replica>,
-    mut due: Local<Vec<u64>>,
-    mut groups: Query<&mut ConsumerGroup>,
-    mut commands: Commands,
-) {
-    use controller::*;
-    controller_publishes_metadata(
-        &clock,
-        &cluster,
-        &network,
-        &mut wake,
-        &mut controllers,
-        &mut brokers,
-    );
-    brokers_send_heartbeats(&clock, &cluster, &mut network, &mut wake, &mut brokers);
-    brokers_take_heartbeat_responses(
-        &clock,
-        &cluster,
-        &mut rng,
-        &mut wake,
-        &mut events,
-        &mut wires,
-        &mut brokers,
-        &mut due,
-    );
-    brokers_learn_leaderships(&cluster, &mut brokers, &partitions, &mut replicas);
-    controller_handles_heartbeats(
-        &clock,
-        &cluster,
-        &mut network,
-        &mut wake,
-        &mut events,
-        &mut metrics,
-        &mut wires,
-        &mut controllers,
-        &mut brokers,
-        &mut partitions,
-        &mut due,
-    );
-    controller_checks_sessions(
-        &clock,
-        &cluster,
-        &mut wake,
-        &mut events,
-        &mut metrics,
-        &mut controllers,
-        &mut brokers,
-        &mut partitions,
-    );
-    controller_balances_leaders(
-        &clock,
-        &cluster,
-        &mut wake,
-        &mut events,
-        &mut metrics,
-        &mut controllers,
-        &brokers,
-        &mut partitions,
-    );
-    // After the heartbeats, which collect the controller's wakes afresh.
-    controller_adds_brokers(
-        &clock,
-        &mut cluster,
-        &mut network,
-        &mut wake,
-        &mut controllers,
-        &brokers,
-    );
-    controller_creates_partitions(
-        &clock,
-        &mut cluster,
-        &mut wake,
-        &mut events,
-        &mut controllers,
-        &mut partitions,
-        &replicas,
-        &mut groups,
-    );
-    controller_starts_reassignments(
-        &clock,
-        &mut cluster,
-        &mut wake,
-        &mut events,
-        &mut controllers,
-        &mut partitions,
-        &replicas,
-    );
-    controller_completes_reassignments(
-        &clock,
-        &mut cluster,
-        &mut events,
-        &mut metrics,
-        &mut controllers,
-        &brokers,
-        &mut partitions,
-        &mut commands,
-    );
-    // What this step's elections wrote reaches the brokers a network latency later.
-    let controller = controllers.get(cluster.controller).expect("controller");
-    if let Some(at) = controller.metadata.next_delivery() {
-        wake.standing_at(clock::Standing::Controller, at);
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-fn replication_phase(
-    clock: Res<SimClock>,
-    cluster: Res<Cluster>,
-    mut network: ResMut<Network>,
-    mut wake: ResMut<Wake>,
-    mut events: ResMut<EventLog>,
-    mut metrics: ResMut<Metrics>,
-    mut wires: ResMut<Wires>,
-    mut brokers: Query<&mut Broker>,
-    mut partitions: Query<&mut Partition>,
-    mut replicas: Query<&mut Replica>,
-    mut scratch: Local<replication::Scratch>,
-) {
-    use replication::*;
-    let Scratch {
-        due,
-        answers,
-        share,
-        followed,
-    } = &mut *scratch;
-    leaders_answer_fetches(
-        &clock,
-        &cluster,
-        &mut network,
-        &mut metrics,
-        &mut wires,
-        &brokers.as_readonly(),
-        &mut partitions,
-        &replicas.as_readonly(),
-        due,
-        answers,
-    );
-    followers_take_responses(
-        &clock,
-        &cluster,
-        &mut metrics,
-        &mut events,
-        &mut wires,
-        &mut brokers,
-        &partitions.as_readonly(),
-        &mut replicas,
-        share,
-        due,
-    );
-    followers_send_fetches(
-        &clock,
-        &cluster,
-        &mut network,
-        &mut wake,
-        &mut brokers,
-        &partitions.as_readonly(),
-        &replicas.as_readonly(),
-        followed,
-    );
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -7,6 +7,7 @@
 use std::ops::Range;
 
 use bevy_ecs::prelude::*;
+use bevy_ecs::system::SystemParam;
 
 use super::cluster::{Broker, BrokerId, Cluster, Partition, Record, Replica, broker_views};
 use super::events::{EventKind, EventLog, Metrics};
@@ -164,75 +165,6 @@ pub fn truncation_point(leader: &Replica, follower: &Replica) -> Option<u64> {
     Some(truncates_to(follower, d)).filter(|to| *to < follower.log_end_offset())
 }
 
-/// The leader records each partition's fetch offset as the follower's log end offset
-/// (`Partition.updateFollowerFetchState`) and answers at once if any partition has something for
-/// the follower, else holds the fetch.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn leaders_answer_fetches(
-    clock: &SimClock,
-    cluster: &Cluster,
-    network: &mut Network,
-    metrics: &mut Metrics,
-    wires: &mut Wires,
-    brokers: &Query<&Broker>,
-    partitions: &mut Query<&mut Partition>,
-    replicas: &Query<&Replica>,
-    due: &mut Vec<u64>,
-    answers: &mut Answers,
-) {
-    let now = clock.now_ms;
-    let max_bytes = cluster.config.replica_fetch_max_bytes;
-    wires.arriving::<FetchRequest>(due);
-    if due.is_empty() {
-        return;
-    }
-    let views = broker_views(brokers.iter());
-    for &id in due.iter() {
-        let (wire, request) = wires.get_of::<FetchRequest>(id).expect("a fetch");
-        metrics.fetch_requests += 1;
-        let (Node::Broker(to), Node::Broker(follower)) = (wire.to, wire.from) else {
-            unreachable!("followers fetch from brokers")
-        };
-        // Kafka reads the log (and the high watermark it reports) before it records the fetch.
-        let seen = views[to as usize].metadata_offset;
-        answer_all(
-            request,
-            &partitions.as_readonly(),
-            (to, seen),
-            replicas,
-            max_bytes,
-            answers,
-        );
-        for (fetch, answer) in request.partitions.iter().zip(&answers.0) {
-            if answer.error.is_some() || answer.diverging.is_some() {
-                continue;
-            }
-            let mut partition = partitions
-                .get_mut(fetch.partition)
-                .expect("partition entity");
-            // The follower states belong to the controller's current leader: a replaced leader
-            // that has not learnt so keeps its high watermark where it was.
-            if partition.leader != Some(to) {
-                continue;
-            }
-            let leader = partition.leader_replica().expect("answered as leader");
-            let leader_leo = replicas
-                .get(leader)
-                .expect("replica entity")
-                .log_end_offset();
-            if let Some(i) = partition.position(follower) {
-                partition.followers[i].record_fetch(fetch.fetch_offset, leader_leo, now);
-            }
-        }
-        if worth_sending(&answers.0) {
-            respond(network, now, wire, answers);
-            wires.finish(id);
-        } else {
-            wires.hold(id, now + cluster.config.replica_fetch_wait_max_ms);
-        }
-    }
-}
-
 /// `DelayedFetch`: a held follower fetch finishes when the leader's log end offset passes one of
 /// its partitions' offsets, a partition's leadership moves, or its wait runs out. A high
 /// watermark change alone does not finish it (KAFKA-9952).
@@ -245,7 +177,7 @@ pub(super) fn complete_delayed_fetches(
     brokers: &Query<&Broker>,
     partitions: &Query<&Partition>,
     replicas: &Query<&Replica>,
-    changed: &Query<&Replica, Changed<Replica>>,
+    changed_replicas: &Query<&Replica, Changed<Replica>>,
     touched: &mut Vec<Entity>,
     due: &mut Vec<u64>,
     answers: &mut Answers,
@@ -253,7 +185,7 @@ pub(super) fn complete_delayed_fetches(
     let now = clock.now_ms;
     // Only partitions whose replicas changed since the last step can have new data.
     touched.clear();
-    touched.extend(changed.iter().map(|r| r.partition));
+    touched.extend(changed_replicas.iter().map(|r| r.partition));
     touched.sort_unstable();
     touched.dedup();
     // The fetches watching a touched partition (`DelayedOperationPurgatory.checkAndComplete`
@@ -299,98 +231,6 @@ pub(super) fn complete_delayed_fetches(
     }
 }
 
-/// The follower appends what it fetched for each partition and takes the leader's high
-/// watermark, capped by its own log end offset (`ReplicaFetcherThread.processPartitionData`).
-/// Told its log diverges, it truncates to where it agrees with the leader (KIP-101, KIP-279): the
-/// end of the leader's epoch, or its own end of that epoch if sooner.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn followers_take_responses(
-    clock: &SimClock,
-    cluster: &Cluster,
-    metrics: &mut Metrics,
-    events: &mut EventLog,
-    wires: &mut Wires,
-    brokers: &mut Query<&mut Broker>,
-    partitions: &Query<&Partition>,
-    replicas: &mut Query<&mut Replica>,
-    share: &mut Vec<(Entity, Entity, usize)>,
-    due: &mut Vec<u64>,
-) {
-    let now = clock.now_ms;
-    wires.arriving::<FetchResponse>(due);
-    for &id in due.iter() {
-        wires.finish(id);
-        let (wire, response) = wires.get_of::<FetchResponse>(id).expect("a fetch response");
-        let (Node::Broker(follower), Node::Broker(leader)) = (wire.to, wire.from) else {
-            unreachable!("fetch responses go between brokers")
-        };
-        let mut broker = brokers
-            .get_mut(cluster.brokers[follower as usize - 1])
-            .expect("broker entity");
-        let seen = broker.metadata_offset;
-        let fetcher = broker.fetcher(leader);
-        if fetcher.in_flight != Some(response.request) {
-            continue; // An answer to a fetch the follower already gave up on.
-        }
-        fetcher.in_flight = None;
-        for fetched in &response.partitions {
-            let partition = partitions.get(fetched.partition).expect("partition entity");
-            if fetched.error.is_some() || partition.leader_seen(seen).leader != Some(leader) {
-                continue; // Leadership moved: the partition is fetched from its new leader.
-            }
-            // A replica a reassignment removed while the fetch was on its way is gone.
-            if !partition.replicas.contains(&fetched.replica) {
-                continue;
-            }
-            let mut replica = replicas.get_mut(fetched.replica).expect("replica entity");
-            if let Some(d) = fetched.diverging {
-                let to = truncates_to(&replica, d);
-                let from = replica.log_end_offset();
-                let removed = replica.truncate_to(to);
-                if removed > 0 {
-                    metrics.records_truncated += removed;
-                    events.push(
-                        now,
-                        EventKind::Truncated {
-                            broker: replica.broker,
-                            topic: cluster.topics[partition.topic].name.clone(),
-                            partition: partition.index,
-                            from_offset: from,
-                            to_offset: to,
-                        },
-                    );
-                }
-                continue;
-            }
-            let records = response.records_of(fetched);
-            if let Some(first) = records.first() {
-                if first.offset != replica.log_end_offset() {
-                    continue; // Not where this log ends: a stale answer.
-                }
-                metrics.records_replicated += records.len() as u64;
-                let sealed = replica.log.sealed_len();
-                replica.append(records.iter().cloned());
-                // (A reassignment may have removed the answering leader's replica since.)
-                if replica.log.sealed_len() > sealed
-                    && let Some(leader) = partition.replica_on(leader)
-                {
-                    share.push((fetched.replica, leader, sealed));
-                }
-            }
-            replica.high_watermark = fetched.high_watermark.min(replica.log_end_offset());
-        }
-    }
-    // What a follower copied is its leader's records: keep one copy of each full chunk.
-    for (follower, leader, from) in share.drain(..) {
-        if let Ok([mut follower, leader]) = replicas.get_many_mut([follower, leader]) {
-            follower
-                .bypass_change_detection()
-                .log
-                .share_sealed(&leader.log, from);
-        }
-    }
-}
-
 /// A fetch with no answer within the broker's `request.timeout.ms` is given up; the fetcher backs
 /// off `replica.fetch.backoff.ms` and tries again.
 fn time_out_fetches(broker: &mut Broker, now: u64, config: &ClusterConfig) {
@@ -417,14 +257,35 @@ fn wake_fetchers(broker: &Broker, now: u64, config: &ClusterConfig, wake: &mut W
     }
 }
 
-/// What the replication phase keeps between steps, so that a step allocates little.
-#[derive(Default)]
-pub(super) struct Scratch {
-    pub due: Vec<u64>,
-    pub answers: Answers,
-    /// (follower's replica, leader's replica, sealed chunks before the append).
-    pub share: Vec<(Entity, Entity, usize)>,
-    pub followed: Followed,
+/// The replication phase's rules, with what they borrow for one step.
+#[derive(SystemParam)]
+pub(super) struct ReplicationPhase<'w, 's> {
+    clock: Res<'w, SimClock>,
+    cluster: Res<'w, Cluster>,
+    network: ResMut<'w, Network>,
+    wake: ResMut<'w, Wake>,
+    events: ResMut<'w, EventLog>,
+    metrics: ResMut<'w, Metrics>,
+    wires: ResMut<'w, Wires>,
+    brokers: Query<'w, 's, &'static mut Broker>,
+    partitions: Query<'w, 's, &'static mut Partition>,
+    replicas: Query<'w, 's, &'static mut Replica>,
+    /// Kept between steps, so that a step allocates little: the messages arriving now,
+    due: Local<'s, Vec<u64>>,
+    /// a fetch's answers,
+    answers: Local<'s, Answers>,
+    /// (follower's replica, leader's replica, sealed chunks before the append),
+    share: Local<'s, Vec<(Entity, Entity, usize)>>,
+    /// and who follows whom.
+    followed: Local<'s, Followed>,
+}
+
+/// The replication phase: leaders answer followers' fetches; followers append what they fetched
+/// and fetch again.
+pub(super) fn phase(mut rules: ReplicationPhase) {
+    rules.leaders_answer_fetches();
+    rules.followers_take_responses();
+    rules.followers_send_fetches();
 }
 
 /// Which partitions each broker follows from which leader, with its replica of each, in
@@ -501,65 +362,236 @@ impl Followed {
     }
 }
 
-/// Each running broker's fetcher for each leader it follows partitions from, when idle (its last
-/// fetch answered or timed out, its back-off over), asks for what follows each of those
-/// replicas' log end offsets, in one request.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn followers_send_fetches(
-    clock: &SimClock,
-    cluster: &Cluster,
-    network: &mut Network,
-    wake: &mut Wake,
-    brokers: &mut Query<&mut Broker>,
-    partitions: &Query<&Partition>,
-    replicas: &Query<&Replica>,
-    followed: &mut Followed,
-) {
-    let now = clock.now_ms;
-    // How far each broker has applied the metadata log, by id - 1.
-    let seen: Vec<u64> = cluster
-        .brokers
-        .iter()
-        .map(|e| brokers.get(*e).expect("broker entity").metadata_offset)
-        .collect();
-    followed.refresh(cluster, partitions, &seen);
-    for &broker_entity in &cluster.brokers {
-        let mut broker = brokers.get_mut(broker_entity).expect("broker entity");
-        time_out_fetches(&mut broker, now, &cluster.config);
-        if !broker.alive {
-            wake_fetchers(&broker, now, &cluster.config, wake);
-            continue;
+impl ReplicationPhase<'_, '_> {
+    /// The leader records each partition's fetch offset as the follower's log end offset
+    /// (`Partition.updateFollowerFetchState`) and answers at once if any partition has something for
+    /// the follower, else holds the fetch.
+    fn leaders_answer_fetches(&mut self) {
+        let Self {
+            clock,
+            cluster,
+            network,
+            metrics,
+            wires,
+            brokers,
+            partitions,
+            replicas,
+            due,
+            answers,
+            ..
+        } = self;
+        let brokers = &brokers.as_readonly();
+        let replicas = &replicas.as_readonly();
+        let now = clock.now_ms;
+        let max_bytes = cluster.config.replica_fetch_max_bytes;
+        wires.arriving::<FetchRequest>(due);
+        if due.is_empty() {
+            return;
         }
-        let follower = broker.id;
-        for (leader, list) in &followed.by_broker[follower as usize - 1] {
-            let fetcher = broker.fetcher(*leader);
-            if fetcher.in_flight.is_some() || now < fetcher.backoff_until_ms {
+        let views = broker_views(brokers.iter());
+        for &id in due.iter() {
+            let (wire, request) = wires.get_of::<FetchRequest>(id).expect("a fetch");
+            metrics.fetch_requests += 1;
+            let (Node::Broker(to), Node::Broker(follower)) = (wire.to, wire.from) else {
+                unreachable!("followers fetch from brokers")
+            };
+            // Kafka reads the log (and the high watermark it reports) before it records the fetch.
+            let seen = views[to as usize].metadata_offset;
+            answer_all(
+                request,
+                &partitions.as_readonly(),
+                (to, seen),
+                replicas,
+                max_bytes,
+                answers,
+            );
+            for (fetch, answer) in request.partitions.iter().zip(&answers.0) {
+                if answer.error.is_some() || answer.diverging.is_some() {
+                    continue;
+                }
+                let mut partition = partitions
+                    .get_mut(fetch.partition)
+                    .expect("partition entity");
+                // The follower states belong to the controller's current leader: a replaced leader
+                // that has not learnt so keeps its high watermark where it was.
+                if partition.leader != Some(to) {
+                    continue;
+                }
+                let leader = partition.leader_replica().expect("answered as leader");
+                let leader_leo = replicas
+                    .get(leader)
+                    .expect("replica entity")
+                    .log_end_offset();
+                if let Some(i) = partition.position(follower) {
+                    partition.followers[i].record_fetch(fetch.fetch_offset, leader_leo, now);
+                }
+            }
+            if worth_sending(&answers.0) {
+                respond(network, now, wire, answers);
+                wires.finish(id);
+            } else {
+                wires.hold(id, now + cluster.config.replica_fetch_wait_max_ms);
+            }
+        }
+    }
+
+    /// The follower appends what it fetched for each partition and takes the leader's high
+    /// watermark, capped by its own log end offset (`ReplicaFetcherThread.processPartitionData`).
+    /// Told its log diverges, it truncates to where it agrees with the leader (KIP-101, KIP-279): the
+    /// end of the leader's epoch, or its own end of that epoch if sooner.
+    fn followers_take_responses(&mut self) {
+        let Self {
+            clock,
+            cluster,
+            metrics,
+            events,
+            wires,
+            brokers,
+            partitions,
+            replicas,
+            share,
+            due,
+            ..
+        } = self;
+        let partitions = &partitions.as_readonly();
+        let now = clock.now_ms;
+        wires.arriving::<FetchResponse>(due);
+        for &id in due.iter() {
+            wires.finish(id);
+            let (wire, response) = wires.get_of::<FetchResponse>(id).expect("a fetch response");
+            let (Node::Broker(follower), Node::Broker(leader)) = (wire.to, wire.from) else {
+                unreachable!("fetch responses go between brokers")
+            };
+            let mut broker = brokers
+                .get_mut(cluster.brokers[follower as usize - 1])
+                .expect("broker entity");
+            let seen = broker.metadata_offset;
+            let fetcher = broker.fetcher(leader);
+            if fetcher.in_flight != Some(response.request) {
+                continue; // An answer to a fetch the follower already gave up on.
+            }
+            fetcher.in_flight = None;
+            for fetched in &response.partitions {
+                let partition = partitions.get(fetched.partition).expect("partition entity");
+                if fetched.error.is_some() || partition.leader_seen(seen).leader != Some(leader) {
+                    continue; // Leadership moved: the partition is fetched from its new leader.
+                }
+                // A replica a reassignment removed while the fetch was on its way is gone.
+                if !partition.replicas.contains(&fetched.replica) {
+                    continue;
+                }
+                let mut replica = replicas.get_mut(fetched.replica).expect("replica entity");
+                if let Some(d) = fetched.diverging {
+                    let to = truncates_to(&replica, d);
+                    let from = replica.log_end_offset();
+                    let removed = replica.truncate_to(to);
+                    if removed > 0 {
+                        metrics.records_truncated += removed;
+                        events.push(
+                            now,
+                            EventKind::Truncated {
+                                broker: replica.broker,
+                                topic: cluster.topics[partition.topic].name.clone(),
+                                partition: partition.index,
+                                from_offset: from,
+                                to_offset: to,
+                            },
+                        );
+                    }
+                    continue;
+                }
+                let records = response.records_of(fetched);
+                if let Some(first) = records.first() {
+                    if first.offset != replica.log_end_offset() {
+                        continue; // Not where this log ends: a stale answer.
+                    }
+                    metrics.records_replicated += records.len() as u64;
+                    let sealed = replica.log.sealed_len();
+                    replica.append(records.iter().cloned());
+                    // (A reassignment may have removed the answering leader's replica since.)
+                    if replica.log.sealed_len() > sealed
+                        && let Some(leader) = partition.replica_on(leader)
+                    {
+                        share.push((fetched.replica, leader, sealed));
+                    }
+                }
+                replica.high_watermark = fetched.high_watermark.min(replica.log_end_offset());
+            }
+        }
+        // What a follower copied is its leader's records: keep one copy of each full chunk.
+        for (follower, leader, from) in share.drain(..) {
+            if let Ok([mut follower, leader]) = replicas.get_many_mut([follower, leader]) {
+                follower
+                    .bypass_change_detection()
+                    .log
+                    .share_sealed(&leader.log, from);
+            }
+        }
+    }
+
+    /// Each running broker's fetcher for each leader it follows partitions from, when idle (its last
+    /// fetch answered or timed out, its back-off over), asks for what follows each of those
+    /// replicas' log end offsets, in one request.
+    fn followers_send_fetches(&mut self) {
+        let Self {
+            clock,
+            cluster,
+            network,
+            wake,
+            brokers,
+            partitions,
+            replicas,
+            followed,
+            ..
+        } = self;
+        let partitions = &partitions.as_readonly();
+        let replicas = &replicas.as_readonly();
+        let now = clock.now_ms;
+        // How far each broker has applied the metadata log, by id - 1.
+        let seen: Vec<u64> = cluster
+            .brokers
+            .iter()
+            .map(|e| brokers.get(*e).expect("broker entity").metadata_offset)
+            .collect();
+        followed.refresh(cluster, partitions, &seen);
+        for &broker_entity in &cluster.brokers {
+            let mut broker = brokers.get_mut(broker_entity).expect("broker entity");
+            time_out_fetches(&mut broker, now, &cluster.config);
+            if !broker.alive {
+                wake_fetchers(&broker, now, &cluster.config, wake);
                 continue;
             }
-            let fetches = list
-                .iter()
-                .map(|&(partition, replica)| {
-                    let r = replicas.get(replica).expect("replica entity");
-                    FetchPartition {
-                        partition,
-                        replica,
-                        fetch_offset: r.log_end_offset(),
-                        last_fetched_epoch: r.latest_epoch(),
-                    }
-                })
-                .collect();
-            let wire = network.send(
-                now,
-                Node::Broker(follower),
-                Node::Broker(*leader),
-                FetchRequest {
-                    partitions: fetches,
-                },
-            );
-            let fetcher = broker.fetcher(*leader);
-            fetcher.in_flight = Some(wire.id);
-            fetcher.sent_ms = now;
+            let follower = broker.id;
+            for (leader, list) in &followed.by_broker[follower as usize - 1] {
+                let fetcher = broker.fetcher(*leader);
+                if fetcher.in_flight.is_some() || now < fetcher.backoff_until_ms {
+                    continue;
+                }
+                let fetches = list
+                    .iter()
+                    .map(|&(partition, replica)| {
+                        let r = replicas.get(replica).expect("replica entity");
+                        FetchPartition {
+                            partition,
+                            replica,
+                            fetch_offset: r.log_end_offset(),
+                            last_fetched_epoch: r.latest_epoch(),
+                        }
+                    })
+                    .collect();
+                let wire = network.send(
+                    now,
+                    Node::Broker(follower),
+                    Node::Broker(*leader),
+                    FetchRequest {
+                        partitions: fetches,
+                    },
+                );
+                let fetcher = broker.fetcher(*leader);
+                fetcher.in_flight = Some(wire.id);
+                fetcher.sent_ms = now;
+            }
+            wake_fetchers(&broker, now, &cluster.config, wake);
         }
-        wake_fetchers(&broker, now, &cluster.config, wake);
     }
 }
