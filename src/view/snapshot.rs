@@ -788,7 +788,7 @@ impl Snapshot {
             assignments_version: cluster.assignments_version,
             cut_links: network.cut.iter().copied().collect(),
             last_heartbeat_ms: world
-                .get::<crate::sim::controller::Controller>(cluster.controller)
+                .get::<crate::sim::quorum::Controller>(cluster.controller)
                 .map_or_else(Vec::new, |c| c.last_heartbeat_ms.clone()),
         }
     }

@@ -2,7 +2,7 @@
 //! the scenario's own settings), exact navigation between beats, and following its record.
 
 use kafkascope::report::Report;
-use kafkascope::sim::controller::Controller;
+use kafkascope::sim::quorum::Controller;
 use kafkascope::sim::{Cluster, EventKind, Sim};
 use kafkascope::tour::{RecordRef, Tour};
 use kafkascope::view::follow::{AckScan, at_offset, resolve, trace};

@@ -16,20 +16,25 @@
 //! A step is one simulated instant. [`sim::Phases`] runs one system per [`sim::Phase`], in this
 //! order, on one thread, skipping a phase with nothing due (`sim/mod.rs` is that schedule):
 //!
-//! | phase | what it does | rules in |
-//! |---|---|---|
-//! | `Timeline` | the scenario's actions due now | `sim/timeline.rs` |
-//! | `Network` | cut links lose what is on them; dead brokers refuse what reaches them | `sim/faults.rs`, `sim/network.rs` |
-//! | `Controller` | heartbeats, sessions, fencing, leader elections, the metadata it publishes | `sim/controller.rs` |
-//! | `Replication` | followers fetch from their log end offset; leaders answer | `sim/replication.rs` |
-//! | `Append` | leaders append produce requests; acks=0 and acks=1 answers | `sim/leader.rs` |
-//! | `Isr` | ISR expansion and the periodic shrink; high watermarks | `sim/isr.rs` |
-//! | `Delayed` | requests held at a leader (acks=all, fetches waiting for data) that can finish | `sim/leader.rs`, `sim/replication.rs`, `sim/reads.rs` |
-//! | `Groups` | group coordinators: joins, syncs, heartbeats, sessions, commits | `sim/group_coordinator.rs` (KIP-848's protocol in `sim/consumer_protocol.rs`) |
-//! | `Consumers` | consumers: responses, fetched records, processing; the lag monitor | `sim/consumer.rs`, `sim/lag.rs` |
-//! | `Producers` | responses, timeouts, the accumulator and the sender | `sim/producer.rs` |
-//! | `Checks` | Kafka's invariants, on what changed | `sim/invariants.rs` |
-//! | `Clock` | the wire as the next step sees it, and the clock on to the next instant | `sim/clock.rs`, `sim/wires.rs` |
+//! | phase | what it does | context and system in | rules in |
+//! |---|---|---|---|
+//! | `Timeline` | the scenario's actions due now | `sim/timeline.rs`, `Targets` | `sim/timeline.rs` |
+//! | `Network` | cut links lose what is on them; dead brokers refuse what reaches them | `sim/faults.rs`, `NetworkPhase` | `sim/faults.rs`, `sim/network.rs` |
+//! | `Controller` | heartbeats, sessions, fencing, leader elections, the metadata it publishes | `sim/controller.rs`, `ControllerPhase` | `sim/controller.rs` |
+//! | `Replication` | followers fetch from their log end offset; leaders answer | `sim/replication.rs`, `ReplicationPhase` | `sim/replication.rs` |
+//! | `Append` | leaders append produce requests; acks=0 and acks=1 answers | `sim/leader.rs`, `AppendPhase` | `sim/leader.rs` |
+//! | `Isr` | ISR expansion and the periodic shrink; high watermarks | `sim/isr.rs`, `IsrPhase` | `sim/isr.rs` |
+//! | `Delayed` | requests held at a leader (acks=all, fetches waiting for data) that can finish | `sim/purgatory.rs`, `DelayedPhase` | `sim/leader.rs`, `sim/replication.rs`, `sim/reads.rs` |
+//! | `Groups` | group coordinators: joins, syncs, heartbeats, sessions, commits | `sim/group_coordinator.rs`, `GroupsPhase` | `sim/group_coordinator.rs` (KIP-848's protocol in `sim/consumer_protocol.rs`) |
+//! | `Consumers` | consumers: responses, fetched records, processing; the lag monitor | `sim/consumer.rs`, `ConsumersPhase` | `sim/consumer.rs`, `sim/lag.rs` |
+//! | `Producers` | responses, timeouts, the accumulator and the sender | `sim/producer.rs`, `ProducersPhase` | `sim/producer.rs` |
+//! | `Checks` | Kafka's invariants, on what changed | `sim/invariants.rs`, `ChecksPhase` | `sim/invariants.rs` |
+//! | `Clock` | the wire as the next step sees it, and the clock on to the next instant | `sim/clock.rs` | `sim/clock.rs`, `sim/wires.rs` |
+//!
+//! A phase's context is a `#[derive(SystemParam)]` struct that borrows, for one step, the
+//! resources, queries and scratch (`Local`) its rules use; the rules are its methods, so none
+//! takes its parameters one by one. A phase whose rules live in several files (`Delayed`,
+//! `Consumers`) has `impl` blocks of its context in each.
 //!
 //! What a phase sends arrives at a later step. A phase touches only what is due: messages by
 //! their arrival, deadlines through [`sim::Wake`], requests parked in a partition's purgatory,
@@ -48,8 +53,9 @@
 //! 1. Find the rule in Kafka's source and name the function after Kafka's own (for example
 //!    `maybe_shrink_isr`, after `Partition.maybeShrinkIsr`), with a comment that cites the class
 //!    and method.
-//! 2. Put it in the file of the part of Kafka it belongs to, and call it from that part's phase
-//!    system in `sim/mod.rs`, in the order Kafka applies it. A rule that waits for an instant
+//! 2. Put it in the file of the part of Kafka it belongs to, as a method of that phase's context
+//!    (add what it borrows to the context's fields), and call it from the phase's system beside
+//!    the context, in the order Kafka applies it. A rule that waits for an instant
 //!    asks [`sim::Wake`] for it rather than looking at every step.
 //! 3. New state is a component or a resource; `sim/checkpoint.rs`'s test fails until it is in a
 //!    checkpoint, which exact seeking needs.

@@ -11,7 +11,6 @@ use bevy_ecs::prelude::*;
 use super::clock::{SimClock, SimRng, Wake};
 use super::cluster::{Broker, Cluster, Partition, Replica};
 use super::consumer::Consumer;
-use super::controller::Controller;
 use super::events::{EventLog, Metrics};
 use super::group_coordinator::ConsumerGroup;
 use super::invariants::Invariants;
@@ -20,6 +19,7 @@ use super::ledger::AckLedger;
 use super::network::Network;
 use super::producer::Producer;
 use super::protocol::PendingRecord;
+use super::quorum::Controller;
 use super::timeline::Timeline;
 use super::wires::{Payload, Wires};
 

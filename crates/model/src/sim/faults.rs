@@ -2,6 +2,7 @@
 //! is gone refuses what reaches it.
 
 use bevy_ecs::prelude::*;
+use bevy_ecs::system::SystemParam;
 
 use super::SimClock;
 use super::clock::SimRng;
@@ -21,108 +22,113 @@ pub(super) fn any_fault<'a>(
     !clock.skip_idle_rules || network.any_cut() || brokers.any(|b| !b.alive)
 }
 
+/// What faults do to the messages on the wire, with what it borrows for one step.
+#[derive(SystemParam)]
+pub(super) struct NetworkPhase<'w, 's> {
+    clock: Res<'w, SimClock>,
+    cluster: Res<'w, Cluster>,
+    network: Res<'w, Network>,
+    rng: ResMut<'w, SimRng>,
+    ledger: ResMut<'w, AckLedger>,
+    wires: ResMut<'w, Wires>,
+    brokers: Query<'w, 's, &'static mut Broker>,
+    producers: Query<'w, 's, &'static mut Producer>,
+    consumers: Query<'w, 's, &'static mut Consumer>,
+    /// The messages arriving or held now, kept between steps.
+    due: Local<'s, Vec<u64>>,
+}
+
 /// The network's phase: what faults do to the messages on the wire.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn phase(
-    clock: Res<SimClock>,
-    cluster: Res<Cluster>,
-    network: Res<Network>,
-    mut rng: ResMut<SimRng>,
-    mut ledger: ResMut<AckLedger>,
-    mut wires: ResMut<Wires>,
-    mut brokers: Query<&mut Broker>,
-    mut producers: Query<&mut Producer>,
-    mut consumers: Query<&mut Consumer>,
-    mut due: Local<Vec<u64>>,
-) {
-    let now = clock.now_ms;
-    drop_on_cut_links(now, &network, &mut wires);
-    refuse_at_dead_brokers(
-        now,
-        &cluster,
-        &mut rng,
-        &mut ledger,
-        &mut brokers,
-        &mut wires,
-        &mut producers,
-        &mut consumers,
-        &mut due,
-    );
+pub(super) fn phase(mut rules: NetworkPhase) {
+    rules.drop_on_cut_links();
+    rules.refuse_at_dead_brokers();
 }
 
-/// A message whose link is cut while it travels never arrives (a network partition drops
-/// packets; nobody is told).
-fn drop_on_cut_links(now: u64, network: &Network, wires: &mut Wires) {
-    if !network.any_cut() {
-        return;
-    }
-    wires.lose_where(now, |w| network.is_cut(w.from, w.to));
-}
-
-/// A broker whose process is gone refuses connections: a request that reaches it, or one it was
-/// holding when it died, is lost, and its sender learns at once (the connection resets; a producer
-/// sees NETWORK_EXCEPTION, a follower's fetcher backs off).
-#[allow(clippy::too_many_arguments)]
-fn refuse_at_dead_brokers(
-    now: u64,
-    cluster: &Cluster,
-    rng: &mut SimRng,
-    ledger: &mut AckLedger,
-    brokers_mut: &mut Query<&mut Broker>,
-    wires: &mut Wires,
-    producers: &mut Query<&mut Producer>,
-    consumers: &mut Query<&mut Consumer>,
-    due: &mut Vec<u64>,
-) {
-    if brokers_mut.iter().all(|b| b.alive) {
-        return;
-    }
-    let views = broker_views(brokers_mut.iter());
-    // A broker still registering hears only the controller's answers.
-    let dead = |w: &Wire| match w.to {
-        Node::Broker(b) => {
-            let view = views[b as usize];
-            !(view.alive || view.starting && w.from == Node::Controller)
+impl NetworkPhase<'_, '_> {
+    /// A message whose link is cut while it travels never arrives (a network partition drops
+    /// packets; nobody is told).
+    fn drop_on_cut_links(&mut self) {
+        let Self {
+            clock,
+            network,
+            wires,
+            ..
+        } = self;
+        let now = clock.now_ms;
+        if !network.any_cut() {
+            return;
         }
-        _ => false,
-    };
-    wires.all_arriving_or_held(due);
-    due.retain(|id| dead(&wires.get(*id).expect("a message on the wire").wire));
-    for &id in due.iter() {
-        let message = wires.refuse(id, now);
-        let wire = message.wire;
-        match &message.payload {
-            // The broker's machine resets the connection: every request on it fails.
-            Payload::Produce(request) => {
-                let producer = cluster.producers[request.producer as usize];
-                if let Node::Broker(broker) = wire.to {
-                    producers
-                        .get_mut(producer)
-                        .expect("producer entity")
-                        .connection_broke(broker, wire.id, now, rng, ledger);
-                }
+        wires.lose_where(now, |w| network.is_cut(w.from, w.to));
+    }
+
+    /// A broker whose process is gone refuses connections: a request that reaches it, or one it was
+    /// holding when it died, is lost, and its sender learns at once (the connection resets; a producer
+    /// sees NETWORK_EXCEPTION, a follower's fetcher backs off).
+    fn refuse_at_dead_brokers(&mut self) {
+        let Self {
+            clock,
+            cluster,
+            rng,
+            ledger,
+            brokers,
+            wires,
+            producers,
+            consumers,
+            due,
+            ..
+        } = self;
+        let now = clock.now_ms;
+        if brokers.iter().all(|b| b.alive) {
+            return;
+        }
+        let views = broker_views(brokers.iter());
+        // A broker still registering hears only the controller's answers.
+        let dead = |w: &Wire| match w.to {
+            Node::Broker(b) => {
+                let view = views[b as usize];
+                !(view.alive || view.starting && w.from == Node::Controller)
             }
-            Payload::Group(_) | Payload::ConsumerFetch(_) => {
-                if let Node::Consumer(c) = wire.from {
-                    consumers
-                        .get_mut(cluster.consumers[c as usize])
-                        .expect("consumer entity")
-                        .request_failed(wire.id, now);
-                }
-            }
-            Payload::Fetch(_) => {
-                if let (Node::Broker(follower), Node::Broker(leader)) = (wire.from, wire.to) {
-                    let mut broker = brokers_mut
-                        .get_mut(cluster.brokers[follower as usize - 1])
-                        .expect("broker entity");
-                    let fetcher = broker.fetcher(leader);
-                    if fetcher.in_flight == Some(wire.id) {
-                        fetcher.in_flight = None;
-                        fetcher.backoff_until_ms = now + cluster.config.replica_fetch_backoff_ms;
+            _ => false,
+        };
+        wires.all_arriving_or_held(due);
+        due.retain(|id| dead(&wires.get(*id).expect("a message on the wire").wire));
+        for &id in due.iter() {
+            let message = wires.refuse(id, now);
+            let wire = message.wire;
+            match &message.payload {
+                // The broker's machine resets the connection: every request on it fails.
+                Payload::Produce(request) => {
+                    let producer = cluster.producers[request.producer as usize];
+                    if let Node::Broker(broker) = wire.to {
+                        producers
+                            .get_mut(producer)
+                            .expect("producer entity")
+                            .connection_broke(broker, wire.id, now, rng, ledger);
                     }
                 }
+                Payload::Group(_) | Payload::ConsumerFetch(_) => {
+                    if let Node::Consumer(c) = wire.from {
+                        consumers
+                            .get_mut(cluster.consumers[c as usize])
+                            .expect("consumer entity")
+                            .request_failed(wire.id, now);
+                    }
+                }
+                Payload::Fetch(_) => {
+                    if let (Node::Broker(follower), Node::Broker(leader)) = (wire.from, wire.to) {
+                        let mut broker = brokers
+                            .get_mut(cluster.brokers[follower as usize - 1])
+                            .expect("broker entity");
+                        let fetcher = broker.fetcher(leader);
+                        if fetcher.in_flight == Some(wire.id) {
+                            fetcher.in_flight = None;
+                            fetcher.backoff_until_ms =
+                                now + cluster.config.replica_fetch_backoff_ms;
+                        }
+                    }
+                }
+                _ => {}
             }
-            _ => {}
         }
     }
 }

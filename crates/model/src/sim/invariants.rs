@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 
 use bevy_app::App;
 use bevy_ecs::prelude::*;
+use bevy_ecs::system::SystemParam;
 
 use super::SimClock;
 use super::cluster::{Broker, Cluster, Partition, Record, Replica, broker_views};
@@ -143,149 +144,6 @@ impl Invariants {
 
 pub(super) fn plugin(app: &mut App) {
     app.init_resource::<Invariants>();
-}
-
-#[allow(clippy::too_many_arguments)]
-pub(super) fn check(
-    clock: &SimClock,
-    cluster: &Cluster,
-    invariants: &mut Invariants,
-    changed_partitions: &Query<Entity, Changed<Partition>>,
-    changed_replicas: &Query<&Replica, Changed<Replica>>,
-    brokers: &Query<&Broker>,
-    partitions: &Query<&Partition>,
-    replicas: &Query<&Replica>,
-    producers: &Query<&Producer>,
-    touched: &mut Vec<Entity>,
-) {
-    let now = clock.now_ms;
-    let views = broker_views(brokers.iter());
-    let name = |p: &Partition| cluster.partition_name(p);
-    touched.clear();
-    touched.extend(changed_partitions.iter());
-    for replica in changed_replicas {
-        touched.push(replica.partition);
-        if replica.high_watermark > replica.log_end_offset() {
-            let p = partitions.get(replica.partition).expect("partition entity");
-            invariants.report(
-                "hw-above-leo",
-                p.ordinal as usize,
-                replica.broker,
-                format!(
-                    "{now} ms: {} on broker {}: high watermark {} above log end offset {}",
-                    name(p),
-                    replica.broker,
-                    replica.high_watermark,
-                    replica.log_end_offset()
-                ),
-            );
-        }
-        if let Some(why) = epoch_cache_disagrees(replica) {
-            let p = partitions.get(replica.partition).expect("partition entity");
-            invariants.report(
-                "epoch-cache-off-log",
-                p.ordinal as usize,
-                replica.broker,
-                format!("{now} ms: {} on broker {}: {why}", name(p), replica.broker),
-            );
-        }
-    }
-    touched.sort_unstable();
-    touched.dedup();
-    for &entity in touched.iter() {
-        let p = partitions.get(entity).expect("partition entity");
-        let i = p.ordinal as usize;
-        for broker in p.isr.iter().chain(&p.elr) {
-            if !p.assignment.contains(broker) {
-                invariants.report(
-                    "isr-outside-replicas",
-                    i,
-                    *broker,
-                    format!(
-                        "{now} ms: {}: ISR or ELR member {broker} is not a replica",
-                        name(p)
-                    ),
-                );
-            }
-        }
-        // Taken out and put back, so that the step allocates nothing for it.
-        let mut seen = std::mem::take(&mut invariants.partitions[i]);
-        if p.leader_epoch < seen.epoch {
-            invariants.report(
-                "epoch-backwards",
-                i,
-                0,
-                format!(
-                    "{now} ms: {}: leader epoch went back from {} to {}",
-                    name(p),
-                    seen.epoch,
-                    p.leader_epoch
-                ),
-            );
-        }
-        if p.leader_epoch == seen.epoch && p.leader != seen.leader && seen.leader.is_some() {
-            invariants.report(
-                "two-leaders-one-epoch",
-                i,
-                p.leader.unwrap_or(0),
-                format!(
-                    "{now} ms: {}: brokers {:?} and {:?} both led in epoch {}",
-                    name(p),
-                    seen.leader,
-                    p.leader,
-                    p.leader_epoch
-                ),
-            );
-        }
-        if let Some(leader) = p.leader
-            && p.leader_epoch != seen.epoch
-            && !p.elected_uncleanly
-            && !seen.electable.contains(&leader)
-        {
-            invariants.report(
-                "clean-leader-outside-isr",
-                i,
-                leader,
-                format!(
-                    "{now} ms: {}: broker {leader} was elected cleanly in epoch {} without being in the ISR {:?}",
-                    name(p),
-                    p.leader_epoch,
-                    seen.electable
-                ),
-            );
-        }
-        // A dead leader's process keeps nothing in memory (and a wiped one has no disk either).
-        let leader_hw = p
-            .leader_replica()
-            .filter(|_| p.leader.is_some_and(|l| views[l as usize].alive))
-            .map(|e| replicas.get(e).expect("replica").high_watermark);
-        if let (Some(hw), Some(last)) = (leader_hw, seen.leader_hw)
-            && p.leader_epoch == seen.epoch
-            && hw < last
-        {
-            invariants.report(
-                "leader-hw-backwards",
-                i,
-                p.leader.unwrap_or(0),
-                format!(
-                    "{now} ms: {}: the leader's high watermark moved back from {last} to {hw} in epoch {}",
-                    name(p),
-                    p.leader_epoch
-                ),
-            );
-        }
-        seen.leader = p.leader;
-        seen.epoch = p.leader_epoch;
-        seen.leader_hw = leader_hw;
-        seen.electable.clear();
-        seen.electable.extend(p.isr.iter().chain(&p.elr));
-        invariants.partitions[i] = seen;
-        check_committed_agree(invariants, now, cluster, p, replicas, &views);
-        if let Some(leader) = p.leader_replica() {
-            let replica = replicas.get(leader).expect("replica entity");
-            check_send_order(invariants, now, cluster, p, producers, leader, replica);
-        }
-    }
 }
 
 /// The leader epoch cache agrees with the log (`LeaderEpochFileCache`): the first and the last
@@ -467,44 +325,225 @@ pub(super) fn elections_or_truncations(metrics: &Metrics, invariants: &Invariant
     (metrics.leader_elections, metrics.records_truncated) != invariants.last_changes
 }
 
-/// With acks=all, `min.insync.replicas` >= 2, unclean election off and no disk lost, Kafka loses
-/// no acknowledged record. Checked whenever a leader changed or a log was truncated.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn check_no_safe_loss(
-    clock: &SimClock,
-    cluster: &Cluster,
-    metrics: &Metrics,
-    ledger: &AckLedger,
-    invariants: &mut Invariants,
-    partitions: &Query<&Partition>,
-    replicas: &Query<&Replica>,
-    producers: &Query<&Producer>,
-) {
-    let changes = (metrics.leader_elections, metrics.records_truncated);
-    if changes == invariants.last_changes || ledger.disk_lost {
-        return;
+/// The checks of Kafka's invariants, with what they read for one step.
+#[derive(SystemParam)]
+pub(super) struct ChecksPhase<'w, 's> {
+    clock: Res<'w, SimClock>,
+    cluster: Res<'w, Cluster>,
+    metrics: Res<'w, Metrics>,
+    ledger: Res<'w, AckLedger>,
+    invariants: ResMut<'w, Invariants>,
+    brokers: Query<'w, 's, &'static Broker>,
+    partitions: Query<'w, 's, &'static Partition>,
+    replicas: Query<'w, 's, &'static Replica>,
+    producers: Query<'w, 's, &'static Producer>,
+    changed_partitions: Query<'w, 's, Entity, Changed<Partition>>,
+    changed_replicas: Query<'w, 's, &'static Replica, Changed<Replica>>,
+    groups: Query<'w, 's, &'static ConsumerGroup>,
+    consumers: Query<'w, 's, &'static Consumer>,
+    /// The partitions touched since the last step, kept between steps.
+    touched: Local<'s, Vec<Entity>>,
+}
+
+/// The checks' phase: what changed this step, the acknowledged records after an election or a
+/// truncation, and the groups' offsets and owners.
+pub(super) fn phase(mut rules: ChecksPhase) {
+    let partitions = rules.cluster.partitions.len();
+    rules.invariants.fit(partitions);
+    rules.check();
+    if elections_or_truncations(&rules.metrics, &rules.invariants) {
+        rules.check_no_safe_loss();
     }
-    invariants.last_changes = changes;
-    // A replica on a broker that is down still holds what it had: not a loss.
-    let lost = lost_records(ledger, cluster, producers, partitions, replicas, &|_| true);
-    for record in lost.iter().filter(|r| r.acks == Acks::All) {
-        let entity = cluster
-            .topics
-            .iter()
-            .find(|t| t.name == record.topic)
-            .map(|t| t.partitions[record.partition as usize]);
-        let Some(p) = entity.and_then(|e| partitions.get(e).ok()) else {
-            continue;
-        };
-        // Offline with the record still on a replica that may not lead (unavailable, not lost):
-        // KIP-966 takes a replica that shut down uncleanly out of the ELR, as it may have lost
-        // what it had not flushed. Kafka keeps such a partition offline rather than risk a loss;
-        // the record comes back only with an unclean election, and its safety is not promised.
-        if record.state == Missing::Unavailable {
-            continue;
+    if !rules.cluster.groups.is_empty() {
+        rules.check_committed_offsets();
+        rules.check_single_owner();
+    }
+}
+
+impl ChecksPhase<'_, '_> {
+    fn check(&mut self) {
+        let Self {
+            clock,
+            cluster,
+            invariants,
+            changed_partitions,
+            changed_replicas,
+            brokers,
+            partitions,
+            replicas,
+            producers,
+            touched,
+            ..
+        } = self;
+        let now = clock.now_ms;
+        let views = broker_views(brokers.iter());
+        let name = |p: &Partition| cluster.partition_name(p);
+        touched.clear();
+        touched.extend(changed_partitions.iter());
+        for replica in changed_replicas {
+            touched.push(replica.partition);
+            if replica.high_watermark > replica.log_end_offset() {
+                let p = partitions.get(replica.partition).expect("partition entity");
+                invariants.report(
+                    "hw-above-leo",
+                    p.ordinal as usize,
+                    replica.broker,
+                    format!(
+                        "{now} ms: {} on broker {}: high watermark {} above log end offset {}",
+                        name(p),
+                        replica.broker,
+                        replica.high_watermark,
+                        replica.log_end_offset()
+                    ),
+                );
+            }
+            if let Some(why) = epoch_cache_disagrees(replica) {
+                let p = partitions.get(replica.partition).expect("partition entity");
+                invariants.report(
+                    "epoch-cache-off-log",
+                    p.ordinal as usize,
+                    replica.broker,
+                    format!("{now} ms: {} on broker {}: {why}", name(p), replica.broker),
+                );
+            }
         }
-        if p.effective_min_isr() >= 2 && !p.unclean_leader_election {
-            invariants.report(
+        touched.sort_unstable();
+        touched.dedup();
+        for &entity in touched.iter() {
+            let p = partitions.get(entity).expect("partition entity");
+            let i = p.ordinal as usize;
+            for broker in p.isr.iter().chain(&p.elr) {
+                if !p.assignment.contains(broker) {
+                    invariants.report(
+                        "isr-outside-replicas",
+                        i,
+                        *broker,
+                        format!(
+                            "{now} ms: {}: ISR or ELR member {broker} is not a replica",
+                            name(p)
+                        ),
+                    );
+                }
+            }
+            // Taken out and put back, so that the step allocates nothing for it.
+            let mut seen = std::mem::take(&mut invariants.partitions[i]);
+            if p.leader_epoch < seen.epoch {
+                invariants.report(
+                    "epoch-backwards",
+                    i,
+                    0,
+                    format!(
+                        "{now} ms: {}: leader epoch went back from {} to {}",
+                        name(p),
+                        seen.epoch,
+                        p.leader_epoch
+                    ),
+                );
+            }
+            if p.leader_epoch == seen.epoch && p.leader != seen.leader && seen.leader.is_some() {
+                invariants.report(
+                    "two-leaders-one-epoch",
+                    i,
+                    p.leader.unwrap_or(0),
+                    format!(
+                        "{now} ms: {}: brokers {:?} and {:?} both led in epoch {}",
+                        name(p),
+                        seen.leader,
+                        p.leader,
+                        p.leader_epoch
+                    ),
+                );
+            }
+            if let Some(leader) = p.leader
+                && p.leader_epoch != seen.epoch
+                && !p.elected_uncleanly
+                && !seen.electable.contains(&leader)
+            {
+                invariants.report(
+                "clean-leader-outside-isr",
+                i,
+                leader,
+                format!(
+                    "{now} ms: {}: broker {leader} was elected cleanly in epoch {} without being in the ISR {:?}",
+                    name(p),
+                    p.leader_epoch,
+                    seen.electable
+                ),
+            );
+            }
+            // A dead leader's process keeps nothing in memory (and a wiped one has no disk either).
+            let leader_hw = p
+                .leader_replica()
+                .filter(|_| p.leader.is_some_and(|l| views[l as usize].alive))
+                .map(|e| replicas.get(e).expect("replica").high_watermark);
+            if let (Some(hw), Some(last)) = (leader_hw, seen.leader_hw)
+                && p.leader_epoch == seen.epoch
+                && hw < last
+            {
+                invariants.report(
+                "leader-hw-backwards",
+                i,
+                p.leader.unwrap_or(0),
+                format!(
+                    "{now} ms: {}: the leader's high watermark moved back from {last} to {hw} in epoch {}",
+                    name(p),
+                    p.leader_epoch
+                ),
+            );
+            }
+            seen.leader = p.leader;
+            seen.epoch = p.leader_epoch;
+            seen.leader_hw = leader_hw;
+            seen.electable.clear();
+            seen.electable.extend(p.isr.iter().chain(&p.elr));
+            invariants.partitions[i] = seen;
+            check_committed_agree(invariants, now, cluster, p, replicas, &views);
+            if let Some(leader) = p.leader_replica() {
+                let replica = replicas.get(leader).expect("replica entity");
+                check_send_order(invariants, now, cluster, p, producers, leader, replica);
+            }
+        }
+    }
+
+    /// With acks=all, `min.insync.replicas` >= 2, unclean election off and no disk lost, Kafka loses
+    /// no acknowledged record. Checked whenever a leader changed or a log was truncated.
+    fn check_no_safe_loss(&mut self) {
+        let Self {
+            clock,
+            cluster,
+            metrics,
+            ledger,
+            invariants,
+            partitions,
+            replicas,
+            producers,
+            ..
+        } = self;
+        let changes = (metrics.leader_elections, metrics.records_truncated);
+        if changes == invariants.last_changes || ledger.disk_lost {
+            return;
+        }
+        invariants.last_changes = changes;
+        // A replica on a broker that is down still holds what it had: not a loss.
+        let lost = lost_records(ledger, cluster, producers, partitions, replicas, &|_| true);
+        for record in lost.iter().filter(|r| r.acks == Acks::All) {
+            let entity = cluster
+                .topics
+                .iter()
+                .find(|t| t.name == record.topic)
+                .map(|t| t.partitions[record.partition as usize]);
+            let Some(p) = entity.and_then(|e| partitions.get(e).ok()) else {
+                continue;
+            };
+            // Offline with the record still on a replica that may not lead (unavailable, not lost):
+            // KIP-966 takes a replica that shut down uncleanly out of the ELR, as it may have lost
+            // what it had not flushed. Kafka keeps such a partition offline rather than risk a loss;
+            // the record comes back only with an unclean election, and its safety is not promised.
+            if record.state == Missing::Unavailable {
+                continue;
+            }
+            if p.effective_min_isr() >= 2 && !p.unclean_leader_election {
+                invariants.report(
                 "safe-write-lost",
                 p.ordinal as usize,
                 0,
@@ -513,48 +552,50 @@ pub(super) fn check_no_safe_loss(
                     clock.now_ms, record.topic, record.partition, record.offset, p.min_insync_replicas, record.why
                 ),
             );
+            }
         }
     }
-}
 
-/// A group's committed offset of a partition never goes backward, except once after a member
-/// reset its position on OFFSET_OUT_OF_RANGE (the consumers in the model never seek; Kafka lets a
-/// reset commit take the offset back), and when a new coordinator loads the group: it serves
-/// the offsets as of its own high watermark, which may trail the old leader's by a fetch
-/// (`CoordinatorLoaderImpl` sets the last committed offset to it) until its followers fetch.
-pub(super) fn check_committed_offsets(
-    clock: &SimClock,
-    cluster: &Cluster,
-    invariants: &mut Invariants,
-    groups: &Query<&ConsumerGroup>,
-) {
-    if invariants.committed.len() < cluster.groups.len() {
-        invariants
-            .committed
-            .resize(cluster.groups.len(), Default::default());
-    }
-    for group in groups {
-        let g = group.index as usize;
-        // Only a write can move a committed offset.
-        if invariants.committed[g].0 == group.committed_writes() {
-            continue;
+    /// A group's committed offset of a partition never goes backward, except once after a member
+    /// reset its position on OFFSET_OUT_OF_RANGE (the consumers in the model never seek; Kafka lets a
+    /// reset commit take the offset back), and when a new coordinator loads the group: it serves
+    /// the offsets as of its own high watermark, which may trail the old leader's by a fetch
+    /// (`CoordinatorLoaderImpl` sets the last committed offset to it) until its followers fetch.
+    fn check_committed_offsets(&mut self) {
+        let Self {
+            clock,
+            cluster,
+            invariants,
+            groups,
+            ..
+        } = self;
+        if invariants.committed.len() < cluster.groups.len() {
+            invariants
+                .committed
+                .resize(cluster.groups.len(), Default::default());
         }
-        if invariants.committed_loads.len() <= g {
-            invariants.committed_loads.resize(g + 1, 0);
-        }
-        let loaded =
-            std::mem::replace(&mut invariants.committed_loads[g], group.loads) != group.loads;
-        for (ordinal, offset) in group.committed() {
-            let before = invariants.committed[g].1.get(ordinal).copied();
-            if let Some(before) = before.filter(|b| offset < b) {
-                if loaded
-                    || invariants
-                        .committed_may_go_back
-                        .remove(&(group.index, *ordinal))
-                {
-                    continue;
-                }
-                invariants.report(
+        for group in groups {
+            let g = group.index as usize;
+            // Only a write can move a committed offset.
+            if invariants.committed[g].0 == group.committed_writes() {
+                continue;
+            }
+            if invariants.committed_loads.len() <= g {
+                invariants.committed_loads.resize(g + 1, 0);
+            }
+            let loaded =
+                std::mem::replace(&mut invariants.committed_loads[g], group.loads) != group.loads;
+            for (ordinal, offset) in group.committed() {
+                let before = invariants.committed[g].1.get(ordinal).copied();
+                if let Some(before) = before.filter(|b| offset < b) {
+                    if loaded
+                        || invariants
+                            .committed_may_go_back
+                            .remove(&(group.index, *ordinal))
+                    {
+                        continue;
+                    }
+                    invariants.report(
                     "committed-backwards",
                     *ordinal as usize,
                     group.index,
@@ -563,58 +604,61 @@ pub(super) fn check_committed_offsets(
                         clock.now_ms, group.name
                     ),
                 );
+                }
             }
-        }
-        let (writes, saved) = &mut invariants.committed[g];
-        *writes = group.committed_writes();
-        // In place when the partitions are the same ones, as they nearly always are.
-        if saved.keys().eq(group.committed().keys()) {
-            for (saved, offset) in saved.values_mut().zip(group.committed().values()) {
-                *saved = *offset;
+            let (writes, saved) = &mut invariants.committed[g];
+            *writes = group.committed_writes();
+            // In place when the partitions are the same ones, as they nearly always are.
+            if saved.keys().eq(group.committed().keys()) {
+                for (saved, offset) in saved.values_mut().zip(group.committed().values()) {
+                    *saved = *offset;
+                }
+            } else {
+                *saved = group.committed().clone();
             }
-        } else {
-            *saved = group.committed().clone();
         }
     }
-}
 
-/// Within a group, a partition has at most one owner among the members its coordinator counts;
-/// a classic member counts only at the group's generation. A member the coordinator removed may
-/// go on holding partitions until it learns so, as in Kafka: its commits are then refused
-/// (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID), so it is left out.
-pub(super) fn check_single_owner(
-    clock: &SimClock,
-    cluster: &Cluster,
-    invariants: &mut Invariants,
-    groups: &Query<&ConsumerGroup>,
-    consumers: &Query<&Consumer>,
-) {
-    let changed = std::mem::take(&mut invariants.owners_changed);
-    for g in changed {
-        let group = groups
-            .get(cluster.groups[g as usize])
-            .expect("group entity");
-        let classic = group.config.protocol == GroupProtocol::Classic;
-        let mut owner: std::collections::BTreeMap<u32, &str> = Default::default();
-        for c in consumers.iter_many(&cluster.consumers) {
-            let counted = c.alive
-                && c.group == g
-                && group.members.iter().any(|m| m.id == c.member_id)
-                && (!classic || c.generation == group.generation);
-            if !counted {
-                continue;
-            }
-            for o in c.assigned.keys() {
-                if let Some(other) = owner.insert(*o, &c.member_id) {
-                    invariants.report(
-                        "two-owners",
-                        *o as usize,
-                        g,
-                        format!(
-                            "{} ms: group {}: partition #{o} is owned by both {other} and {}",
-                            clock.now_ms, group.name, c.member_id
-                        ),
-                    );
+    /// Within a group, a partition has at most one owner among the members its coordinator counts;
+    /// a classic member counts only at the group's generation. A member the coordinator removed may
+    /// go on holding partitions until it learns so, as in Kafka: its commits are then refused
+    /// (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID), so it is left out.
+    fn check_single_owner(&mut self) {
+        let Self {
+            clock,
+            cluster,
+            invariants,
+            groups,
+            consumers,
+            ..
+        } = self;
+        let changed = std::mem::take(&mut invariants.owners_changed);
+        for g in changed {
+            let group = groups
+                .get(cluster.groups[g as usize])
+                .expect("group entity");
+            let classic = group.config.protocol == GroupProtocol::Classic;
+            let mut owner: std::collections::BTreeMap<u32, &str> = Default::default();
+            for c in consumers.iter_many(&cluster.consumers) {
+                let counted = c.alive
+                    && c.group == g
+                    && group.members.iter().any(|m| m.id == c.member_id)
+                    && (!classic || c.generation == group.generation);
+                if !counted {
+                    continue;
+                }
+                for o in c.assigned.keys() {
+                    if let Some(other) = owner.insert(*o, &c.member_id) {
+                        invariants.report(
+                            "two-owners",
+                            *o as usize,
+                            g,
+                            format!(
+                                "{} ms: group {}: partition #{o} is owned by both {other} and {}",
+                                clock.now_ms, group.name, c.member_id
+                            ),
+                        );
+                    }
                 }
             }
         }

@@ -15,6 +15,7 @@
 use std::collections::BTreeSet;
 
 use bevy_ecs::prelude::*;
+use bevy_ecs::system::SystemParam;
 
 use super::clock::Standing;
 use super::cluster::{Broker, BrokerView, Cluster, Partition, Replica, broker_views};
@@ -35,148 +36,9 @@ fn can_alter_partition(partition: &Partition, network: &Network) -> bool {
         .is_some_and(|l| !network.is_cut(Node::Broker(l), Node::Controller))
 }
 
-#[allow(clippy::too_many_arguments)]
-pub(super) fn expand_isr(
-    clock: &SimClock,
-    cluster: &Cluster,
-    wake: &mut Wake,
-    events: &mut EventLog,
-    metrics: &mut Metrics,
-    network: &Network,
-    brokers: &Query<&Broker>,
-    partitions: &mut Query<&mut Partition>,
-    replicas: &Query<&Replica>,
-) {
-    let views = broker_views(brokers.iter());
-    for &entity in &cluster.partitions {
-        let partition_ref = partitions.get(entity).expect("partition entity");
-        if partition_ref
-            .followers
-            .iter()
-            .all(|f| !f.fetched_at(clock.now_ms))
-            || !can_alter_partition(partition_ref, network)
-        {
-            continue;
-        }
-        let mut partition = partitions.get_mut(entity).expect("partition entity");
-        let Some(leader) = partition.leader_replica() else {
-            continue;
-        };
-        let leader = replicas.get(leader).expect("replica entity");
-        let epoch_start = leader
-            .epoch_start(partition.leader_epoch)
-            .unwrap_or(leader.log_end_offset());
-        let joining: Vec<u32> = partition
-            .assignment
-            .iter()
-            .zip(&partition.followers)
-            .filter(|(b, f)| {
-                !partition.in_isr(**b)
-                    && views[**b as usize].eligible
-                    && f.fetched_at(clock.now_ms)
-                    && f.log_end_offset >= leader.high_watermark
-                    && f.log_end_offset >= epoch_start
-            })
-            .map(|(b, _)| *b)
-            .collect();
-        if joining.is_empty() {
-            continue;
-        }
-        partition.isr.extend(&joining);
-        partition.sort_isr();
-        // The controller takes the AlterPartition and may complete a reassignment.
-        if partition.reassignment.is_some() {
-            wake.standing_at(Standing::Controller, clock.now_ms + 1);
-        }
-        partition.elr.retain(|b| !joining.contains(b));
-        // KIP-966: with the ISR back at min.insync.replicas, the ELR is no longer needed.
-        if partition.isr.len() >= partition.effective_min_isr() {
-            partition.elr.clear();
-        }
-        metrics.isr_expands += 1;
-        events.push(
-            clock.now_ms,
-            EventKind::IsrExpand {
-                topic: cluster.topics[partition.topic].name.clone(),
-                partition: partition.index,
-                isr: partition.isr.clone(),
-                added: joining,
-            },
-        );
-    }
-}
-
 /// The ISR check is periodic: the steps between checks skip it.
 pub(super) fn isr_check_due(clock: &SimClock, wake: &Wake) -> bool {
     wake.due(Standing::IsrCheck, clock)
-}
-
-#[allow(clippy::too_many_arguments)]
-pub(super) fn shrink_isr(
-    clock: &SimClock,
-    cluster: &Cluster,
-    events: &mut EventLog,
-    metrics: &mut Metrics,
-    network: &Network,
-    brokers: &Query<&Broker>,
-    partitions: &mut Query<&mut Partition>,
-    replicas: &Query<&Replica>,
-    wake: &mut Wake,
-) {
-    let lag_max = cluster.config.replica_lag_time_max_ms;
-    let period = lag_max / 2;
-    let now = clock.now_ms;
-    wake.clear(Standing::IsrCheck);
-    wake.standing_at(Standing::IsrCheck, (now / period + 1) * period);
-    if now == 0 || !now.is_multiple_of(period) {
-        return;
-    }
-    let views = broker_views(brokers.iter());
-    for &entity in &cluster.partitions {
-        let mut partition = partitions.get_mut(entity).expect("partition entity");
-        if !led_by_live(&partition, &views) || !can_alter_partition(&partition, network) {
-            continue;
-        }
-        let (Some(leader_id), Some(leader)) = (partition.leader, partition.leader_replica()) else {
-            continue;
-        };
-        let leader_leo = replicas
-            .get(leader)
-            .expect("replica entity")
-            .log_end_offset();
-        let out_of_sync: Vec<u32> = partition
-            .assignment
-            .iter()
-            .zip(&partition.followers)
-            .filter(|(b, f)| {
-                **b != leader_id
-                    && partition.in_isr(**b)
-                    && !f.is_caught_up(leader_leo, now, lag_max)
-            })
-            .map(|(b, _)| *b)
-            .collect();
-        if out_of_sync.is_empty() {
-            continue;
-        }
-        partition.isr.retain(|b| !out_of_sync.contains(b));
-        // KIP-966: members that leave while the ISR is below min.insync.replicas stay electable.
-        if cluster.config.eligible_leader_replicas
-            && partition.isr.len() < partition.effective_min_isr()
-        {
-            partition.elr.extend(&out_of_sync);
-            partition.elr.sort_unstable();
-        }
-        metrics.isr_shrinks += 1;
-        events.push(
-            now,
-            EventKind::IsrShrink {
-                topic: cluster.topics[partition.topic].name.clone(),
-                partition: partition.index,
-                isr: partition.isr.clone(),
-                removed: out_of_sync,
-            },
-        );
-    }
 }
 
 /// What can move a partition's high watermark: its own state (the followers' fetch offsets, the
@@ -197,114 +59,6 @@ pub(super) struct HighWatermarks {
     due: Vec<u32>,
 }
 
-#[allow(clippy::too_many_arguments, clippy::type_complexity)]
-pub(super) fn advance_high_watermarks(
-    clock: &SimClock,
-    cluster: &Cluster,
-    brokers: &Query<&Broker>,
-    partitions: &mut Query<&mut Partition>,
-    replicas: &mut Query<&mut Replica>,
-    wake: &mut Wake,
-    watch: &mut HighWatermarks,
-) {
-    let now = clock.now_ms;
-    let lag_max = cluster.config.replica_lag_time_max_ms;
-    let views = broker_views(brokers.iter());
-    let everything = watch.partitions != cluster.partitions || *watch.views != *views;
-    if watch.partitions != cluster.partitions {
-        watch.partitions = cluster.partitions.clone();
-        watch.lapses.clear();
-        watch.lapses_of = vec![Vec::new(); cluster.partitions.len()];
-    }
-    if *watch.views != *views {
-        watch.views = views.to_vec();
-    }
-    watch.due.clear();
-    if everything {
-        watch.due.extend(0..cluster.partitions.len() as u32);
-    } else {
-        // Changed since the phase last ran (looking through `iter_mut` marks nothing).
-        watch.due.extend(
-            partitions
-                .iter_mut()
-                .filter(|p| p.is_changed())
-                .map(|p| p.ordinal),
-        );
-        for replica in replicas.iter_mut().filter(|r| r.is_changed()) {
-            let partition = partitions.get(replica.partition).expect("partition entity");
-            watch.due.push(partition.ordinal);
-        }
-        while let Some(&(at, ordinal)) = watch.lapses.first()
-            && at <= now
-        {
-            watch.lapses.pop_first();
-            watch.due.push(ordinal);
-        }
-        watch.due.sort_unstable();
-        watch.due.dedup();
-    }
-    #[cfg(debug_assertions)]
-    let mut looked = vec![everything; cluster.partitions.len()];
-    for &ordinal in &watch.due {
-        #[cfg(debug_assertions)]
-        {
-            looked[ordinal as usize] = true;
-        }
-        let partition = partitions
-            .get(cluster.partitions[ordinal as usize])
-            .expect("partition entity");
-        for at in watch.lapses_of[ordinal as usize].drain(..) {
-            watch.lapses.remove(&(at, ordinal));
-        }
-        let Some(leader) = partition
-            .leader_replica()
-            .filter(|_| led_by_live(partition, &views))
-        else {
-            continue;
-        };
-        let mut leader = replicas.get_mut(leader).expect("replica entity");
-        // Read first: only a real change marks the replica changed.
-        if let Some(hw) = partition.next_leader_hw(&leader, &views, now, lag_max) {
-            leader.high_watermark = hw;
-        }
-        // A follower outside the ISR holds the high watermark back only while it is caught up
-        // within the lag time: when that runs out, the high watermark may move with no message.
-        let leader_leo = leader.log_end_offset();
-        for at in lapses(partition, leader_leo, now, lag_max) {
-            watch.lapses.insert((at, ordinal));
-            watch.lapses_of[ordinal as usize].push(at);
-        }
-    }
-    if let Some(&(at, _)) = watch.lapses.first() {
-        wake.at(at);
-    }
-    #[cfg(debug_assertions)]
-    for (ordinal, &entity) in cluster.partitions.iter().enumerate() {
-        if looked[ordinal] {
-            continue;
-        }
-        let partition = partitions.get(entity).expect("partition entity");
-        let Some(leader) = partition
-            .leader_replica()
-            .filter(|_| led_by_live(partition, &views))
-        else {
-            continue;
-        };
-        let leader = replicas.get(leader).expect("replica entity");
-        debug_assert_eq!(
-            partition.next_leader_hw(leader, &views, now, lag_max),
-            None,
-            "partition {ordinal}'s high watermark moved unwatched"
-        );
-        let mut expected: Vec<u64> =
-            lapses(partition, leader.log_end_offset(), now, lag_max).collect();
-        let mut kept = watch.lapses_of[ordinal].clone();
-        expected.sort_unstable();
-        kept.sort_unstable();
-        debug_assert_eq!(expected, kept, "partition {ordinal}'s lapses");
-    }
-}
-
 /// When each follower outside the ISR that still counts as caught up stops counting.
 fn lapses(
     partition: &Partition,
@@ -323,4 +77,285 @@ fn lapses(
                 && f.log_end_offset < leader_leo)
                 .then_some(t + lag_max + 1)
         })
+}
+
+/// The ISR phase's rules, with what they borrow for one step.
+#[derive(SystemParam)]
+pub(super) struct IsrPhase<'w, 's> {
+    clock: Res<'w, SimClock>,
+    cluster: Res<'w, Cluster>,
+    network: Res<'w, Network>,
+    events: ResMut<'w, EventLog>,
+    metrics: ResMut<'w, Metrics>,
+    wake: ResMut<'w, Wake>,
+    brokers: Query<'w, 's, &'static Broker>,
+    partitions: Query<'w, 's, &'static mut Partition>,
+    replicas: Query<'w, 's, &'static mut Replica>,
+    watch: Local<'s, HighWatermarks>,
+}
+
+/// The ISR phase: expansion, the periodic shrink, and the high watermarks they move.
+pub(super) fn phase(mut rules: IsrPhase) {
+    rules.expand_isr();
+    // The ISR check is periodic: the steps between checks skip it.
+    if isr_check_due(&rules.clock, &rules.wake) {
+        rules.shrink_isr();
+    }
+    rules.advance_high_watermarks();
+}
+
+impl IsrPhase<'_, '_> {
+    fn expand_isr(&mut self) {
+        let Self {
+            clock,
+            cluster,
+            wake,
+            events,
+            metrics,
+            network,
+            brokers,
+            partitions,
+            replicas,
+            ..
+        } = self;
+        let replicas = &replicas.as_readonly();
+        let views = broker_views(brokers.iter());
+        for &entity in &cluster.partitions {
+            let partition_ref = partitions.get(entity).expect("partition entity");
+            if partition_ref
+                .followers
+                .iter()
+                .all(|f| !f.fetched_at(clock.now_ms))
+                || !can_alter_partition(partition_ref, network)
+            {
+                continue;
+            }
+            let mut partition = partitions.get_mut(entity).expect("partition entity");
+            let Some(leader) = partition.leader_replica() else {
+                continue;
+            };
+            let leader = replicas.get(leader).expect("replica entity");
+            let epoch_start = leader
+                .epoch_start(partition.leader_epoch)
+                .unwrap_or(leader.log_end_offset());
+            let joining: Vec<u32> = partition
+                .assignment
+                .iter()
+                .zip(&partition.followers)
+                .filter(|(b, f)| {
+                    !partition.in_isr(**b)
+                        && views[**b as usize].eligible
+                        && f.fetched_at(clock.now_ms)
+                        && f.log_end_offset >= leader.high_watermark
+                        && f.log_end_offset >= epoch_start
+                })
+                .map(|(b, _)| *b)
+                .collect();
+            if joining.is_empty() {
+                continue;
+            }
+            partition.isr.extend(&joining);
+            partition.sort_isr();
+            // The controller takes the AlterPartition and may complete a reassignment.
+            if partition.reassignment.is_some() {
+                wake.standing_at(Standing::Controller, clock.now_ms + 1);
+            }
+            partition.elr.retain(|b| !joining.contains(b));
+            // KIP-966: with the ISR back at min.insync.replicas, the ELR is no longer needed.
+            if partition.isr.len() >= partition.effective_min_isr() {
+                partition.elr.clear();
+            }
+            metrics.isr_expands += 1;
+            events.push(
+                clock.now_ms,
+                EventKind::IsrExpand {
+                    topic: cluster.topics[partition.topic].name.clone(),
+                    partition: partition.index,
+                    isr: partition.isr.clone(),
+                    added: joining,
+                },
+            );
+        }
+    }
+
+    fn shrink_isr(&mut self) {
+        let Self {
+            clock,
+            cluster,
+            events,
+            metrics,
+            network,
+            brokers,
+            partitions,
+            replicas,
+            wake,
+            ..
+        } = self;
+        let replicas = &replicas.as_readonly();
+        let lag_max = cluster.config.replica_lag_time_max_ms;
+        let period = lag_max / 2;
+        let now = clock.now_ms;
+        wake.clear(Standing::IsrCheck);
+        wake.standing_at(Standing::IsrCheck, (now / period + 1) * period);
+        if now == 0 || !now.is_multiple_of(period) {
+            return;
+        }
+        let views = broker_views(brokers.iter());
+        for &entity in &cluster.partitions {
+            let mut partition = partitions.get_mut(entity).expect("partition entity");
+            if !led_by_live(&partition, &views) || !can_alter_partition(&partition, network) {
+                continue;
+            }
+            let (Some(leader_id), Some(leader)) = (partition.leader, partition.leader_replica())
+            else {
+                continue;
+            };
+            let leader_leo = replicas
+                .get(leader)
+                .expect("replica entity")
+                .log_end_offset();
+            let out_of_sync: Vec<u32> = partition
+                .assignment
+                .iter()
+                .zip(&partition.followers)
+                .filter(|(b, f)| {
+                    **b != leader_id
+                        && partition.in_isr(**b)
+                        && !f.is_caught_up(leader_leo, now, lag_max)
+                })
+                .map(|(b, _)| *b)
+                .collect();
+            if out_of_sync.is_empty() {
+                continue;
+            }
+            partition.isr.retain(|b| !out_of_sync.contains(b));
+            // KIP-966: members that leave while the ISR is below min.insync.replicas stay electable.
+            if cluster.config.eligible_leader_replicas
+                && partition.isr.len() < partition.effective_min_isr()
+            {
+                partition.elr.extend(&out_of_sync);
+                partition.elr.sort_unstable();
+            }
+            metrics.isr_shrinks += 1;
+            events.push(
+                now,
+                EventKind::IsrShrink {
+                    topic: cluster.topics[partition.topic].name.clone(),
+                    partition: partition.index,
+                    isr: partition.isr.clone(),
+                    removed: out_of_sync,
+                },
+            );
+        }
+    }
+
+    fn advance_high_watermarks(&mut self) {
+        let Self {
+            clock,
+            cluster,
+            brokers,
+            partitions,
+            replicas,
+            wake,
+            watch,
+            ..
+        } = self;
+        let watch = &mut **watch;
+        let now = clock.now_ms;
+        let lag_max = cluster.config.replica_lag_time_max_ms;
+        let views = broker_views(brokers.iter());
+        let everything = watch.partitions != cluster.partitions || *watch.views != *views;
+        if watch.partitions != cluster.partitions {
+            watch.partitions = cluster.partitions.clone();
+            watch.lapses.clear();
+            watch.lapses_of = vec![Vec::new(); cluster.partitions.len()];
+        }
+        if *watch.views != *views {
+            watch.views = views.to_vec();
+        }
+        watch.due.clear();
+        if everything {
+            watch.due.extend(0..cluster.partitions.len() as u32);
+        } else {
+            // Changed since the phase last ran (looking through `iter_mut` marks nothing).
+            watch.due.extend(
+                partitions
+                    .iter_mut()
+                    .filter(|p| p.is_changed())
+                    .map(|p| p.ordinal),
+            );
+            for replica in replicas.iter_mut().filter(|r| r.is_changed()) {
+                let partition = partitions.get(replica.partition).expect("partition entity");
+                watch.due.push(partition.ordinal);
+            }
+            while let Some(&(at, ordinal)) = watch.lapses.first()
+                && at <= now
+            {
+                watch.lapses.pop_first();
+                watch.due.push(ordinal);
+            }
+            watch.due.sort_unstable();
+            watch.due.dedup();
+        }
+        #[cfg(debug_assertions)]
+        let mut looked = vec![everything; cluster.partitions.len()];
+        for &ordinal in &watch.due {
+            #[cfg(debug_assertions)]
+            {
+                looked[ordinal as usize] = true;
+            }
+            let partition = partitions
+                .get(cluster.partitions[ordinal as usize])
+                .expect("partition entity");
+            for at in watch.lapses_of[ordinal as usize].drain(..) {
+                watch.lapses.remove(&(at, ordinal));
+            }
+            let Some(leader) = partition
+                .leader_replica()
+                .filter(|_| led_by_live(partition, &views))
+            else {
+                continue;
+            };
+            let mut leader = replicas.get_mut(leader).expect("replica entity");
+            // Read first: only a real change marks the replica changed.
+            if let Some(hw) = partition.next_leader_hw(&leader, &views, now, lag_max) {
+                leader.high_watermark = hw;
+            }
+            // A follower outside the ISR holds the high watermark back only while it is caught up
+            // within the lag time: when that runs out, the high watermark may move with no message.
+            let leader_leo = leader.log_end_offset();
+            for at in lapses(partition, leader_leo, now, lag_max) {
+                watch.lapses.insert((at, ordinal));
+                watch.lapses_of[ordinal as usize].push(at);
+            }
+        }
+        if let Some(&(at, _)) = watch.lapses.first() {
+            wake.at(at);
+        }
+        #[cfg(debug_assertions)]
+        for (ordinal, &entity) in cluster.partitions.iter().enumerate() {
+            if looked[ordinal] {
+                continue;
+            }
+            let partition = partitions.get(entity).expect("partition entity");
+            let Some(leader) = partition
+                .leader_replica()
+                .filter(|_| led_by_live(partition, &views))
+            else {
+                continue;
+            };
+            let leader = replicas.get(leader).expect("replica entity");
+            debug_assert_eq!(
+                partition.next_leader_hw(leader, &views, now, lag_max),
+                None,
+                "partition {ordinal}'s high watermark moved unwatched"
+            );
+            let mut expected: Vec<u64> =
+                lapses(partition, leader.log_end_offset(), now, lag_max).collect();
+            let mut kept = watch.lapses_of[ordinal].clone();
+            expected.sort_unstable();
+            kept.sort_unstable();
+            debug_assert_eq!(expected, kept, "partition {ordinal}'s lapses");
+        }
+    }
 }

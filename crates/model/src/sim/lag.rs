@@ -9,7 +9,6 @@ use bevy_ecs::prelude::*;
 use super::cluster::{Cluster, Partition, Replica};
 use super::consumer::Consumer;
 use super::group_coordinator::ConsumerGroup;
-use super::{SimClock, Wake};
 
 /// How often lag is sampled.
 pub const SAMPLE_EVERY_MS: u64 = 1_000;
@@ -152,86 +151,92 @@ impl Owners {
     }
 }
 
-/// A partition is paused while no live member of the group owns it: unassigned, revoked (an
-/// eager member gives up everything before it rejoins), not yet taken up by its new owner, or
-/// its owner dead. Counted per partition once every partition of the group was consumed.
-pub(super) fn count_paused(
-    clock: &SimClock,
-    cluster: &Cluster,
-    monitor: &mut LagMonitor,
-    groups: &Query<&ConsumerGroup>,
-    consumers: &Query<&Consumer>,
-    owners: &mut Owners,
-) {
-    let now = clock.now_ms;
-    if monitor.groups.len() < cluster.groups.len() {
-        monitor
-            .groups
-            .resize(cluster.groups.len(), GroupLag::default());
-    }
-    owners.count(cluster, consumers);
-    for (i, &entity) in cluster.groups.iter().enumerate() {
-        let group = groups.get(entity).expect("group");
-        let lag = &mut monitor.groups[i];
-        // A group's partitions only grow (`AddPartitions`): what was counted is kept.
-        if lag.partitions.len() != group.partitions.len() {
-            let known = lag.partitions.len();
-            lag.partitions
-                .extend(group.partitions[known..].iter().map(|o| PartitionLag {
-                    ordinal: *o,
-                    paused_since: lag.counting_since.map(|_| now),
-                    pauses: u64::from(lag.counting_since.is_some()),
-                    ..Default::default()
-                }));
+impl super::consumer::ConsumersPhase<'_, '_> {
+    /// A partition is paused while no live member of the group owns it: unassigned, revoked (an
+    /// eager member gives up everything before it rejoins), not yet taken up by its new owner, or
+    /// its owner dead. Counted per partition once every partition of the group was consumed.
+    pub(super) fn count_paused(&mut self) {
+        let Self {
+            clock,
+            cluster,
+            monitor,
+            groups,
+            consumers,
+            owners,
+            ..
+        } = self;
+        let consumers = &consumers.as_readonly();
+        let now = clock.now_ms;
+        if monitor.groups.len() < cluster.groups.len() {
+            monitor
+                .groups
+                .resize(cluster.groups.len(), GroupLag::default());
         }
-        let consumed = |o: u32| owners.owners(group.index, o) > 0;
-        if lag.counting_since.is_none() {
-            if group.partitions.iter().all(|o| consumed(*o)) {
-                lag.counting_since = Some(now);
+        owners.count(cluster, consumers);
+        for (i, &entity) in cluster.groups.iter().enumerate() {
+            let group = groups.get(entity).expect("group");
+            let lag = &mut monitor.groups[i];
+            // A group's partitions only grow (`AddPartitions`): what was counted is kept.
+            if lag.partitions.len() != group.partitions.len() {
+                let known = lag.partitions.len();
+                lag.partitions
+                    .extend(group.partitions[known..].iter().map(|o| PartitionLag {
+                        ordinal: *o,
+                        paused_since: lag.counting_since.map(|_| now),
+                        pauses: u64::from(lag.counting_since.is_some()),
+                        ..Default::default()
+                    }));
             }
-            continue;
-        }
-        for p in &mut lag.partitions {
-            match (p.paused_since, consumed(p.ordinal)) {
-                (None, false) => {
-                    p.paused_since = Some(now);
-                    p.pauses += 1;
+            let consumed = |o: u32| owners.owners(group.index, o) > 0;
+            if lag.counting_since.is_none() {
+                if group.partitions.iter().all(|o| consumed(*o)) {
+                    lag.counting_since = Some(now);
                 }
-                (Some(since), true) => {
-                    p.paused_ms += now - since;
-                    p.paused_since = None;
+                continue;
+            }
+            for p in &mut lag.partitions {
+                match (p.paused_since, consumed(p.ordinal)) {
+                    (None, false) => {
+                        p.paused_since = Some(now);
+                        p.pauses += 1;
+                    }
+                    (Some(since), true) => {
+                        p.paused_ms += now - since;
+                        p.paused_since = None;
+                    }
+                    _ => {}
                 }
-                _ => {}
             }
         }
     }
-}
 
-#[allow(clippy::too_many_arguments)]
-pub(super) fn sample_lag(
-    clock: &SimClock,
-    cluster: &Cluster,
-    monitor: &mut LagMonitor,
-    wake: &mut Wake,
-    groups: &Query<&ConsumerGroup>,
-    partitions: &Query<&Partition>,
-    replicas: &Query<&Replica>,
-    owners: &Owners,
-) {
-    let now = clock.now_ms;
-    wake.at((now / SAMPLE_EVERY_MS + 1) * SAMPLE_EVERY_MS);
-    if !now.is_multiple_of(SAMPLE_EVERY_MS) {
-        return;
-    }
-    for (i, &entity) in cluster.groups.iter().enumerate() {
-        let group = groups.get(entity).expect("group");
-        for p in &mut monitor.groups[i].partitions {
-            let position = owners.position(group.index, p.ordinal);
-            let sample = lag_now(
-                group, p.ordinal, cluster, partitions, replicas, now, position,
-            );
-            p.max_lag = p.max_lag.max(sample.lag);
-            p.samples.push(sample);
+    pub(super) fn sample_lag(&mut self) {
+        let Self {
+            clock,
+            cluster,
+            monitor,
+            wake,
+            groups,
+            partitions,
+            replicas,
+            owners,
+            ..
+        } = self;
+        let now = clock.now_ms;
+        wake.at((now / SAMPLE_EVERY_MS + 1) * SAMPLE_EVERY_MS);
+        if !now.is_multiple_of(SAMPLE_EVERY_MS) {
+            return;
+        }
+        for (i, &entity) in cluster.groups.iter().enumerate() {
+            let group = groups.get(entity).expect("group");
+            for p in &mut monitor.groups[i].partitions {
+                let position = owners.position(group.index, p.ordinal);
+                let sample = lag_now(
+                    group, p.ordinal, cluster, partitions, replicas, now, position,
+                );
+                p.max_lag = p.max_lag.max(sample.lag);
+                p.samples.push(sample);
+            }
         }
     }
 }

@@ -3,6 +3,7 @@
 //! `DelayedProduce`).
 
 use bevy_ecs::prelude::*;
+use bevy_ecs::system::SystemParam;
 
 use super::SimClock;
 use super::cluster::{Broker, Partition, Record, Replica, broker_views};
@@ -11,6 +12,7 @@ use super::network::{Network, Node, Wire, WireState};
 use super::protocol::{
     BatchOutcome, BatchResult, KafkaError, ProduceRequest, ProduceResponse, WireBatch,
 };
+use super::purgatory::DelayedPhase;
 use super::wires::Wires;
 use crate::scenario::Acks;
 
@@ -160,134 +162,160 @@ fn respond(
     );
 }
 
-#[allow(clippy::too_many_arguments)]
-pub(super) fn append_produce_requests(
-    clock: &SimClock,
-    network: &mut Network,
-    metrics: &mut Metrics,
-    wires: &mut Wires,
-    brokers: &Query<&Broker>,
-    partitions: &Query<&Partition>,
-    replicas: &mut Query<&mut Replica>,
-    due: &mut Vec<u64>,
-) {
-    let now = clock.now_ms;
-    wires.arriving::<ProduceRequest>(due);
-    if due.is_empty() {
-        return;
-    }
-    let views = broker_views(brokers.iter());
-    for &id in due.iter() {
-        let (&wire, request) = wires
-            .get_mut_of::<ProduceRequest>(id)
-            .expect("a produce request");
-        let broker = broker_of(wire.to);
-        metrics.produce_requests += 1;
-        let acks = request.acks;
-        let outcomes: Vec<BatchOutcome> = request
-            .batches
-            .iter()
-            .map(|batch| {
-                let partition = partitions.get(batch.partition).expect("partition entity");
-                let seen = views[broker as usize].metadata_offset;
-                append_batch(broker, seen, acks, batch, partition, replicas, metrics)
-            })
-            .collect();
-        request.outcomes = outcomes;
-        let all_done = request
-            .outcomes
-            .iter()
-            .all(|o| matches!(o, BatchOutcome::Done(_)));
-        if acks == Acks::Zero {
-            // No answer; on an error the broker closes the connection "so that the producer
-            // client will know that some error has happened and will refresh its metadata"
-            // (`KafkaApis.handleProduceRequest`).
-            if request
+/// The append phase's rule, with what it borrows for one step.
+#[derive(SystemParam)]
+pub(super) struct AppendPhase<'w, 's> {
+    clock: Res<'w, SimClock>,
+    network: ResMut<'w, Network>,
+    metrics: ResMut<'w, Metrics>,
+    wires: ResMut<'w, Wires>,
+    brokers: Query<'w, 's, &'static Broker>,
+    partitions: Query<'w, 's, &'static Partition>,
+    replicas: Query<'w, 's, &'static mut Replica>,
+    /// The produce requests arriving now, kept between steps.
+    due: Local<'s, Vec<u64>>,
+}
+
+/// The append phase: leaders append produce requests and answer acks=0/1 ones.
+pub(super) fn phase(mut rules: AppendPhase) {
+    rules.append_produce_requests();
+}
+
+impl AppendPhase<'_, '_> {
+    fn append_produce_requests(&mut self) {
+        let Self {
+            clock,
+            network,
+            metrics,
+            wires,
+            brokers,
+            partitions,
+            replicas,
+            due,
+            ..
+        } = self;
+        let now = clock.now_ms;
+        wires.arriving::<ProduceRequest>(due);
+        if due.is_empty() {
+            return;
+        }
+        let views = broker_views(brokers.iter());
+        for &id in due.iter() {
+            let (&wire, request) = wires
+                .get_mut_of::<ProduceRequest>(id)
+                .expect("a produce request");
+            let broker = broker_of(wire.to);
+            metrics.produce_requests += 1;
+            let acks = request.acks;
+            let outcomes: Vec<BatchOutcome> = request
+                .batches
+                .iter()
+                .map(|batch| {
+                    let partition = partitions.get(batch.partition).expect("partition entity");
+                    let seen = views[broker as usize].metadata_offset;
+                    append_batch(broker, seen, acks, batch, partition, replicas, metrics)
+                })
+                .collect();
+            request.outcomes = outcomes;
+            let all_done = request
                 .outcomes
                 .iter()
-                .any(|o| matches!(o, BatchOutcome::Done(Err(_))))
-            {
-                let closed = ProduceResponse {
-                    request: wire.id,
-                    results: Vec::new(),
-                    closed: true,
-                };
-                network.send(now, wire.to, wire.from, closed);
+                .all(|o| matches!(o, BatchOutcome::Done(_)));
+            if acks == Acks::Zero {
+                // No answer; on an error the broker closes the connection "so that the producer
+                // client will know that some error has happened and will refresh its metadata"
+                // (`KafkaApis.handleProduceRequest`).
+                if request
+                    .outcomes
+                    .iter()
+                    .any(|o| matches!(o, BatchOutcome::Done(Err(_))))
+                {
+                    let closed = ProduceResponse {
+                        request: wire.id,
+                        results: Vec::new(),
+                        closed: true,
+                    };
+                    network.send(now, wire.to, wire.from, closed);
+                }
+                wires.finish(id);
+            } else if all_done {
+                let seen = views[broker as usize].metadata_offset;
+                respond(network, now, &wire, request, partitions, seen);
+                wires.finish(id);
+            } else {
+                let until_ms = now + request.timeout_ms;
+                wires.hold(id, until_ms);
             }
-            wires.finish(id);
-        } else if all_done {
-            let seen = views[broker as usize].metadata_offset;
-            respond(network, now, &wire, request, partitions, seen);
-            wires.finish(id);
-        } else {
-            let until_ms = now + request.timeout_ms;
-            wires.hold(id, until_ms);
         }
     }
 }
 
-/// `DelayedProduce.tryComplete`: a held acks=all request finishes when the high watermark has
-/// passed each of its batches (with NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR has meanwhile
-/// fallen below `min.insync.replicas`), or times out with REQUEST_TIMED_OUT.
-pub(super) fn complete_delayed_produce(
-    clock: &SimClock,
-    network: &mut Network,
-    wires: &mut Wires,
-    brokers: &Query<&Broker>,
-    partitions: &Query<&Partition>,
-    replicas: &Query<&Replica>,
-    due: &mut Vec<u64>,
-) {
-    let now = clock.now_ms;
-    wires.held::<ProduceRequest>(due);
-    if due.is_empty() {
-        return;
-    }
-    let views = broker_views(brokers.iter());
-    for &id in due.iter() {
-        let (&wire, request) = wires
-            .get_mut_of::<ProduceRequest>(id)
-            .expect("a produce request");
-        let broker = broker_of(wire.to);
-        for (batch, outcome) in request.batches.iter().zip(request.outcomes.iter_mut()) {
-            let BatchOutcome::Waiting {
-                base_offset,
-                required,
-            } = *outcome
-            else {
-                continue;
-            };
-            let partition = partitions.get(batch.partition).expect("partition entity");
-            // A leader that learns it was replaced answers NOT_LEADER_OR_FOLLOWER at once
-            // (`ReplicaManager.becomeLeaderOrFollower` completes its delayed produces); one
-            // that has not learnt waits: its followers fetch from the new leader, so its high
-            // watermark stays, and the request times out.
-            let seen = views[broker as usize].metadata_offset;
-            let leader = partition
-                .replica_on(broker)
-                .filter(|_| partition.leads_as_seen(broker, seen).is_some());
-            let Some(leader) = leader else {
-                *outcome = BatchOutcome::Done(Err(KafkaError::NotLeaderOrFollower));
-                continue;
-            };
-            let hw = replicas.get(leader).expect("replica entity").high_watermark;
-            if hw >= required {
-                *outcome = if partition.isr.len() < partition.effective_min_isr() {
-                    BatchOutcome::Done(Err(KafkaError::NotEnoughReplicasAfterAppend))
-                } else {
-                    BatchOutcome::Done(Ok(base_offset))
-                };
-            }
+impl DelayedPhase<'_, '_> {
+    /// `DelayedProduce.tryComplete`: a held acks=all request finishes when the high watermark has
+    /// passed each of its batches (with NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR has meanwhile
+    /// fallen below `min.insync.replicas`), or times out with REQUEST_TIMED_OUT.
+    pub(super) fn complete_delayed_produce(&mut self) {
+        let Self {
+            clock,
+            network,
+            wires,
+            brokers,
+            partitions,
+            replicas,
+            due,
+            ..
+        } = self;
+        let now = clock.now_ms;
+        wires.held::<ProduceRequest>(due);
+        if due.is_empty() {
+            return;
         }
-        let all_done = request
-            .outcomes
-            .iter()
-            .all(|o| matches!(o, BatchOutcome::Done(_)));
-        let expired = matches!(wire.state, WireState::Held { until_ms } if now >= until_ms);
-        if all_done || expired {
-            let seen = views[broker as usize].metadata_offset;
-            respond(network, now, &wire, request, partitions, seen);
-            wires.finish(id);
+        let views = broker_views(brokers.iter());
+        for &id in due.iter() {
+            let (&wire, request) = wires
+                .get_mut_of::<ProduceRequest>(id)
+                .expect("a produce request");
+            let broker = broker_of(wire.to);
+            for (batch, outcome) in request.batches.iter().zip(request.outcomes.iter_mut()) {
+                let BatchOutcome::Waiting {
+                    base_offset,
+                    required,
+                } = *outcome
+                else {
+                    continue;
+                };
+                let partition = partitions.get(batch.partition).expect("partition entity");
+                // A leader that learns it was replaced answers NOT_LEADER_OR_FOLLOWER at once
+                // (`ReplicaManager.becomeLeaderOrFollower` completes its delayed produces); one
+                // that has not learnt waits: its followers fetch from the new leader, so its high
+                // watermark stays, and the request times out.
+                let seen = views[broker as usize].metadata_offset;
+                let leader = partition
+                    .replica_on(broker)
+                    .filter(|_| partition.leads_as_seen(broker, seen).is_some());
+                let Some(leader) = leader else {
+                    *outcome = BatchOutcome::Done(Err(KafkaError::NotLeaderOrFollower));
+                    continue;
+                };
+                let hw = replicas.get(leader).expect("replica entity").high_watermark;
+                if hw >= required {
+                    *outcome = if partition.isr.len() < partition.effective_min_isr() {
+                        BatchOutcome::Done(Err(KafkaError::NotEnoughReplicasAfterAppend))
+                    } else {
+                        BatchOutcome::Done(Ok(base_offset))
+                    };
+                }
+            }
+            let all_done = request
+                .outcomes
+                .iter()
+                .all(|o| matches!(o, BatchOutcome::Done(_)));
+            let expired = matches!(wire.state, WireState::Held { until_ms } if now >= until_ms);
+            if all_done || expired {
+                let seen = views[broker as usize].metadata_offset;
+                respond(network, now, &wire, request, partitions, seen);
+                wires.finish(id);
+            }
         }
     }
 }

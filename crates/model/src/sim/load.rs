@@ -20,7 +20,7 @@ pub fn load(world: &mut World, scenario: &Scenario) {
     world.register_component::<Partition>();
     world.register_component::<Replica>();
     world.register_component::<Producer>();
-    world.register_component::<super::controller::Controller>();
+    world.register_component::<super::quorum::Controller>();
     world.register_component::<super::group_coordinator::ConsumerGroup>();
     world.register_component::<super::consumer::Consumer>();
     world.insert_resource(SimClock::default());
@@ -42,7 +42,7 @@ pub fn load(world: &mut World, scenario: &Scenario) {
     let controller = world
         .spawn((
             Name::new("controller"),
-            super::controller::Controller::new(&scenario.cluster),
+            super::quorum::Controller::new(&scenario.cluster),
         ))
         .id();
 

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use bevy_ecs::prelude::*;
+use bevy_ecs::system::SystemParam;
 use serde::Serialize;
 
 use super::clock::SimRng;
@@ -856,82 +857,6 @@ fn exponential_backoff(base: u64, max: u64, attempts: u32, rng: &mut SimRng) -> 
     jittered.min(max)
 }
 
-pub(super) fn handle_responses(
-    clock: &SimClock,
-    cluster: &Cluster,
-    rng: &mut SimRng,
-    ledger: &mut AckLedger,
-    wires: &mut Wires,
-    producers: &mut Query<&mut Producer>,
-    due: &mut Vec<u64>,
-) {
-    let now = clock.now_ms;
-    wires.arriving::<ProduceResponse>(due);
-    for &id in due.iter() {
-        wires.finish(id);
-        let (wire, response) = wires
-            .get_of::<ProduceResponse>(id)
-            .expect("a produce response");
-        let Node::Producer(index) = wire.to else {
-            unreachable!("produce responses go to producers")
-        };
-        let mut producer = producers
-            .get_mut(cluster.producers[index as usize])
-            .expect("producer entity");
-        if response.closed {
-            if let Node::Broker(broker) = wire.from {
-                producer.connection_broke(broker, response.request, now, rng, ledger);
-            }
-            continue;
-        }
-        let Some(i) = producer
-            .in_flight
-            .iter()
-            .position(|f| f.wire_id == response.request)
-        else {
-            continue; // The request timed out on the client already.
-        };
-        let mut in_flight = producer.in_flight.remove(i);
-        for BatchResult {
-            batch,
-            result,
-            current_leader,
-            ..
-        } in &response.results
-        {
-            if let Some(j) = in_flight.batches.iter().position(|b| b.id == *batch) {
-                let batch = in_flight.batches.remove(j);
-                if let Some((leader, epoch)) = current_leader {
-                    producer
-                        .metadata
-                        .take_hint(batch.partition as usize, *leader, *epoch);
-                }
-                producer.complete(batch, *result, now, rng, ledger);
-            }
-        }
-    }
-}
-
-/// Client-side timeouts, for every producer ([`Producer::expire`]); what was still on its way on
-/// a connection closed for a timeout never arrives.
-pub(super) fn expire(
-    clock: &SimClock,
-    cluster: &Cluster,
-    rng: &mut SimRng,
-    ledger: &mut AckLedger,
-    wires: &mut Wires,
-    producers: &mut Query<&mut Producer>,
-) {
-    let now = clock.now_ms;
-    // In scenario order: the order producers draw random numbers and wire ids in.
-    for &entity in &cluster.producers {
-        let mut producer = producers.get_mut(entity).expect("producer entity");
-        for id in producer.expire(now, rng, ledger) {
-            wires.lose(id, now);
-        }
-    }
-}
-
 impl Producer {
     /// A request unanswered after `request.timeout.ms` closes its connection, failing every
     /// request on it with REQUEST_TIMED_OUT (`NetworkClient.handleTimedOutRequests`), in send
@@ -991,175 +916,11 @@ impl Producer {
     }
 }
 
-/// The producers' Metadata requests ([`ClientMetadata::refresh`]). Records waiting for a
-/// partition with no known leader ask for one (`Sender.sendProducerData`,
-/// `unknownLeaderTopics`); a producer's load on a broker is its requests in flight there.
-pub(super) fn refresh_metadata(
-    clock: &SimClock,
-    cluster: &Cluster,
-    network: &Network,
-    wake: &mut Wake,
-    brokers: &Query<&Broker>,
-    partitions: &Query<&Partition>,
-    producers: &mut Query<&mut Producer>,
-) {
-    let views = broker_views(brokers.iter());
-    for &entity in &cluster.producers {
-        let mut producer = producers.get_mut(entity).expect("producer entity");
-        let producer = &mut *producer;
-        let unknown_leader = producer
-            .queues
-            .iter()
-            .zip(&producer.metadata.leaders)
-            .any(|(q, (leader, _))| !q.is_empty() && leader.is_none());
-        producer.metadata.wanted |= unknown_leader;
-        let refresh = Refresh {
-            now: clock.now_ms,
-            round_trip_ms: 2 * cluster.config.network_latency_ms,
-            backoff_ms: producer.config.retry_backoff_ms,
-            max_age_ms: producer.config.metadata_max_age_ms,
-            node: Node::Producer(producer.index),
-            network,
-            brokers: &views,
-        };
-        let in_flight = &producer.in_flight;
-        let next = producer.metadata.refresh(
-            &refresh,
-            |b| in_flight.iter().filter(|f| f.broker == b).count(),
-            producer
-                .partitions
-                .iter()
-                .map(|p| partitions.get(*p).expect("partition entity")),
-        );
-        wake.at(next);
-        // The answer lists the topic's partitions the answering broker knows of: those added
-        // since are used from now on (`Metadata.update`).
-        if producer.metadata.refreshed_ms == clock.now_ms {
-            let seen = producer.metadata.answered_offset;
-            let topic = &cluster.topics[producer.topic];
-            for &e in &topic.partitions[producer.partitions.len().min(topic.partitions.len())..] {
-                let p = partitions.get(e).expect("partition entity");
-                if !p.known_at(seen) {
-                    break;
-                }
-                let record = p.leader_seen(seen);
-                producer.learn_partition(e, p.ordinal, (record.leader, record.leader_epoch));
-            }
-        }
-    }
-}
-
 /// Scratch for drawing a step's keys: the keys, whether each is new, and a key's text.
 pub(super) type KeyScratch = (Vec<Key>, Vec<bool>, String);
 
-/// What the producers' phase keeps between steps, so that a step allocates little.
-#[derive(Default)]
-pub(super) struct Scratch {
-    pub due: Vec<u64>,
-    pub keys: KeyScratch,
-    /// (leader, partition) of a producer's partitions with a batch.
-    pub by_leader: Vec<(BrokerId, u32)>,
-}
-
-/// The application calls `send()`: records at the configured rate, spread evenly over each
-/// second, and those the timeline asks for.
-pub(super) fn accumulate(
-    clock: &SimClock,
-    cluster: &Cluster,
-    rng: &mut SimRng,
-    producers: &mut Query<&mut Producer>,
-    scratch: &mut KeyScratch,
-) {
-    let now = clock.now_ms;
-    let (batch, available, text) = &mut *scratch;
-    // In scenario order: the order producers draw random numbers and wire ids in.
-    for &entity in &cluster.producers {
-        let mut producer = producers.get_mut(entity).expect("producer entity");
-        let due = (now - producer.rate_since_ms + 1) * u64::from(producer.records_per_sec) / 1000;
-        batch.clear();
-        while producer.made_since < due {
-            producer.made_since += 1;
-            let key = producer.next_key(rng);
-            batch.push(key);
-        }
-        while let Some((key, count)) = producer.requested.pop_front() {
-            let key = match key {
-                Some(k) => Key::named(keys::intern(&mut producer.key_names, &k)),
-                None => Key::NONE,
-            };
-            batch.extend(std::iter::repeat_n(key, count as usize));
-        }
-        if batch.is_empty() {
-            continue;
-        }
-        available.clear();
-        available.extend(producer.metadata.leaders.iter().map(|(l, _)| l.is_some()));
-        for &key in batch.iter() {
-            let keyless = key.is_none();
-            let partition = producer.choose_partition(key, text, available, rng);
-            producer.append(now, partition, key);
-            if keyless {
-                producer.after_keyless_record(available, rng);
-            }
-        }
-    }
-}
-
-/// The sender (`Sender.sendProducerData`): a leader is ready when one of its partitions' first
-/// batch is full, has lingered `linger.ms`, or is a retry whose back-off passed; then it takes the
-/// first batch of each of that leader's partitions (`RecordAccumulator.drain`) into one request,
-/// up to `max.request.size`, while fewer than `max.in.flight.requests.per.connection` requests
-/// to that broker wait an answer.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn send(
-    clock: &SimClock,
-    cluster: &Cluster,
-    network: &mut Network,
-    rng: &mut SimRng,
-    ledger: &mut AckLedger,
-    wake: &mut Wake,
-    brokers: &Query<&Broker>,
-    producers: &mut Query<&mut Producer>,
-    by_leader: &mut Vec<(BrokerId, u32)>,
-) {
-    let now = clock.now_ms;
-    let views = broker_views(brokers.iter());
-    // In scenario order: the order producers draw random numbers and wire ids in.
-    for &entity in &cluster.producers {
-        let mut producer = producers.get_mut(entity).expect("producer entity");
-        let producer = &mut *producer;
-        producer.settle_sequences();
-        if producer.queues.iter().any(|q| !q.is_empty()) {
-            // How each broker answers a connection attempt now, and the round trip to it.
-            let node = Node::Producer(producer.index);
-            let reach: Vec<(Reach, u64)> = (0..views.len())
-                .map(|b| {
-                    let view = views[b];
-                    let reach = if network.is_cut(node, Node::Broker(b as BrokerId)) {
-                        Reach::Unreachable
-                    } else if view.alive && !view.starting {
-                        Reach::Accepting
-                    } else {
-                        Reach::Refusing
-                    };
-                    let one_way =
-                        network.latency_ms + network.extra_ms.get(b).copied().unwrap_or_default();
-                    (reach, 2 * one_way)
-                })
-                .collect();
-            send_requests(producer, now, network, rng, ledger, &reach, by_leader);
-            // A connection that failed just now asks for metadata at the phase's next turn.
-            if producer.metadata.wanted {
-                wake.at(now + 1);
-            }
-        }
-        producer.wake(now, wake);
-    }
-}
-
 /// A producer's requests to send now: to each leader with a batch ready and a connection open,
 /// the ready batches.
-#[allow(clippy::too_many_arguments)]
 fn send_requests(
     producer: &mut Producer,
     now: u64,
@@ -1344,6 +1105,280 @@ pub fn record_key(world: &World, record: &super::cluster::Record) -> Option<Stri
     let cluster = world.get_resource::<Cluster>()?;
     let producer = world.get::<Producer>(*cluster.producers.get(record.producer as usize)?)?;
     producer.key_text(record.key)
+}
+
+/// The producers' rules, with what they borrow for one step.
+#[derive(SystemParam)]
+pub(super) struct ProducersPhase<'w, 's> {
+    clock: Res<'w, SimClock>,
+    cluster: Res<'w, Cluster>,
+    network: ResMut<'w, Network>,
+    wake: ResMut<'w, Wake>,
+    rng: ResMut<'w, SimRng>,
+    ledger: ResMut<'w, AckLedger>,
+    wires: ResMut<'w, Wires>,
+    brokers: Query<'w, 's, &'static Broker>,
+    partitions: Query<'w, 's, &'static Partition>,
+    producers: Query<'w, 's, &'static mut Producer>,
+    /// Kept between steps, so that a step allocates little: the responses arriving now,
+    due: Local<'s, Vec<u64>>,
+    /// a step's keys,
+    key_scratch: Local<'s, KeyScratch>,
+    /// and (leader, partition) of a producer's partitions with a batch.
+    by_leader: Local<'s, Vec<(BrokerId, u32)>>,
+}
+
+/// The producers' phase: handle responses, time out, accumulate new records and send batches.
+pub(super) fn phase(mut rules: ProducersPhase) {
+    rules.handle_responses();
+    rules.expire();
+    rules.accumulate();
+    // After the new records: one for a partition with no known leader asks for metadata now.
+    rules.refresh_metadata();
+    rules.send();
+}
+
+impl ProducersPhase<'_, '_> {
+    fn handle_responses(&mut self) {
+        let Self {
+            clock,
+            cluster,
+            rng,
+            ledger,
+            wires,
+            producers,
+            due,
+            ..
+        } = self;
+        let now = clock.now_ms;
+        wires.arriving::<ProduceResponse>(due);
+        for &id in due.iter() {
+            wires.finish(id);
+            let (wire, response) = wires
+                .get_of::<ProduceResponse>(id)
+                .expect("a produce response");
+            let Node::Producer(index) = wire.to else {
+                unreachable!("produce responses go to producers")
+            };
+            let mut producer = producers
+                .get_mut(cluster.producers[index as usize])
+                .expect("producer entity");
+            if response.closed {
+                if let Node::Broker(broker) = wire.from {
+                    producer.connection_broke(broker, response.request, now, rng, ledger);
+                }
+                continue;
+            }
+            let Some(i) = producer
+                .in_flight
+                .iter()
+                .position(|f| f.wire_id == response.request)
+            else {
+                continue; // The request timed out on the client already.
+            };
+            let mut in_flight = producer.in_flight.remove(i);
+            for BatchResult {
+                batch,
+                result,
+                current_leader,
+                ..
+            } in &response.results
+            {
+                if let Some(j) = in_flight.batches.iter().position(|b| b.id == *batch) {
+                    let batch = in_flight.batches.remove(j);
+                    if let Some((leader, epoch)) = current_leader {
+                        producer
+                            .metadata
+                            .take_hint(batch.partition as usize, *leader, *epoch);
+                    }
+                    producer.complete(batch, *result, now, rng, ledger);
+                }
+            }
+        }
+    }
+
+    /// Client-side timeouts, for every producer ([`Producer::expire`]); what was still on its way on
+    /// a connection closed for a timeout never arrives.
+    fn expire(&mut self) {
+        let Self {
+            clock,
+            cluster,
+            rng,
+            ledger,
+            wires,
+            producers,
+            ..
+        } = self;
+        let now = clock.now_ms;
+        // In scenario order: the order producers draw random numbers and wire ids in.
+        for &entity in &cluster.producers {
+            let mut producer = producers.get_mut(entity).expect("producer entity");
+            for id in producer.expire(now, rng, ledger) {
+                wires.lose(id, now);
+            }
+        }
+    }
+
+    /// The application calls `send()`: records at the configured rate, spread evenly over each
+    /// second, and those the timeline asks for.
+    fn accumulate(&mut self) {
+        let Self {
+            clock,
+            cluster,
+            rng,
+            producers,
+            key_scratch,
+            ..
+        } = self;
+        let now = clock.now_ms;
+        let (batch, available, text) = &mut **key_scratch;
+        // In scenario order: the order producers draw random numbers and wire ids in.
+        for &entity in &cluster.producers {
+            let mut producer = producers.get_mut(entity).expect("producer entity");
+            let due =
+                (now - producer.rate_since_ms + 1) * u64::from(producer.records_per_sec) / 1000;
+            batch.clear();
+            while producer.made_since < due {
+                producer.made_since += 1;
+                let key = producer.next_key(rng);
+                batch.push(key);
+            }
+            while let Some((key, count)) = producer.requested.pop_front() {
+                let key = match key {
+                    Some(k) => Key::named(keys::intern(&mut producer.key_names, &k)),
+                    None => Key::NONE,
+                };
+                batch.extend(std::iter::repeat_n(key, count as usize));
+            }
+            if batch.is_empty() {
+                continue;
+            }
+            available.clear();
+            available.extend(producer.metadata.leaders.iter().map(|(l, _)| l.is_some()));
+            for &key in batch.iter() {
+                let keyless = key.is_none();
+                let partition = producer.choose_partition(key, text, available, rng);
+                producer.append(now, partition, key);
+                if keyless {
+                    producer.after_keyless_record(available, rng);
+                }
+            }
+        }
+    }
+
+    /// The producers' Metadata requests ([`ClientMetadata::refresh`]). Records waiting for a
+    /// partition with no known leader ask for one (`Sender.sendProducerData`,
+    /// `unknownLeaderTopics`); a producer's load on a broker is its requests in flight there.
+    fn refresh_metadata(&mut self) {
+        let Self {
+            clock,
+            cluster,
+            network,
+            wake,
+            brokers,
+            partitions,
+            producers,
+            ..
+        } = self;
+        let views = broker_views(brokers.iter());
+        for &entity in &cluster.producers {
+            let mut producer = producers.get_mut(entity).expect("producer entity");
+            let producer = &mut *producer;
+            let unknown_leader = producer
+                .queues
+                .iter()
+                .zip(&producer.metadata.leaders)
+                .any(|(q, (leader, _))| !q.is_empty() && leader.is_none());
+            producer.metadata.wanted |= unknown_leader;
+            let refresh = Refresh {
+                now: clock.now_ms,
+                round_trip_ms: 2 * cluster.config.network_latency_ms,
+                backoff_ms: producer.config.retry_backoff_ms,
+                max_age_ms: producer.config.metadata_max_age_ms,
+                node: Node::Producer(producer.index),
+                network,
+                brokers: &views,
+            };
+            let in_flight = &producer.in_flight;
+            let next = producer.metadata.refresh(
+                &refresh,
+                |b| in_flight.iter().filter(|f| f.broker == b).count(),
+                producer
+                    .partitions
+                    .iter()
+                    .map(|p| partitions.get(*p).expect("partition entity")),
+            );
+            wake.at(next);
+            // The answer lists the topic's partitions the answering broker knows of: those added
+            // since are used from now on (`Metadata.update`).
+            if producer.metadata.refreshed_ms == clock.now_ms {
+                let seen = producer.metadata.answered_offset;
+                let topic = &cluster.topics[producer.topic];
+                for &e in &topic.partitions[producer.partitions.len().min(topic.partitions.len())..]
+                {
+                    let p = partitions.get(e).expect("partition entity");
+                    if !p.known_at(seen) {
+                        break;
+                    }
+                    let record = p.leader_seen(seen);
+                    producer.learn_partition(e, p.ordinal, (record.leader, record.leader_epoch));
+                }
+            }
+        }
+    }
+
+    /// The sender (`Sender.sendProducerData`): a leader is ready when one of its partitions' first
+    /// batch is full, has lingered `linger.ms`, or is a retry whose back-off passed; then it takes the
+    /// first batch of each of that leader's partitions (`RecordAccumulator.drain`) into one request,
+    /// up to `max.request.size`, while fewer than `max.in.flight.requests.per.connection` requests
+    /// to that broker wait an answer.
+    fn send(&mut self) {
+        let Self {
+            clock,
+            cluster,
+            network,
+            rng,
+            ledger,
+            wake,
+            brokers,
+            producers,
+            by_leader,
+            ..
+        } = self;
+        let now = clock.now_ms;
+        let views = broker_views(brokers.iter());
+        // In scenario order: the order producers draw random numbers and wire ids in.
+        for &entity in &cluster.producers {
+            let mut producer = producers.get_mut(entity).expect("producer entity");
+            let producer = &mut *producer;
+            producer.settle_sequences();
+            if producer.queues.iter().any(|q| !q.is_empty()) {
+                // How each broker answers a connection attempt now, and the round trip to it.
+                let node = Node::Producer(producer.index);
+                let reach: Vec<(Reach, u64)> = (0..views.len())
+                    .map(|b| {
+                        let view = views[b];
+                        let reach = if network.is_cut(node, Node::Broker(b as BrokerId)) {
+                            Reach::Unreachable
+                        } else if view.alive && !view.starting {
+                            Reach::Accepting
+                        } else {
+                            Reach::Refusing
+                        };
+                        let one_way = network.latency_ms
+                            + network.extra_ms.get(b).copied().unwrap_or_default();
+                        (reach, 2 * one_way)
+                    })
+                    .collect();
+                send_requests(producer, now, network, rng, ledger, &reach, by_leader);
+                // A connection that failed just now asks for metadata at the phase's next turn.
+                if producer.metadata.wanted {
+                    wake.at(now + 1);
+                }
+            }
+            producer.wake(now, wake);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -141,6 +141,9 @@ pub struct Diverging {
     pub end_offset: u64,
 }
 
+/// A fetch response's body as a leader builds it: each partition's answer, and their records.
+pub(super) type Answers = (Vec<FetchedPartition>, Vec<Record>);
+
 /// One partition of a fetch response.
 #[derive(Debug, Clone)]
 pub struct FetchedPartition {

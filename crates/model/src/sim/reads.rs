@@ -7,11 +7,10 @@
 
 use bevy_ecs::prelude::*;
 
-use super::cluster::{Broker, BrokerView, Cluster, LeaderRecord, Partition, Replica};
-use super::network::{Network, Node, Wire, WireState};
+use super::cluster::{BrokerView, Cluster, LeaderRecord, Partition, Replica};
+use super::network::{Node, Wire, WireState};
 use super::protocol::{ConsumerFetch, ConsumerFetchResponse, KafkaError};
-use super::wires::Wires;
-use super::{Metrics, SimClock};
+use super::purgatory::DelayedPhase;
 
 /// `fetch.max.wait.ms`.
 const FETCH_MAX_WAIT_MS: u64 = 500;
@@ -72,108 +71,111 @@ fn to_broker(wire: &Wire) -> u32 {
     }
 }
 
-/// Arriving fetches are answered or held; a held one is looked at again only when its partition
-/// or a replica of it changed, its broker's metadata moved, or its wait ran out: nothing else
-/// changes its answer.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn serve_consumer_fetches(
-    clock: &SimClock,
-    cluster: &Cluster,
-    network: &mut Network,
-    wires: &mut Wires,
-    metrics: &mut Metrics,
-    brokers: &Query<&Broker>,
-    changed_brokers: &Query<&Broker, Changed<Broker>>,
-    partitions: &Query<&Partition>,
-    replicas: &Query<&Replica>,
-    changed_partitions: &Query<Entity, Changed<Partition>>,
-    changed_replicas: &Query<&Replica, Changed<Replica>>,
-    touched: &mut Vec<Entity>,
-    due: &mut Vec<u64>,
-    arriving: &mut Vec<u64>,
-) {
-    let now = clock.now_ms;
-    let views = super::cluster::broker_views(brokers.iter());
-    touched.clear();
-    touched.extend(changed_partitions.iter());
-    touched.extend(changed_replicas.iter().map(|r| r.partition));
-    touched.sort_unstable();
-    touched.dedup();
-    wires.held_due::<ConsumerFetch>(touched, now, due);
-    // A broker that learnt of a new leadership looks again at the fetches it holds.
-    if !changed_brokers.is_empty() {
-        let mut held = Vec::new();
-        wires.held::<ConsumerFetch>(&mut held);
-        let changed: Vec<u32> = changed_brokers.iter().map(|b| b.id).collect();
-        due.extend(held.into_iter().filter(|id| {
-            let (wire, _) = wires
-                .get_of::<ConsumerFetch>(*id)
-                .expect("a consumer fetch");
-            changed.contains(&to_broker(wire))
-        }));
+impl DelayedPhase<'_, '_> {
+    /// Arriving fetches are answered or held; a held one is looked at again only when its partition
+    /// or a replica of it changed, its broker's metadata moved, or its wait ran out: nothing else
+    /// changes its answer.
+    pub(super) fn serve_consumer_fetches(&mut self) {
+        let Self {
+            clock,
+            cluster,
+            network,
+            wires,
+            metrics,
+            brokers,
+            changed_brokers,
+            partitions,
+            replicas,
+            changed_partitions,
+            changed_replicas,
+            touched,
+            due,
+            arriving,
+            ..
+        } = self;
+        let now = clock.now_ms;
+        let views = super::cluster::broker_views(brokers.iter());
+        touched.clear();
+        touched.extend(changed_partitions.iter());
+        touched.extend(changed_replicas.iter().map(|r| r.partition));
+        touched.sort_unstable();
+        touched.dedup();
+        wires.held_due::<ConsumerFetch>(touched, now, due);
+        // A broker that learnt of a new leadership looks again at the fetches it holds.
+        if !changed_brokers.is_empty() {
+            let mut held = Vec::new();
+            wires.held::<ConsumerFetch>(&mut held);
+            let changed: Vec<u32> = changed_brokers.iter().map(|b| b.id).collect();
+            due.extend(held.into_iter().filter(|id| {
+                let (wire, _) = wires
+                    .get_of::<ConsumerFetch>(*id)
+                    .expect("a consumer fetch");
+                changed.contains(&to_broker(wire))
+            }));
+            due.sort_unstable();
+            due.dedup();
+        }
+        #[cfg(debug_assertions)]
+        {
+            let mut held = Vec::new();
+            wires.held::<ConsumerFetch>(&mut held);
+            for id in held.into_iter().filter(|id| due.binary_search(id).is_err()) {
+                let (wire, request) = wires.get_of::<ConsumerFetch>(id).expect("a consumer fetch");
+                let partition = partitions.get(request.partition).expect("partition entity");
+                let Some(replica) = served_by(request, partition, replicas) else {
+                    continue;
+                };
+                debug_assert_eq!(
+                    answer(wire, request, partition, replica, cluster, &views, now),
+                    None,
+                    "a held consumer fetch left out would be answered"
+                );
+            }
+        }
+        wires.arriving::<ConsumerFetch>(arriving);
+        due.extend(arriving.iter().copied());
         due.sort_unstable();
-        due.dedup();
-    }
-    #[cfg(debug_assertions)]
-    {
-        let mut held = Vec::new();
-        wires.held::<ConsumerFetch>(&mut held);
-        for id in held.into_iter().filter(|id| due.binary_search(id).is_err()) {
-            let (wire, request) = wires.get_of::<ConsumerFetch>(id).expect("a consumer fetch");
+        for &id in due.iter() {
+            let (&wire, request) = wires.get_of::<ConsumerFetch>(id).expect("a consumer fetch");
             let partition = partitions.get(request.partition).expect("partition entity");
-            let Some(replica) = served_by(request, partition, replicas) else {
+            let answered = match served_by(request, partition, replicas) {
+                Some(replica) => answer(&wire, request, partition, replica, cluster, &views, now)
+                    .map(|(from, count, error)| (from, count, error, replica.high_watermark)),
+                // A reassignment removed the replica while the fetch was on its way or held.
+                None => Some((request.offset, 0, Some(KafkaError::NotLeaderOrFollower), 0)),
+            };
+            let Some((from, count, error, high_watermark)) = answered else {
+                if !wire.held() {
+                    wires.hold(id, now + FETCH_MAX_WAIT_MS);
+                }
                 continue;
             };
-            debug_assert_eq!(
-                answer(wire, request, partition, replica, cluster, &views, now),
-                None,
-                "a held consumer fetch left out would be answered"
-            );
-        }
-    }
-    wires.arriving::<ConsumerFetch>(arriving);
-    due.extend(arriving.iter().copied());
-    due.sort_unstable();
-    for &id in due.iter() {
-        let (&wire, request) = wires.get_of::<ConsumerFetch>(id).expect("a consumer fetch");
-        let partition = partitions.get(request.partition).expect("partition entity");
-        let answered = match served_by(request, partition, replicas) {
-            Some(replica) => answer(&wire, request, partition, replica, cluster, &views, now)
-                .map(|(from, count, error)| (from, count, error, replica.high_watermark)),
-            // A reassignment removed the replica while the fetch was on its way or held.
-            None => Some((request.offset, 0, Some(KafkaError::NotLeaderOrFollower), 0)),
-        };
-        let Some((from, count, error, high_watermark)) = answered else {
-            if !wire.held() {
-                wires.hold(id, now + FETCH_MAX_WAIT_MS);
+            // KIP-951: a refusal names the leader the broker knows of.
+            let broker = to_broker(&wire);
+            let seen = partition.leader_seen(views[broker as usize].metadata_offset);
+            let current_leader = (error == Some(KafkaError::NotLeaderOrFollower))
+                .then(|| seen.leader.map(|l| (l, seen.leader_epoch)))
+                .flatten()
+                .filter(|(l, _)| *l != broker);
+            if error.is_none() && seen.leader != Some(broker) {
+                metrics.records_read_from_followers += count;
             }
-            continue;
-        };
-        // KIP-951: a refusal names the leader the broker knows of.
-        let broker = to_broker(&wire);
-        let seen = partition.leader_seen(views[broker as usize].metadata_offset);
-        let current_leader = (error == Some(KafkaError::NotLeaderOrFollower))
-            .then(|| seen.leader.map(|l| (l, seen.leader_epoch)))
-            .flatten()
-            .filter(|(l, _)| *l != broker);
-        if error.is_none() && seen.leader != Some(broker) {
-            metrics.records_read_from_followers += count;
+            network.send(
+                now,
+                wire.to,
+                wire.from,
+                ConsumerFetchResponse {
+                    request: wire.id,
+                    consumer: request.consumer,
+                    partition: request.partition,
+                    from,
+                    count,
+                    high_watermark,
+                    error,
+                    current_leader,
+                },
+            );
+            wires.finish(id);
         }
-        network.send(
-            now,
-            wire.to,
-            wire.from,
-            ConsumerFetchResponse {
-                request: wire.id,
-                consumer: request.consumer,
-                partition: request.partition,
-                from,
-                count,
-                high_watermark,
-                error,
-                current_leader,
-            },
-        );
-        wires.finish(id);
     }
 }

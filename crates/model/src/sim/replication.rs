@@ -13,8 +13,9 @@ use super::cluster::{Broker, BrokerId, Cluster, Partition, Record, Replica, brok
 use super::events::{EventKind, EventLog, Metrics};
 use super::network::{Network, Node, Wire, WireState};
 use super::protocol::{
-    Diverging, FetchPartition, FetchRequest, FetchResponse, FetchedPartition, KafkaError,
+    Answers, Diverging, FetchPartition, FetchRequest, FetchResponse, FetchedPartition, KafkaError,
 };
+use super::purgatory::DelayedPhase;
 use super::wires::Wires;
 use super::{SimClock, Wake};
 use crate::scenario::ClusterConfig;
@@ -34,9 +35,6 @@ fn read_log(leader: &Replica, from: u64, max_bytes: u64, out: &mut Vec<Record>) 
     }
     start as u32..out.len() as u32
 }
-
-/// A fetch response's body: each partition's answer, and their records.
-pub(super) type Answers = (Vec<FetchedPartition>, Vec<Record>);
 
 /// The leader's answer for every partition of a follower's fetch, read now, into `out` (kept
 /// between steps: most fetches are held, and their answers dropped).
@@ -163,72 +161,6 @@ fn truncates_to(follower: &Replica, d: Diverging) -> u64 {
 pub fn truncation_point(leader: &Replica, follower: &Replica) -> Option<u64> {
     let d = divergence(leader, follower.log_end_offset(), follower.latest_epoch())?;
     Some(truncates_to(follower, d)).filter(|to| *to < follower.log_end_offset())
-}
-
-/// `DelayedFetch`: a held follower fetch finishes when the leader's log end offset passes one of
-/// its partitions' offsets, a partition's leadership moves, or its wait runs out. A high
-/// watermark change alone does not finish it (KAFKA-9952).
-#[allow(clippy::too_many_arguments)]
-pub(super) fn complete_delayed_fetches(
-    clock: &SimClock,
-    cluster: &Cluster,
-    network: &mut Network,
-    wires: &mut Wires,
-    brokers: &Query<&Broker>,
-    partitions: &Query<&Partition>,
-    replicas: &Query<&Replica>,
-    changed_replicas: &Query<&Replica, Changed<Replica>>,
-    touched: &mut Vec<Entity>,
-    due: &mut Vec<u64>,
-    answers: &mut Answers,
-) {
-    let now = clock.now_ms;
-    // Only partitions whose replicas changed since the last step can have new data.
-    touched.clear();
-    touched.extend(changed_replicas.iter().map(|r| r.partition));
-    touched.sort_unstable();
-    touched.dedup();
-    // The fetches watching a touched partition (`DelayedOperationPurgatory.checkAndComplete`
-    // by partition), and those whose wait has run out.
-    wires.held_due::<FetchRequest>(touched, now, due);
-    #[cfg(debug_assertions)]
-    {
-        let mut all = Vec::new();
-        wires.held::<FetchRequest>(&mut all);
-        all.retain(|id| {
-            let (wire, request) = wires.get_of::<FetchRequest>(*id).expect("a fetch");
-            matches!(wire.state, WireState::Held { until_ms } if now >= until_ms)
-                || request
-                    .partitions
-                    .iter()
-                    .any(|f| touched.binary_search(&f.partition).is_ok())
-        });
-        debug_assert_eq!(all, *due, "the purgatory has the held fetches that are due");
-    }
-    for &id in due.iter() {
-        let (wire, request) = wires.get_of::<FetchRequest>(id).expect("a fetch");
-        let Node::Broker(to) = wire.to else {
-            unreachable!("fetches go to brokers")
-        };
-        let expired = matches!(wire.state, WireState::Held { until_ms } if now >= until_ms);
-        let max_bytes = cluster.config.replica_fetch_max_bytes;
-        let seen = brokers
-            .get(cluster.brokers[to as usize - 1])
-            .expect("broker entity")
-            .metadata_offset;
-        answer_all(
-            request,
-            partitions,
-            (to, seen),
-            replicas,
-            max_bytes,
-            answers,
-        );
-        if expired || worth_sending(&answers.0) {
-            respond(network, now, wire, answers);
-            wires.finish(id);
-        }
-    }
 }
 
 /// A fetch with no answer within the broker's `request.timeout.ms` is given up; the fetcher backs
@@ -592,6 +524,78 @@ impl ReplicationPhase<'_, '_> {
                 fetcher.sent_ms = now;
             }
             wake_fetchers(&broker, now, &cluster.config, wake);
+        }
+    }
+}
+
+impl DelayedPhase<'_, '_> {
+    /// `DelayedFetch`: a held follower fetch finishes when the leader's log end offset passes one of
+    /// its partitions' offsets, a partition's leadership moves, or its wait runs out. A high
+    /// watermark change alone does not finish it (KAFKA-9952).
+    pub(super) fn complete_delayed_fetches(&mut self) {
+        let Self {
+            clock,
+            cluster,
+            network,
+            wires,
+            brokers,
+            partitions,
+            replicas,
+            changed_replicas,
+            touched,
+            due,
+            answers,
+            ..
+        } = self;
+        let now = clock.now_ms;
+        // Only partitions whose replicas changed since the last step can have new data.
+        touched.clear();
+        touched.extend(changed_replicas.iter().map(|r| r.partition));
+        touched.sort_unstable();
+        touched.dedup();
+        // The fetches watching a touched partition (`DelayedOperationPurgatory.checkAndComplete`
+        // by partition), and those whose wait has run out.
+        wires.held_due::<FetchRequest>(touched, now, due);
+        #[cfg(debug_assertions)]
+        {
+            let mut all = Vec::new();
+            wires.held::<FetchRequest>(&mut all);
+            all.retain(|id| {
+                let (wire, request) = wires.get_of::<FetchRequest>(*id).expect("a fetch");
+                matches!(wire.state, WireState::Held { until_ms } if now >= until_ms)
+                    || request
+                        .partitions
+                        .iter()
+                        .any(|f| touched.binary_search(&f.partition).is_ok())
+            });
+            debug_assert_eq!(
+                all, **due,
+                "the purgatory has the held fetches that are due"
+            );
+        }
+        for &id in due.iter() {
+            let (wire, request) = wires.get_of::<FetchRequest>(id).expect("a fetch");
+            let Node::Broker(to) = wire.to else {
+                unreachable!("fetches go to brokers")
+            };
+            let expired = matches!(wire.state, WireState::Held { until_ms } if now >= until_ms);
+            let max_bytes = cluster.config.replica_fetch_max_bytes;
+            let seen = brokers
+                .get(cluster.brokers[to as usize - 1])
+                .expect("broker entity")
+                .metadata_offset;
+            answer_all(
+                request,
+                partitions,
+                (to, seen),
+                replicas,
+                max_bytes,
+                answers,
+            );
+            if expired || worth_sending(&answers.0) {
+                respond(network, now, wire, answers);
+                wires.finish(id);
+            }
         }
     }
 }

@@ -7,12 +7,12 @@ use bevy_ecs::system::SystemParam;
 use super::SimClock;
 use super::cluster::{Broker, Cluster, Partition, Replica};
 use super::consumer::Consumer;
-use super::controller::{Controller, RequestedReassignment};
 use super::events::{EventKind, EventLog, Metrics};
 use super::group_coordinator::ConsumerGroup;
 use super::ledger::AckLedger;
 use super::network::Network;
 use super::producer::Producer;
+use super::quorum::{Controller, RequestedReassignment};
 use crate::scenario::{Action, ConsumerGroupConfig, Scenario, Stop};
 
 /// Actions still to come, in time order (stable for equal times: file order).
