@@ -1,6 +1,7 @@
 //! Keyboard shortcuts and the mouse: what the pointer is over (for the explanations) and which
 //! broker was clicked (for its menu). Both become playback changes or model actions.
 
+use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 use bevy::window::{MonitorSelection, PrimaryWindow, WindowMode};
 use bevy_egui::EguiContexts;
@@ -71,24 +72,47 @@ pub fn speed_step(speed: f64, up: bool) -> f64 {
     10f64.powf(k / steps_per_decade).clamp(MIN_SPEED, MAX_SPEED)
 }
 
-#[allow(clippy::too_many_arguments)]
+/// What the reader's input asks for: the playback's controls and the tour's steps.
+#[derive(SystemParam)]
+pub(super) struct Requests<'w> {
+    pub(super) controls: MessageWriter<'w, Control>,
+    pub(super) steps: MessageWriter<'w, TourControl>,
+}
+
+/// What a key sets at once: the playback, the panels shown, the look, the notes and the
+/// window's mode.
+#[derive(SystemParam)]
+pub(super) struct Switches<'w, 's> {
+    playback: ResMut<'w, Playback>,
+    pointer: ResMut<'w, Pointer>,
+    shown: ResMut<'w, Shown>,
+    why: ResMut<'w, super::why_notes::WhyNotes>,
+    window: Single<'w, 's, &'static mut Window, With<PrimaryWindow>>,
+}
+
 pub(super) fn keyboard(
     keys: Res<ButtonInput<KeyCode>>,
     mut contexts: EguiContexts,
-    mut playback: ResMut<Playback>,
-    mut controls: MessageWriter<Control>,
-    mut steps: MessageWriter<TourControl>,
     tour: Option<Res<TourPlay>>,
-    mut pointer: ResMut<Pointer>,
-    mut shown: ResMut<Shown>,
-    mut window: Single<&mut Window, With<PrimaryWindow>>,
-    mut why: ResMut<super::why_notes::WhyNotes>,
+    requests: Requests,
+    switches: Switches,
 ) {
     if let Ok(ctx) = contexts.ctx_mut()
         && ctx.egui_wants_keyboard_input()
     {
         return;
     }
+    let Requests {
+        mut controls,
+        mut steps,
+    } = requests;
+    let Switches {
+        mut playback,
+        mut pointer,
+        mut shown,
+        mut why,
+        mut window,
+    } = switches;
     let shift = keys.any_pressed([KeyCode::ShiftLeft, KeyCode::ShiftRight]);
     if tour.is_some() {
         // A reader's keys and a speaker's clicker (which sends PageDown and PageUp): beat by beat.
@@ -188,18 +212,35 @@ pub(super) fn keyboard(
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The mouse on screen: its buttons, the window's cursor, the scene's camera that maps it onto
+/// the scene, and egui, whose panels may have it.
+#[derive(SystemParam)]
+struct Mouse<'w, 's> {
+    buttons: Res<'w, ButtonInput<MouseButton>>,
+    window: Single<'w, 's, &'static Window, With<PrimaryWindow>>,
+    camera: Single<
+        'w,
+        's,
+        (&'static Camera, &'static GlobalTransform),
+        With<super::camera::SceneCamera>,
+    >,
+    contexts: EguiContexts<'w, 's>,
+}
+
 fn mouse(
-    buttons: Res<ButtonInput<MouseButton>>,
-    window: Single<&Window, With<PrimaryWindow>>,
-    camera: Single<(&Camera, &GlobalTransform), With<super::camera::SceneCamera>>,
-    mut contexts: EguiContexts,
+    on_screen: Mouse,
     shown: Res<Shown>,
     model: Res<super::playback::Model>,
     tour: Option<Res<TourPlay>>,
     mut following: ResMut<Following>,
     mut pointer: ResMut<Pointer>,
 ) {
+    let Mouse {
+        buttons,
+        window,
+        camera,
+        mut contexts,
+    } = on_screen;
     let over_ui = contexts
         .ctx_mut()
         .is_ok_and(|ctx| ctx.egui_wants_pointer_input() || ctx.is_pointer_over_egui());

@@ -4,6 +4,7 @@
 
 use bevy::camera::Viewport;
 use bevy::camera::visibility::RenderLayers;
+use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 use bevy::window::PrimaryWindow;
 use bevy_egui::egui::{self, Color32, RichText};
@@ -11,7 +12,7 @@ use bevy_egui::{EguiContexts, EguiGlobalSettings, EguiPrimaryContextPass, Primar
 use egui_plot::{Legend, Line, LineStyle, Plot};
 
 use super::following::Following;
-use super::input::Pointer;
+use super::input::{Pointer, Requests};
 use super::playback::{Control, MAX_SPEED, MIN_SPEED, Model, Playback, Shown};
 use super::tour::{TourControl, TourPlay};
 use crate::scenario::{Action, BUILT_IN, ClusterConfig};
@@ -99,36 +100,61 @@ fn visuals(theme: Theme, palette: &Palette) -> egui::Visuals {
     v
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Where the overlay paints: egui, the window, and the scene's cameras it leaves room for.
+#[derive(SystemParam)]
+struct Screen<'w, 's> {
+    contexts: EguiContexts<'w, 's>,
+    window: Single<'w, 's, &'static Window, With<PrimaryWindow>>,
+    camera: SceneCameras<'w, 's>,
+}
+
+/// The run on stage: the model, how it plays and what is shown of it, and the second run beside
+/// it, if any.
+#[derive(SystemParam)]
+struct Run<'w> {
+    model: Res<'w, Model>,
+    playback: ResMut<'w, Playback>,
+    shown: ResMut<'w, Shown>,
+    twin: Option<Res<'w, super::playback::Twin>>,
+    twin_shown: Option<Res<'w, super::playback::TwinShown>>,
+}
+
+/// What the overlay's panels keep between frames, and the reader's choices in them.
+#[derive(SystemParam)]
+struct Panels<'w> {
+    pointer: ResMut<'w, Pointer>,
+    state: ResMut<'w, UiState>,
+    following: ResMut<'w, Following>,
+    form: ResMut<'w, super::operations::OperationsForm>,
+    terminal: ResMut<'w, super::terminal::Terminal>,
+    why: Res<'w, super::why_notes::WhyNotes>,
+}
+
 fn overlay(
-    mut contexts: EguiContexts,
-    mut shown: ResMut<Shown>,
-    mut playback: ResMut<Playback>,
-    model: Res<Model>,
-    mut controls: MessageWriter<Control>,
-    mut steps: MessageWriter<TourControl>,
-    mut pointer: ResMut<Pointer>,
-    mut state: ResMut<UiState>,
+    screen: Screen,
+    run: Run,
+    mut requests: Requests,
+    mut panels: Panels,
     tour: Option<Res<TourPlay>>,
-    mut following: ResMut<Following>,
-    mut camera: SceneCameras,
-    twins: (
-        Option<Res<super::playback::Twin>>,
-        Option<Res<super::playback::TwinShown>>,
-    ),
-    window: Single<&Window, With<PrimaryWindow>>,
     options: Res<super::Options>,
-    (mut form, mut terminal, why, presenter): (
-        ResMut<super::operations::OperationsForm>,
-        ResMut<super::terminal::Terminal>,
-        Res<super::why_notes::WhyNotes>,
-        Option<Res<super::presenter::Presenter>>,
-    ),
+    presenter: Option<Res<super::presenter::Presenter>>,
 ) -> Result {
     // The speaker's notes take the page's place (the web): they paint the page.
     if presenter.is_some_and(|p| p.in_page()) {
         return Ok(());
     }
+    let Screen {
+        mut contexts,
+        window,
+        mut camera,
+    } = screen;
+    let Run {
+        model,
+        mut playback,
+        mut shown,
+        twin,
+        twin_shown,
+    } = run;
     let ctx = contexts.ctx_mut()?;
     let palette = shown.palette();
     ctx.set_visuals(visuals(shown.theme, &palette));
@@ -152,8 +178,9 @@ fn overlay(
     // it follows the window's width (an embed's page settles its size after the first frames).
     // A tour leaves the scene its room unless asked; the talk preset shows only the narration
     // (the scene has its own lag monitor).
-    pointer.details_shown = !talk
-        && pointer
+    panels.pointer.details_shown = !talk
+        && panels
+            .pointer
             .details
             .unwrap_or(tour.is_none() && ctx.viewport_rect().width() >= DETAILS_MIN_WINDOW_WIDTH);
     let top = if talk {
@@ -166,10 +193,8 @@ fn overlay(
                     &mut shown,
                     &mut playback,
                     &model,
-                    &mut controls,
-                    &mut steps,
-                    &mut pointer,
-                    &mut state,
+                    &mut requests,
+                    &mut panels,
                     tour,
                 )
             })
@@ -183,16 +208,7 @@ fn overlay(
         egui::Panel::bottom("timeline")
             .exact_size(54.0)
             .show(&mut root, |ui| {
-                timeline(
-                    ui,
-                    &shown,
-                    &model,
-                    events,
-                    &palette,
-                    &mut controls,
-                    &mut steps,
-                    tour,
-                )
+                timeline(ui, &shown, &model, events, &palette, &mut requests, tour)
             })
             .response
             .rect
@@ -224,10 +240,10 @@ fn overlay(
                         super::narration::narration(
                             ui,
                             tour,
-                            following.trace.as_ref(),
+                            panels.following.trace.as_ref(),
                             &palette,
                             super::narration::Shape::Narrow,
-                            &mut steps,
+                            &mut requests.steps,
                         )
                     })
                 })
@@ -249,19 +265,19 @@ fn overlay(
                 super::narration::narration(
                     ui,
                     tour,
-                    following.trace.as_ref(),
+                    panels.following.trace.as_ref(),
                     &palette,
                     shape,
-                    &mut steps,
+                    &mut requests.steps,
                 )
             };
             // Its own height while that fits (last frame's), else a scrolled part of it.
-            let scroll = state.narration_height > narration_most;
+            let scroll = panels.state.narration_height > narration_most;
             egui::Panel::bottom("narration")
                 .resizable(false)
                 .show(&mut root, |ui| {
                     let top = ui.min_rect().top();
-                    state.narration_height = if scroll {
+                    panels.state.narration_height = if scroll {
                         egui::ScrollArea::vertical()
                             .max_height(narration_most)
                             .min_scrolled_height(narration_most)
@@ -282,7 +298,7 @@ fn overlay(
     // The sandbox's operations: a tour plays its scenario as written.
     let in_sandbox = tour.is_none();
     let mut operation = None;
-    let right = if pointer.details_shown {
+    let right = if panels.pointer.details_shown {
         egui::Panel::right("details")
             .resizable(true)
             .default_size(380.0)
@@ -301,8 +317,8 @@ fn overlay(
                                     &shown.snapshot,
                                     &model.scenario,
                                     model.sim.actions(),
-                                    twins.0.is_some(),
-                                    &mut form,
+                                    twin.is_some(),
+                                    &mut panels.form,
                                 );
                             });
                     }
@@ -318,9 +334,9 @@ fn overlay(
     if let Some(change) = operation {
         match super::operations::control_for(&change, &model.scenario, model.sim.actions()) {
             Ok(control) => {
-                controls.write(control);
+                requests.controls.write(control);
             }
-            Err(why) => form.refuse(change, why),
+            Err(why) => panels.form.refuse(change, why),
         }
     }
 
@@ -335,7 +351,6 @@ fn overlay(
     );
     // Side by side, each run has half of it, a thin gap between them, under a band for the
     // runs' headings.
-    let (twin, twin_shown) = twins;
     let twin = twin.as_deref().zip(twin_shown.as_deref());
     let halves = twin.is_some();
     let gap = if halves { (4.0 * k) as u32 } else { 0 };
@@ -410,18 +425,18 @@ fn overlay(
     }
 
     // An open menu is what the reader is looking at: no explanation over it.
-    if options.shot.is_none() && pointer.menu.is_none() {
+    if options.shot.is_none() && panels.pointer.menu.is_none() {
         hover_explanation(
             ctx,
             &shown.snapshot,
             &model.scenario.cluster,
-            pointer.hover,
-            &why.notes,
+            panels.pointer.hover,
+            &panels.why.notes,
         );
     }
     // A record picked in the sandbox gets its card; a tour's is in the narration.
     if tour.is_none()
-        && let Some(trace) = following.trace.clone()
+        && let Some(trace) = panels.following.trace.clone()
     {
         let mut open = true;
         egui::Window::new("Record")
@@ -432,19 +447,24 @@ fn overlay(
                 super::narration::record_card(ui, &trace, &palette)
             });
         if !open {
-            *following = Following::default();
+            *panels.following = Following::default();
         }
     }
-    super::why_notes::paint(ctx, &why, color(palette.out_of_sync));
+    super::why_notes::paint(ctx, &panels.why, color(palette.out_of_sync));
     super::terminal::show(
         ctx,
-        &mut pointer.terminal,
-        &mut terminal,
+        &mut panels.pointer.terminal,
+        &mut panels.terminal,
         &shown.snapshot,
         &clock(shown.snapshot.now_ms),
     );
-    broker_menu(ctx, &shown.snapshot, &mut pointer, &mut controls);
-    help(ctx, &mut pointer, tour.is_some());
+    broker_menu(
+        ctx,
+        &shown.snapshot,
+        &mut panels.pointer,
+        &mut requests.controls,
+    );
+    help(ctx, &mut panels.pointer, tour.is_some());
     Ok(())
 }
 
@@ -646,18 +666,17 @@ fn labs_menu(ui: &mut egui::Ui, steps: &mut MessageWriter<TourControl>) {
     .on_hover_text("The classic failures, told step by step and counted");
 }
 
-#[allow(clippy::too_many_arguments)]
 fn transport(
     ui: &mut egui::Ui,
     shown: &mut Shown,
     playback: &mut Playback,
     model: &Model,
-    controls: &mut MessageWriter<Control>,
-    steps: &mut MessageWriter<TourControl>,
-    pointer: &mut Pointer,
-    state: &mut UiState,
+    requests: &mut Requests,
+    panels: &mut Panels,
     tour: Option<&TourPlay>,
 ) {
+    let Requests { controls, steps } = requests;
+    let (pointer, state) = (&mut *panels.pointer, &mut *panels.state);
     ui.horizontal_wrapped(|ui| {
         ui.strong("Kafkascope");
         if let Some(tour) = tour {
@@ -966,17 +985,16 @@ const MARK_HOVER_PX: f32 = 5.0;
 
 /// The scenario's time as a bar: scripted actions and what happened so far are marked; a click
 /// or a drag seeks there.
-#[allow(clippy::too_many_arguments)]
 fn timeline(
     ui: &mut egui::Ui,
     shown: &Shown,
     model: &Model,
     events: &Chunked<crate::sim::Event>,
     palette: &Palette,
-    controls: &mut MessageWriter<Control>,
-    steps: &mut MessageWriter<TourControl>,
+    requests: &mut Requests,
     tour: Option<&TourPlay>,
 ) {
+    let Requests { controls, steps } = requests;
     // A sandbox run going on past its scenario's end grows the bar.
     let scenario_end = model.scenario.duration_ms.max(1);
     let duration = if tour.is_some() {

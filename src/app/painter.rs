@@ -221,7 +221,6 @@ fn make_images(mut commands: Commands, mut images: ResMut<Assets<Image>>) {
     });
 }
 
-#[allow(clippy::type_complexity)]
 fn flush(
     mut commands: Commands,
     mut paint: ResMut<Paint>,

@@ -138,7 +138,7 @@ pub struct Shown {
     /// The theme before the talk preset, to go back to.
     theme_before_talk: Theme,
     /// Acknowledged records the cluster no longer has, and the event count it was computed at.
-    pub lost: Vec<crate::sim::ledger::LostRecord>,
+    pub lost: Vec<crate::sim::loss::LostRecord>,
     lost_at_events: Option<usize>,
     /// How many of `lost` are unavailable rather than lost, counted with it.
     unavailable: usize,
@@ -380,7 +380,6 @@ pub fn apply(control: &Control, model: &mut Model, twin: Option<&mut Twin>) -> A
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 fn apply_controls(
     mut commands: Commands,
     mut controls: MessageReader<Control>,
@@ -601,11 +600,11 @@ fn read(model: &mut Model, playback: &Playback, shown: &mut Shown) {
         .events
         .len();
     if shown.lost_at_events != Some(events) {
-        shown.lost = crate::sim::ledger::lost_in(model.sim.world());
+        shown.lost = crate::sim::loss::lost_in(model.sim.world());
         shown.unavailable = shown
             .lost
             .iter()
-            .filter(|l| l.state == crate::sim::ledger::Missing::Unavailable)
+            .filter(|l| l.state == crate::sim::loss::Missing::Unavailable)
             .count();
         shown.lost_at_events = Some(events);
     }

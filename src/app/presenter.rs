@@ -9,6 +9,7 @@
 use bevy::camera::RenderTarget;
 use bevy::camera::visibility::RenderLayers;
 use bevy::ecs::schedule::ScheduleLabel;
+use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 use bevy::render::render_resource::TextureFormat;
 use bevy::window::{WindowRef, WindowResolution};
@@ -98,26 +99,30 @@ pub(super) fn plugin(app: &mut App) {
     .init_resource::<PresenterElsewhere>();
 }
 
-fn open_at_start(
-    mut commands: Commands,
-    options: Res<super::Options>,
-    images: ResMut<Assets<Image>>,
-    textures: ResMut<EguiUserTextures>,
-    time: Res<Time<Real>>,
-) {
-    if options.presenter && options.tour.is_some() {
-        open(&mut commands, &options, images, textures, &time);
+/// What opening the view takes: the app's options, the thumbnail's image and egui texture, and
+/// the clock the talk's time starts from.
+#[derive(SystemParam)]
+struct Opening<'w> {
+    options: Res<'w, super::Options>,
+    images: ResMut<'w, Assets<Image>>,
+    textures: ResMut<'w, EguiUserTextures>,
+    time: Res<'w, Time<Real>>,
+}
+
+fn open_at_start(mut commands: Commands, opening: Opening) {
+    if opening.options.presenter && opening.options.tour.is_some() {
+        open(&mut commands, opening);
     }
 }
 
-fn open(
-    commands: &mut Commands,
-    options: &super::Options,
-    mut images: ResMut<Assets<Image>>,
-    mut textures: ResMut<EguiUserTextures>,
-    time: &Time<Real>,
-) {
-    let window = (!cfg!(target_arch = "wasm32")).then(|| spawn_window(commands, options));
+fn open(commands: &mut Commands, opening: Opening) {
+    let Opening {
+        options,
+        mut images,
+        mut textures,
+        time,
+    } = opening;
+    let window = (!cfg!(target_arch = "wasm32")).then(|| spawn_window(commands, &options));
     let image = images.add(Image::new_target_texture(
         THUMBNAIL.0,
         THUMBNAIL.1,
@@ -180,23 +185,19 @@ fn close(commands: &mut Commands, presenter: &Presenter) {
 }
 
 /// S opens or closes the presenter view, in a tour.
-#[allow(clippy::too_many_arguments)]
 fn toggle(
     mut commands: Commands,
     keys: Res<ButtonInput<KeyCode>>,
-    options: Res<super::Options>,
     presenter: Option<Res<Presenter>>,
     tour: Option<Res<TourPlay>>,
-    images: ResMut<Assets<Image>>,
-    textures: ResMut<EguiUserTextures>,
-    time: Res<Time<Real>>,
+    opening: Opening,
 ) {
     if !keys.just_pressed(KeyCode::KeyS) || tour.is_none() {
         return;
     }
     match presenter {
         Some(p) => close(&mut commands, &p),
-        None => open(&mut commands, &options, images, textures, &time),
+        None => open(&mut commands, opening),
     }
 }
 

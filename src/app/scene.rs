@@ -358,7 +358,6 @@ fn change_color(commands: &mut Commands, e: Entity, sprite: &mut Sprite, to: Col
     }
 }
 
-#[allow(clippy::type_complexity)]
 fn animate_state<S: Side>(
     mut commands: Commands,
     side: Res<S>,

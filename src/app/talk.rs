@@ -2,6 +2,7 @@
 //! open, a record followed), and marks a beat with an optional line; "Save tour" writes the tour
 //! and the run it plays. The beats are `crate::talk`'s, tested headless.
 
+use bevy::ecs::system::SystemParam;
 use bevy::prelude::*;
 use bevy_egui::{EguiContexts, EguiPrimaryContextPass, egui};
 
@@ -66,20 +67,32 @@ fn moment(
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The run as the speaker plays it, read to mark a beat: the model, its playback, what is shown
+/// of it and the record followed.
+#[derive(SystemParam)]
+struct Playing<'w> {
+    model: Res<'w, Model>,
+    playback: Res<'w, Playback>,
+    shown: Res<'w, Shown>,
+    following: Res<'w, Following>,
+}
+
 fn panel(
     mut contexts: EguiContexts,
     mut talk: ResMut<TalkPanel>,
     mut pointer: ResMut<Pointer>,
-    model: Res<Model>,
-    playback: Res<Playback>,
-    shown: Res<Shown>,
-    following: Res<Following>,
+    playing: Playing,
     tour: Option<Res<TourPlay>>,
 ) {
     if tour.is_some() || !pointer.talk {
         return;
     }
+    let Playing {
+        model,
+        playback,
+        shown,
+        following,
+    } = playing;
     let Ok(ctx) = contexts.ctx_mut() else { return };
     let talk = &mut *talk;
     // A talk is of one run: another scenario starts a new one, where the playhead is.

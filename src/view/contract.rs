@@ -7,8 +7,8 @@
 use crate::sim::Sim;
 use crate::sim::cluster::{Cluster, Partition, Replica};
 use crate::sim::consumer::Consumer;
+use crate::sim::consumer_group::ConsumerGroup;
 use crate::sim::events::EventKind;
-use crate::sim::group_coordinator::ConsumerGroup;
 use crate::sim::ledger::AckLedger;
 use crate::tour::{Expect, Focus, Hold, Tour};
 use crate::view::event_text::describe;

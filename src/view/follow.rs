@@ -9,10 +9,11 @@ use bevy::prelude::*;
 use crate::partitioner::{murmur2, to_positive};
 use crate::sim::cluster::{Cluster, Partition, Record, Replica};
 use crate::sim::consumer::Consumer;
-use crate::sim::group_coordinator::ConsumerGroup;
+use crate::sim::consumer_group::ConsumerGroup;
 use crate::sim::ledger::{AckLedger, AckedRecord};
 use crate::sim::producer::Producer;
-use crate::sim::wires::{Payload, Wires};
+use crate::sim::protocol::Payload;
+use crate::sim::wires::Wires;
 use crate::tour::RecordRef;
 
 /// A record picked to follow: its id (which `send()` made it), and its partition.
@@ -233,7 +234,7 @@ pub fn trace(world: &mut World, picked: Picked, acks: &mut AckScan) -> Option<Tr
     let partition_entity = *cluster.partitions.get(picked.partition as usize)?;
     let partition = world.get::<Partition>(partition_entity)?;
     let topic = cluster.topics.get(partition.topic)?;
-    let producer_index = crate::sim::producer::producer_of(picked.id);
+    let producer_index = crate::sim::ledger::producer_of(picked.id);
     let producer = world.get::<Producer>(*cluster.producers.get(producer_index as usize)?)?;
 
     let in_batch_record = producer

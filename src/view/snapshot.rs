@@ -6,13 +6,14 @@ use bevy::prelude::*;
 use crate::scenario::GroupProtocol;
 use crate::sim::cluster::{Broker, Cluster, Partition, Replica};
 use crate::sim::consumer::Consumer;
-use crate::sim::consumer_protocol::ReconcileState;
-use crate::sim::group_coordinator::ConsumerGroup;
+use crate::sim::consumer_group::ConsumerGroup;
+use crate::sim::consumer_group::ReconcileState;
 use crate::sim::lag::{LagMonitor, owned};
 use crate::sim::network::{Network, Node, Wire, WireState};
 use crate::sim::producer::Producer;
+use crate::sim::protocol::Payload;
 use crate::sim::protocol::{GroupResponse, GroupResponseBody};
-use crate::sim::wires::{Payload, Wires};
+use crate::sim::wires::Wires;
 use crate::sim::{Metrics, SimClock};
 
 use super::palette::ReplicaRole;
@@ -404,7 +405,7 @@ impl GroupView {
 /// it is Stable (`ClassicGroup.describe`); a consumer-protocol member's assigned partitions and
 /// target (`ConsumerGroupMember.asConsumerGroupDescribeMember`).
 fn described(g: &ConsumerGroup, cluster: &Cluster) -> Vec<DescribedMember> {
-    use crate::sim::group_coordinator::GroupState;
+    use crate::sim::consumer_group::GroupState;
     let consumer = g.config.protocol == GroupProtocol::Consumer;
     g.members
         .iter()

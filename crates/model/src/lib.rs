@@ -26,25 +26,31 @@
 //! | `Isr` | ISR expansion and the periodic shrink; high watermarks | `sim/isr.rs`, `IsrPhase` | `sim/isr.rs` |
 //! | `Delayed` | requests held at a leader (acks=all, fetches waiting for data) that can finish | `sim/purgatory.rs`, `DelayedPhase` | `sim/leader.rs`, `sim/replication.rs`, `sim/reads.rs` |
 //! | `Groups` | group coordinators: joins, syncs, heartbeats, sessions, commits | `sim/group_coordinator.rs`, `GroupsPhase` | `sim/group_coordinator.rs` (KIP-848's protocol in `sim/consumer_protocol.rs`) |
-//! | `Consumers` | consumers: responses, fetched records, processing; the lag monitor | `sim/consumer.rs`, `ConsumersPhase` | `sim/consumer.rs`, `sim/lag.rs` |
-//! | `Producers` | responses, timeouts, the accumulator and the sender | `sim/producer.rs`, `ProducersPhase` | `sim/producer.rs` |
+//! | `Consumers` | consumers: responses, fetched records, processing, requests | `sim/poll.rs`, `ConsumersPhase` | `sim/poll.rs` |
+//! | `Lag` | the lag monitor: partitions nobody consumes, each group's lag | `sim/lag.rs`, `LagPhase` | `sim/lag.rs` |
+//! | `Producers` | responses, timeouts, the accumulator and the sender | `sim/sender.rs`, `ProducersPhase` | `sim/sender.rs` |
 //! | `Checks` | Kafka's invariants, on what changed | `sim/invariants.rs`, `ChecksPhase` | `sim/invariants.rs` |
-//! | `Clock` | the wire as the next step sees it, and the clock on to the next instant | `sim/clock.rs` | `sim/clock.rs`, `sim/wires.rs` |
+//! | `Clock` | the wire as the next step sees it, and the clock on to the next instant | `sim/mod.rs` | `sim/clock.rs`, `sim/wires.rs` |
 //!
 //! A phase's context is a `#[derive(SystemParam)]` struct that borrows, for one step, the
 //! resources, queries and scratch (`Local`) its rules use; the rules are its methods, so none
-//! takes its parameters one by one. A phase whose rules live in several files (`Delayed`,
-//! `Consumers`) has `impl` blocks of its context in each.
+//! takes its parameters one by one. A phase whose rules live in several files (`Delayed`) has
+//! `impl` blocks of its context in each.
 //!
 //! What a phase sends arrives at a later step. A phase touches only what is due: messages by
 //! their arrival, deadlines through [`sim::Wake`], requests parked in a partition's purgatory,
 //! never a scan of everything at every step.
 //!
-//! What the phases share: `sim/cluster.rs` (brokers, partitions, replicas, records),
-//! `sim/protocol.rs` (payloads and Kafka's error codes), `sim/metadata.rs` (what clients know of
-//! the cluster), `sim/events.rs` (the event log and the counters behind Kafka's metrics),
-//! `sim/ledger.rs` (every acknowledged write, and which a run lost), `sim/chunked.rs` (logs
-//! shared between replicas and checkpoints), `sim/keys.rs`.
+//! What the phases share, in files that import no rule file (so that the imports in `sim/` run
+//! one way): `sim/cluster.rs` (brokers, partitions, replicas, records), `sim/producer.rs` and
+//! `sim/consumer.rs` (the clients' components), `sim/consumer_group.rs` (a group at its
+//! coordinator), `sim/quorum.rs` (the controller's state and metadata log), `sim/protocol.rs`
+//! (payloads and Kafka's error codes), `sim/network.rs` and `sim/wires.rs` (sending, and the
+//! messages on the wire), `sim/metadata.rs` (what clients know of the cluster),
+//! `sim/events.rs` (the event log and the counters behind Kafka's metrics), `sim/ledger.rs`
+//! (every acknowledged write), `sim/chunked.rs` (logs shared between replicas and checkpoints),
+//! `sim/keys.rs`. `sim/loss.rs` says which acknowledged writes a run lost, electing leaders as
+//! the controller would.
 //! `sim/run.rs` is [`sim::Sim`]: it builds the world from a scenario (`sim/load.rs`), steps it,
 //! and seeks exactly by restoring a checkpoint (`sim/checkpoint.rs`) and running on.
 //!

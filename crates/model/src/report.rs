@@ -7,12 +7,13 @@ use bevy_ecs::prelude::*;
 use serde::Serialize;
 
 use crate::scenario::{GroupProtocol, Scenario, limits};
+use crate::sim::cluster::read;
 use crate::sim::cluster::{Broker, Cluster, Partition, Replica};
 use crate::sim::consumer::Consumer;
-use crate::sim::group_coordinator::ConsumerGroup;
+use crate::sim::consumer_group::ConsumerGroup;
 use crate::sim::invariants::Invariants;
 use crate::sim::lag::{LagMonitor, lag_now, owned};
-use crate::sim::ledger::{LostRecord, Missing, lost_in, read};
+use crate::sim::loss::{LostRecord, Missing, lost_in};
 use crate::sim::producer::{Producer, ProducerStats};
 use crate::sim::{Event, EventLog, Metrics, Sim, SimClock};
 

@@ -11,17 +11,18 @@ use bevy_ecs::prelude::*;
 use super::clock::{SimClock, SimRng, Wake};
 use super::cluster::{Broker, Cluster, Partition, Replica};
 use super::consumer::Consumer;
+use super::consumer_group::ConsumerGroup;
 use super::events::{EventLog, Metrics};
-use super::group_coordinator::ConsumerGroup;
 use super::invariants::Invariants;
 use super::lag::LagMonitor;
 use super::ledger::AckLedger;
 use super::network::Network;
 use super::producer::Producer;
+use super::protocol::Payload;
 use super::protocol::PendingRecord;
 use super::quorum::Controller;
 use super::timeline::Timeline;
-use super::wires::{Payload, Wires};
+use super::wires::Wires;
 
 /// Points an entity reference of a checkpoint at the entity restored in its place.
 trait Remap {

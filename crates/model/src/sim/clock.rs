@@ -142,30 +142,9 @@ pub(super) fn plugin(app: &mut App) {
         .insert_resource(SimRng::new(0));
 }
 
-/// The clock's phase, the last of a step: the wire as the next step sees it, the clock moved on
-/// to the next instant at which anything is due, and what arrives then.
-pub(super) fn phase(
-    mut clock: ResMut<SimClock>,
-    mut wake: ResMut<Wake>,
-    timeline: Res<super::timeline::Timeline>,
-    mut network: ResMut<super::network::Network>,
-    mut wires: ResMut<super::wires::Wires>,
-    mut metrics: ResMut<super::events::Metrics>,
-) {
-    super::wires::end_step(
-        clock.now_ms,
-        &mut network,
-        &mut wires,
-        &mut metrics,
-        &mut wake,
-    );
-    tick(&mut clock, &mut wake, &timeline);
-    super::wires::take_arrivals(clock.now_ms, &mut wires);
-}
-
 /// Moves the clock to the next instant at which anything is due.
-pub(super) fn tick(clock: &mut SimClock, wake: &mut Wake, timeline: &super::timeline::Timeline) {
-    if let Some(at) = timeline.next_at() {
+pub(super) fn tick(clock: &mut SimClock, wake: &mut Wake, next_action: Option<u64>) {
+    if let Some(at) = next_action {
         wake.at(at);
     }
     let next = clock.now_ms + 1;

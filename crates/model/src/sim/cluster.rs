@@ -314,6 +314,15 @@ impl FollowerState {
     }
 }
 
+/// The settings a partition takes from its topic when it is created.
+#[derive(Debug, Clone, Copy)]
+pub struct TopicSettings {
+    /// `min.insync.replicas`.
+    pub min_insync_replicas: u32,
+    /// `unclean.leader.election.enable`.
+    pub unclean_leader_election: bool,
+}
+
 impl Partition {
     pub fn position(&self, broker: BrokerId) -> Option<usize> {
         self.assignment.iter().position(|b| *b == broker)
@@ -330,18 +339,20 @@ impl Partition {
     /// The leader and epoch as seen by one who has applied the metadata log up to `offset`.
     /// A partition led by its first replica with every replica in sync, in epoch 0, created by
     /// the metadata record at `created_offset`.
-    #[allow(clippy::too_many_arguments)]
     pub fn new(
         topic: usize,
         index: u32,
         ordinal: u32,
         assignment: Vec<BrokerId>,
         replicas: Vec<Entity>,
-        min_insync_replicas: u32,
-        unclean_leader_election: bool,
+        settings: TopicSettings,
         created: (u64, u64),
     ) -> Self {
         let (created_offset, now) = created;
+        let TopicSettings {
+            min_insync_replicas,
+            unclean_leader_election,
+        } = settings;
         Partition {
             topic,
             index,
@@ -703,3 +714,11 @@ pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 
 // A log holds a record per offset, shared by the replicas that agree: keep it small.
 const _: () = assert!(size_of::<Record>() == 56);
+
+/// A query of the model's world read from outside the schedule (`load` registers every model
+/// component, so the query can be made from a shared borrow).
+pub fn read<D: bevy_ecs::query::QueryData>(world: &World) -> QueryState<D> {
+    world
+        .try_query::<D>()
+        .expect("the model's components are registered when it loads")
+}

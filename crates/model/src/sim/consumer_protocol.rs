@@ -13,53 +13,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use bevy_ecs::prelude::*;
 
 use super::cluster::{Cluster, Partition};
+use super::consumer_group::{
+    ConsumerGroup, GroupMember, GroupState, ReconcileState, Reconciliation,
+};
 use super::events::{EventKind, EventLog};
-use super::group_coordinator::{ConsumerGroup, GroupMember, GroupState};
 use super::protocol::{GroupError, GroupResponseBody};
 use super::{SimClock, Wake};
 use crate::assignor::{self, Member, TopicPartition};
-
-/// Where a member stands in reconciling to the target assignment (`modern.MemberState`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum ReconcileState {
-    /// At its epoch's assignment.
-    #[default]
-    Stable,
-    /// Must give up `pending_revocation` before it moves to the next epoch.
-    UnrevokedPartitions,
-    /// At the target epoch, waiting for partitions another member has yet to release.
-    UnreleasedPartitions,
-}
-
-/// A consumer-protocol member's assignment at the coordinator (`ConsumerGroupMember`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Reconciliation {
-    pub member_epoch: u32,
-    pub previous_member_epoch: u32,
-    pub state: ReconcileState,
-    /// Partition ordinals it may consume.
-    pub assigned: BTreeSet<u32>,
-    /// Partition ordinals it must give up; they are still its own until it does.
-    pub pending_revocation: BTreeSet<u32>,
-    /// Its `max.poll.interval.ms`: how long it may take to revoke.
-    pub rebalance_timeout_ms: u64,
-    /// It is fenced at this time if it is still in this member epoch (the rebalance timeout,
-    /// armed when it is asked to revoke).
-    pub revoke_deadline: Option<(u64, u32)>,
-}
-
-impl Reconciliation {
-    /// `ConsumerGroupMember.isReconciledTo`.
-    fn is_reconciled_to(&self, target_epoch: u32) -> bool {
-        self.state == ReconcileState::Stable && self.member_epoch == target_epoch
-    }
-
-    /// `ConsumerGroupMember.Builder.updateMemberEpoch`.
-    fn update_member_epoch(&mut self, epoch: u32) {
-        self.previous_member_epoch = self.member_epoch;
-        self.member_epoch = epoch;
-    }
-}
 
 /// `CurrentAssignmentBuilder.build`: the member's next state towards the target. `taken` holds
 /// the partitions some member (this one included) has assigned or pending revocation (those

@@ -25,12 +25,13 @@ use super::cluster::{
     Broker, BrokerId, BrokerViews, Cluster, FollowerState, LeaderRecord, Partition, Reassignment,
     Replica,
 };
+use super::consumer_group::ConsumerGroup;
 use super::events::{EventKind, EventLog, Metrics};
-use super::group_coordinator::ConsumerGroup;
 use super::network::{Network, Node};
+use super::protocol::OnWire;
 use super::protocol::{Heartbeat, HeartbeatResponse};
 use super::quorum::{Controller, MetadataLog};
-use super::wires::{OnWire, Wires};
+use super::wires::Wires;
 use super::{SimClock, Wake};
 
 /// What an election needs besides the partition.

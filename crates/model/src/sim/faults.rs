@@ -11,7 +11,8 @@ use super::consumer::Consumer;
 use super::ledger::AckLedger;
 use super::network::{Network, Node, Wire};
 use super::producer::Producer;
-use super::wires::{Payload, Wires};
+use super::protocol::Payload;
+use super::wires::Wires;
 
 /// Only a cut link or a dead broker loses messages: a healthy cluster skips the phase.
 pub(super) fn any_fault<'a>(

@@ -10,10 +10,11 @@ use bevy_ecs::system::SystemParam;
 use super::SimClock;
 use super::cluster::{Broker, Cluster, Partition, Record, Replica, broker_views};
 use super::consumer::Consumer;
+use super::consumer_group::ConsumerGroup;
 use super::events::Metrics;
-use super::group_coordinator::ConsumerGroup;
-use super::ledger::{AckLedger, Missing, lost_records};
-use super::producer::{Producer, producer_name, send_number};
+use super::ledger::{AckLedger, send_number};
+use super::loss::{Missing, lost_records};
+use super::producer::{Producer, producer_name};
 use crate::scenario::{Acks, GroupProtocol};
 
 /// At most this many violations are kept.

@@ -5,10 +5,12 @@
 
 use bevy_app::App;
 use bevy_ecs::prelude::*;
+use bevy_ecs::system::SystemParam;
 
 use super::cluster::{Cluster, Partition, Replica};
 use super::consumer::Consumer;
-use super::group_coordinator::ConsumerGroup;
+use super::consumer_group::ConsumerGroup;
+use super::{SimClock, Wake};
 
 /// How often lag is sampled.
 pub const SAMPLE_EVERY_MS: u64 = 1_000;
@@ -151,11 +153,33 @@ impl Owners {
     }
 }
 
-impl super::consumer::ConsumersPhase<'_, '_> {
+/// The lag monitor's rules, with what they read and keep for one step.
+#[derive(SystemParam)]
+pub(super) struct LagPhase<'w, 's> {
+    clock: Res<'w, SimClock>,
+    cluster: Res<'w, Cluster>,
+    monitor: ResMut<'w, LagMonitor>,
+    wake: ResMut<'w, Wake>,
+    partitions: Query<'w, 's, &'static Partition>,
+    replicas: Query<'w, 's, &'static Replica>,
+    groups: Query<'w, 's, &'static ConsumerGroup>,
+    consumers: Query<'w, 's, &'static Consumer>,
+    /// How many members own each partition, kept between steps.
+    owners: Local<'s, Owners>,
+}
+
+/// The lag monitor's phase, after the consumers': which partitions nobody consumes, and each
+/// group's lag when a sample is due.
+pub(super) fn phase(mut rules: LagPhase) {
+    rules.count_paused();
+    rules.sample_lag();
+}
+
+impl LagPhase<'_, '_> {
     /// A partition is paused while no live member of the group owns it: unassigned, revoked (an
     /// eager member gives up everything before it rejoins), not yet taken up by its new owner, or
     /// its owner dead. Counted per partition once every partition of the group was consumed.
-    pub(super) fn count_paused(&mut self) {
+    fn count_paused(&mut self) {
         let Self {
             clock,
             cluster,
@@ -210,7 +234,7 @@ impl super::consumer::ConsumersPhase<'_, '_> {
         }
     }
 
-    pub(super) fn sample_lag(&mut self) {
+    fn sample_lag(&mut self) {
         let Self {
             clock,
             cluster,

@@ -5,7 +5,9 @@
 use bevy_ecs::prelude::*;
 
 use super::clock::{SimClock, SimRng, Wake};
-use super::cluster::{Broker, BrokerId, Cluster, OFFSETS_TOPIC, Partition, Replica, Topic};
+use super::cluster::{
+    Broker, BrokerId, Cluster, OFFSETS_TOPIC, Partition, Replica, Topic, TopicSettings,
+};
 use super::events::{EventLog, Metrics};
 use super::invariants::Invariants;
 use super::network::Network;
@@ -21,7 +23,7 @@ pub fn load(world: &mut World, scenario: &Scenario) {
     world.register_component::<Replica>();
     world.register_component::<Producer>();
     world.register_component::<super::quorum::Controller>();
-    world.register_component::<super::group_coordinator::ConsumerGroup>();
+    world.register_component::<super::consumer_group::ConsumerGroup>();
     world.register_component::<super::consumer::Consumer>();
     world.insert_resource(SimClock::default());
     world.insert_resource(Wake::default());
@@ -131,7 +133,7 @@ pub fn load(world: &mut World, scenario: &Scenario) {
             world
                 .spawn((
                     Name::new(format!("group {}", g.name)),
-                    super::group_coordinator::ConsumerGroup::new(
+                    super::consumer_group::ConsumerGroup::new(
                         i as u32,
                         g,
                         ordinals,
@@ -241,8 +243,10 @@ fn spawn_partition(
             ordinal,
             assignment,
             replicas,
-            config.min_insync_replicas,
-            config.unclean_leader_election,
+            TopicSettings {
+                min_insync_replicas: config.min_insync_replicas,
+                unclean_leader_election: config.unclean_leader_election,
+            },
             (0, 0),
         ),
     ));

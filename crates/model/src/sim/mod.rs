@@ -14,6 +14,7 @@ use bevy_ecs::prelude::*;
 use bevy_ecs::system::BoxedSystem;
 
 use clock::Standing;
+use network::Network;
 use timeline::Timeline;
 
 pub mod checkpoint;
@@ -21,6 +22,7 @@ pub mod chunked;
 pub mod clock;
 pub mod cluster;
 pub mod consumer;
+pub mod consumer_group;
 pub mod consumer_protocol;
 pub mod controller;
 pub mod events;
@@ -33,8 +35,10 @@ pub mod lag;
 pub mod leader;
 pub mod ledger;
 mod load;
+pub mod loss;
 pub mod metadata;
 pub mod network;
+mod poll;
 pub mod producer;
 pub mod protocol;
 mod purgatory;
@@ -42,6 +46,7 @@ pub mod quorum;
 pub mod reads;
 pub mod replication;
 mod run;
+mod sender;
 pub mod timeline;
 pub mod trace;
 pub mod wires;
@@ -49,9 +54,11 @@ pub mod wires;
 pub use clock::{SimClock, SimRng, Wake};
 pub use cluster::{Broker, BrokerId, Cluster, Partition, Record, Replica};
 pub use events::{Event, EventKind, EventLog, Metrics};
+pub use network::Message;
 pub use network::{Node, Wire, WireState};
+pub use protocol::Payload;
 pub use run::{CHECKPOINT_BYTES, CHECKPOINT_EVERY_MS, MAX_CHECKPOINTS, Sim, checkpoint_every_ms};
-pub use wires::{Message, Payload, Wires};
+pub use wires::Wires;
 
 /// The phases of a step, in the order they run. Each message that arrives at a step is handled in
 /// the phase of its kind; what a phase sends arrives at a later step.
@@ -73,8 +80,10 @@ pub enum Phase {
     Delayed,
     /// Group coordinators: joins, syncs, heartbeats, sessions, offset commits.
     Groups,
-    /// Consumers: group responses, fetched records, processing, requests; the lag monitor.
+    /// Consumers: group responses, fetched records, processing, requests.
     Consumers,
+    /// The lag monitor: partitions nobody consumes, and each group's lag when a sample is due.
+    Lag,
     /// Producers: handle responses, time out, accumulate new records and send batches.
     Producers,
     /// Checks of Kafka's invariants.
@@ -85,7 +94,7 @@ pub enum Phase {
 
 impl Phase {
     /// Every phase, in the order a step runs them.
-    pub const ALL: [Phase; 12] = [
+    pub const ALL: [Phase; 13] = [
         Phase::Timeline,
         Phase::Network,
         Phase::Controller,
@@ -95,6 +104,7 @@ impl Phase {
         Phase::Delayed,
         Phase::Groups,
         Phase::Consumers,
+        Phase::Lag,
         Phase::Producers,
         Phase::Checks,
         Phase::Clock,
@@ -113,10 +123,11 @@ impl Phase {
             Phase::Isr => boxed(isr::phase),
             Phase::Delayed => boxed(purgatory::phase),
             Phase::Groups => boxed(group_coordinator::phase),
-            Phase::Consumers => boxed(consumer::phase),
-            Phase::Producers => boxed(producer::phase),
+            Phase::Consumers => boxed(poll::phase),
+            Phase::Lag => boxed(lag::phase),
+            Phase::Producers => boxed(sender::phase),
             Phase::Checks => boxed(invariants::phase),
-            Phase::Clock => boxed(clock::phase),
+            Phase::Clock => boxed(clock_phase),
         }
     }
 }
@@ -195,7 +206,7 @@ fn due(
         Phase::Network => faults::any_fault(clock, world.resource(), brokers.iter(world)),
         Phase::Controller => controller_due(clock, world.resource(), world.resource()),
         // Scenarios without consumer groups skip the consumer side altogether.
-        Phase::Groups | Phase::Consumers => groups,
+        Phase::Groups | Phase::Consumers | Phase::Lag => groups,
         Phase::Replication
         | Phase::Append
         | Phase::Isr
@@ -211,6 +222,28 @@ fn due(
 /// skipped. Each run collects the next deadline afresh.
 fn controller_due(clock: &SimClock, wake: &Wake, timeline: &Timeline) -> bool {
     wake.due(Standing::Controller, clock) || timeline.acted_at(clock.now_ms)
+}
+
+/// The clock's phase, the last of a step: the wire as the next step sees it, the clock moved on
+/// to the next instant at which anything is due (the timeline's next action among them), and
+/// what arrives then.
+fn clock_phase(
+    mut clock: ResMut<SimClock>,
+    mut wake: ResMut<Wake>,
+    timeline: Res<Timeline>,
+    mut network: ResMut<Network>,
+    mut wires: ResMut<Wires>,
+    mut metrics: ResMut<Metrics>,
+) {
+    wires::end_step(
+        clock.now_ms,
+        &mut network,
+        &mut wires,
+        &mut metrics,
+        &mut wake,
+    );
+    clock::tick(&mut clock, &mut wake, timeline.next_at());
+    wires::take_arrivals(clock.now_ms, &mut wires);
 }
 
 /// The model's resources and components, with their initial state. The step's systems are

@@ -9,7 +9,7 @@ use bevy_ecs::prelude::*;
 use serde::Serialize;
 
 use super::cluster::BrokerId;
-use super::wires::{Message, OnWire};
+use super::protocol::{OnWire, Payload};
 use crate::scenario::ClusterConfig;
 
 /// An end of a link.
@@ -164,4 +164,11 @@ impl Network {
     pub(super) fn take_sent(&mut self) -> std::vec::Drain<'_, Message> {
         self.sent.drain(..)
     }
+}
+
+/// One message: its envelope and what it carries.
+#[derive(Debug, Clone)]
+pub struct Message {
+    pub wire: Wire,
+    pub payload: Payload,
 }

@@ -1,40 +1,24 @@
 //! The producer: the application's `send()` calls, the partitioner, the record accumulator
 //! (`batch.size`, `linger.ms`), the sender that drains ready batches into one ProduceRequest per
 //! leader, and what it does with the answers (retries, timeouts, idempotence).
+//!
+//! This file is what a producer holds (the `Producer` component); its I/O loop is `sender.rs`.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use bevy_ecs::prelude::*;
-use bevy_ecs::system::SystemParam;
 use serde::Serialize;
 
+use super::Wake;
 use super::clock::SimRng;
-use super::cluster::{Broker, BrokerId, Cluster, Partition, broker_views};
+use super::cluster::{BrokerId, Cluster};
 use super::keys::{self, Key};
 use super::ledger::{AckLedger, AckedRecord};
-use super::metadata::{ClientMetadata, Refresh};
-use super::network::{Network, Node};
-use super::protocol::{
-    BatchResult, KafkaError, PendingRecord, ProduceRequest, ProduceResponse, WireBatch,
-};
-use super::wires::Wires;
-use super::{SimClock, Wake};
+use super::metadata::ClientMetadata;
+use super::protocol::{KafkaError, PendingRecord};
 use crate::partitioner::partition_for_key;
 use crate::scenario::{Acks, Keys, ProducerConfig};
-
-/// A record's id holds its producer's index above this many bits and its send number below.
-const SEND_NUMBER_BITS: u32 = 40;
-
-/// The record's place in its producer's `send()` calls, from 0.
-pub fn send_number(record_id: u64) -> u64 {
-    record_id & ((1 << SEND_NUMBER_BITS) - 1)
-}
-
-/// The index of the producer that made a record.
-pub fn producer_of(record_id: u64) -> u32 {
-    (record_id >> SEND_NUMBER_BITS) as u32
-}
 
 /// `max.request.size`: the most bytes of batches one ProduceRequest carries.
 pub const MAX_REQUEST_SIZE: u32 = 1_048_576;
@@ -101,7 +85,7 @@ impl Batch {
 
     /// `ProducerBatch.isFull`: it holds `batch.size` bytes. One that cannot take the next record
     /// is closed when that record comes, which starts a batch behind it.
-    fn is_full(&self, batch_size: u32) -> bool {
+    pub(super) fn is_full(&self, batch_size: u32) -> bool {
         self.bytes >= batch_size
     }
 
@@ -111,7 +95,7 @@ impl Batch {
     }
 
     /// `ProducerBatch.maybeUpdateLeaderEpoch`: notes a newer leader epoch of its partition.
-    fn see_leader_epoch(&mut self, epoch: u32) {
+    pub(super) fn see_leader_epoch(&mut self, epoch: u32) {
         if self.leader_epoch.is_none_or(|e| e < epoch) {
             self.leader_epoch = Some(epoch);
             self.attempts_at_leader_change = self.attempts;
@@ -120,7 +104,7 @@ impl Batch {
 
     /// Whether a retried batch may go now: its back-off passed, or its partition has a new
     /// leader since it failed (KIP-951, `RecordAccumulator.shouldBackoff`).
-    fn retry_due(&self, now: u64) -> bool {
+    pub(super) fn retry_due(&self, now: u64) -> bool {
         let leader_changed = self.attempts >= 1 && self.attempts == self.attempts_at_leader_change;
         leader_changed || now >= self.retry_at_ms
     }
@@ -128,11 +112,11 @@ impl Batch {
 
 /// An idempotent producer's numbering of one partition's batches (`TxnPartitionEntry`).
 #[derive(Debug, Clone, Copy, Default)]
-struct Sequences {
+pub(super) struct Sequences {
     /// The producer epoch the numbers belong to.
-    epoch: u16,
+    pub(super) epoch: u16,
     /// The base sequence of the next new batch.
-    next: i32,
+    pub(super) next: i32,
     /// The last sequence the leader acknowledged in this epoch (`lastAckedSequence`).
     last_acked: Option<i32>,
     /// A batch sent at least once was given up without an answer, so whether the leader wrote it
@@ -144,7 +128,7 @@ struct Sequences {
 }
 
 impl Sequences {
-    fn starting(epoch: u16) -> Self {
+    pub(super) fn starting(epoch: u16) -> Self {
         Sequences {
             epoch,
             ..Default::default()
@@ -235,8 +219,8 @@ pub struct Producer {
     pub idempotent: bool,
     pub records_per_sec: u32,
     /// When the current rate started, and how many records it has made since.
-    rate_since_ms: u64,
-    made_since: u64,
+    pub(super) rate_since_ms: u64,
+    pub(super) made_since: u64,
     key_counter: u64,
     /// The texts its keys name: sequences' prefixes, fixed keys, the timeline's keys.
     pub key_names: Vec<Arc<str>>,
@@ -250,7 +234,7 @@ pub struct Producer {
     pub queues: Vec<VecDeque<Batch>>,
     pub in_flight: Vec<InFlight>,
     /// Sequence numbering, per partition.
-    sequences: Vec<Sequences>,
+    pub(super) sequences: Vec<Sequences>,
     /// Some partition's numbering waits to be resolved or bumped.
     unsettled: bool,
     /// Bumped when a leader's view of the sequence numbers can no longer be trusted.
@@ -261,7 +245,7 @@ pub struct Producer {
     /// The ordinal of each of its partitions (in `Cluster::partitions`).
     pub ordinals: Vec<u32>,
     /// Where draining starts for each broker, so partitions take turns (`drainIndex`).
-    drain_start: BTreeMap<BrokerId, usize>,
+    pub(super) drain_start: BTreeMap<BrokerId, usize>,
     /// Who leads its partitions, as far as it knows: it sends each batch there.
     pub metadata: ClientMetadata,
     /// Its connection to each broker, by broker id.
@@ -386,7 +370,7 @@ impl Producer {
         (queued + flying) as u64
     }
 
-    fn next_key(&mut self, rng: &mut SimRng) -> Key {
+    pub(super) fn next_key(&mut self, rng: &mut SimRng) -> Key {
         match &self.config.keys {
             Keys::None => Key::NONE,
             Keys::Fixed(_) => Key::named(self.config_key),
@@ -411,7 +395,7 @@ impl Producer {
 
     /// The partitioner (`BuiltInPartitioner`): murmur2 of the key over all partitions; without a
     /// key, the sticky partition. `text` is a buffer to write the key's text in.
-    fn choose_partition(
+    pub(super) fn choose_partition(
         &mut self,
         key: Key,
         text: &mut String,
@@ -430,7 +414,7 @@ impl Producer {
     /// After a record without a key went to the sticky partition: it changes once `batch.size`
     /// bytes went to it and its last batch is full, or at twice `batch.size` whatever the batch
     /// (`BuiltInPartitioner.updatePartitionInfo`, `RecordAccumulator.allBatchesFull`).
-    fn after_keyless_record(&mut self, available: &[bool], rng: &mut SimRng) {
+    pub(super) fn after_keyless_record(&mut self, available: &[bool], rng: &mut SimRng) {
         let batch_size = self.config.batch_size;
         let Some((p, sent)) = &mut self.sticky else {
             return;
@@ -478,7 +462,7 @@ impl Producer {
     }
 
     /// `RecordAccumulator.append`: into the partition's last batch if it fits, else a new one.
-    fn append(&mut self, now: u64, partition: u32, key: Key) {
+    pub(super) fn append(&mut self, now: u64, partition: u32, key: Key) {
         let bytes = self.config.record_bytes;
         let batch_size = self.config.batch_size;
         let id = self.next_batch_id;
@@ -492,7 +476,7 @@ impl Producer {
         }
         let batch = queue.back_mut().expect("just ensured");
         batch.records.push(PendingRecord {
-            id: (u64::from(self.index) << SEND_NUMBER_BITS) | self.records_made,
+            id: super::ledger::record_id(self.index, self.records_made),
             key,
             bytes,
         });
@@ -521,7 +505,7 @@ impl Producer {
     /// Settles a batch the leader answered: acknowledged, put back at the head of its queue in
     /// sequence order for a retry (`reenqueue`, `insertInSequenceOrder`), or given up
     /// (`Sender.completeBatch`).
-    fn complete(
+    pub(super) fn complete(
         &mut self,
         mut batch: Batch,
         result: Result<u64, KafkaError>,
@@ -638,7 +622,7 @@ impl Producer {
     /// an epoch bump (`maybeResolveSequences`); then the epoch is bumped once for every partition
     /// that asked, and each of those numbers its outstanding batches from 0 in their order
     /// (`bumpIdempotentProducerEpoch`, `startSequencesAtBeginning`).
-    fn settle_sequences(&mut self) {
+    pub(super) fn settle_sequences(&mut self) {
         if !self.unsettled {
             return;
         }
@@ -697,7 +681,7 @@ impl Producer {
     /// must wait so that sequences reach the leader in order. A retry goes only as its
     /// partition's first outstanding batch; a new batch waits while the partition's numbering is
     /// unresolved, or still in an older epoch with batches of it outstanding.
-    fn holds_back(&self, head: &Batch) -> bool {
+    pub(super) fn holds_back(&self, head: &Batch) -> bool {
         let p = head.partition;
         match head.base_sequence {
             Some(seq) => self
@@ -714,7 +698,7 @@ impl Producer {
     }
 
     /// Writes a batch the producer saw succeed into the ledger of acknowledged records.
-    fn record_acked(&self, batch: &Batch, base: Option<u64>, ledger: &mut AckLedger) {
+    pub(super) fn record_acked(&self, batch: &Batch, base: Option<u64>, ledger: &mut AckLedger) {
         let partition = self.ordinals[batch.partition as usize];
         ledger
             .records
@@ -798,7 +782,7 @@ impl Producer {
     /// past its back-off gets a connection attempt (`initiateConnect`), answered a round trip
     /// later, or after the setup timeout where nothing answers; one that is then refused counts
     /// as a failure, and the producer waits again.
-    fn ready_to_send(
+    pub(super) fn ready_to_send(
         &mut self,
         broker: BrokerId,
         now: u64,
@@ -863,7 +847,12 @@ impl Producer {
     /// order; a batch older than `delivery.timeout.ms` is given up, queued or in flight
     /// (`RecordAccumulator.expiredBatches`, `Sender.getExpiredInflightBatches`). Returns the
     /// wire ids of the requests cancelled.
-    fn expire(&mut self, now: u64, rng: &mut SimRng, ledger: &mut AckLedger) -> Vec<u64> {
+    pub(super) fn expire(
+        &mut self,
+        now: u64,
+        rng: &mut SimRng,
+        ledger: &mut AckLedger,
+    ) -> Vec<u64> {
         let timeout = self.config.request_timeout_ms;
         let mut cancelled = Vec::new();
         while let Some(broker) = self
@@ -919,145 +908,10 @@ impl Producer {
 /// Scratch for drawing a step's keys: the keys, whether each is new, and a key's text.
 pub(super) type KeyScratch = (Vec<Key>, Vec<bool>, String);
 
-/// A producer's requests to send now: to each leader with a batch ready and a connection open,
-/// the ready batches.
-fn send_requests(
-    producer: &mut Producer,
-    now: u64,
-    network: &mut Network,
-    rng: &mut SimRng,
-    ledger: &mut AckLedger,
-    reach: &[(Reach, u64)],
-    by_leader: &mut Vec<(BrokerId, u32)>,
-) {
-    // (leader, partition) of each partition with a batch, from the producer's metadata, by
-    // leader and then partition: a scratch kept between steps.
-    by_leader.clear();
-    for p in 0..producer.partitions.len() {
-        let Some(head) = producer.queues[p].front_mut() else {
-            continue;
-        };
-        if let (Some(leader), epoch) = producer.metadata.leaders[p] {
-            head.see_leader_epoch(epoch);
-            by_leader.push((leader, p as u32));
-        }
-    }
-    by_leader.sort_unstable();
-    for led in by_leader.chunk_by(|a, b| a.0 == b.0) {
-        let broker = led[0].0;
-        let in_flight = producer
-            .in_flight
-            .iter()
-            .filter(|f| f.broker == broker)
-            .count();
-        if in_flight >= producer.config.max_in_flight_requests_per_connection as usize {
-            continue;
-        }
-        let ready = led.iter().any(|&(_, p)| {
-            let queue = &producer.queues[p as usize];
-            let head = &queue[0];
-            if head.attempts > 0 {
-                return head.retry_due(now);
-            }
-            let full = queue.len() > 1 || head.is_full(producer.config.batch_size);
-            full || now >= head.created_ms + producer.config.linger_ms
-        });
-        if !ready {
-            continue;
-        }
-        let (broker_reach, round_trip_ms) = reach
-            .get(broker as usize)
-            .copied()
-            .unwrap_or((Reach::Unreachable, 0));
-        if !producer.ready_to_send(broker, now, broker_reach, round_trip_ms, rng, ledger) {
-            continue;
-        }
-        let start = producer.drain_start.get(&broker).copied().unwrap_or(0) % led.len();
-        producer.drain_start.insert(broker, start + 1);
-        let mut batches = Vec::new();
-        let mut size = 0u32;
-        for k in 0..led.len() {
-            let p = led[(start + k) % led.len()].1;
-            let queue = &producer.queues[p as usize];
-            let Some(head) = queue.front() else { continue };
-            if head.attempts > 0 && !head.retry_due(now) {
-                continue;
-            }
-            // `RecordAccumulator.drainBatchesForOneNode` stops filling the request here.
-            if producer.holds_back(head) {
-                break;
-            }
-            if !batches.is_empty() && size + head.bytes > MAX_REQUEST_SIZE {
-                break;
-            }
-            let mut batch = producer.queues[p as usize]
-                .pop_front()
-                .expect("head exists");
-            // Only a batch never sent gets a sequence: one first sent before the producer was
-            // restarted with idempotence goes on without (Kafka's producer never changes it).
-            if producer.idempotent && batch.base_sequence.is_none() && batch.attempts == 0 {
-                let epoch = producer.producer_epoch;
-                let sequences = &mut producer.sequences[p as usize];
-                // A partition still numbered in an older epoch starts the current one at 0 once
-                // nothing of the old is outstanding (`maybeUpdateProducerIdAndEpoch`).
-                if sequences.epoch != epoch {
-                    *sequences = Sequences::starting(epoch);
-                }
-                batch.producer_epoch = epoch;
-                batch.base_sequence = Some(sequences.next);
-                sequences.next += batch.records.len() as i32;
-            }
-            batch.sequence_reset = false;
-            size += batch.bytes;
-            batches.push(batch);
-        }
-        if batches.is_empty() {
-            continue;
-        }
-        let request = ProduceRequest {
-            producer: producer.index,
-            acks: producer.acks,
-            timeout_ms: producer.config.request_timeout_ms,
-            batches: batches
-                .iter()
-                .map(|b| WireBatch {
-                    id: b.id,
-                    partition: producer.partitions[b.partition as usize],
-                    producer: producer.index,
-                    base_sequence: if producer.idempotent {
-                        b.base_sequence
-                    } else {
-                        None
-                    },
-                    producer_epoch: b.producer_epoch,
-                    records: b.records.clone(),
-                })
-                .collect(),
-            outcomes: Vec::new(),
-        };
-        let from = Node::Producer(producer.index);
-        let wire_id = network.send(now, from, Node::Broker(broker), request).id;
-        if producer.acks == Acks::Zero {
-            // acks=0: done once written to the socket; no answer will come.
-            for batch in &batches {
-                producer.stats.acked += batch.records.len() as u64;
-                producer.record_acked(batch, None, ledger);
-            }
-        } else {
-            producer.in_flight.push(InFlight {
-                wire_id,
-                broker,
-                sent_ms: now,
-                batches,
-            });
-        }
-    }
-}
-
 impl Producer {
     /// Reports the producer's next deadline: its next record, a linger or retry back-off ending,
     /// a request or a batch timing out.
-    fn wake(&self, now: u64, wake: &mut Wake) {
+    pub(super) fn wake(&self, now: u64, wake: &mut Wake) {
         let mut at = |t: u64| {
             if t > now {
                 wake.at(t);
@@ -1105,280 +959,6 @@ pub fn record_key(world: &World, record: &super::cluster::Record) -> Option<Stri
     let cluster = world.get_resource::<Cluster>()?;
     let producer = world.get::<Producer>(*cluster.producers.get(record.producer as usize)?)?;
     producer.key_text(record.key)
-}
-
-/// The producers' rules, with what they borrow for one step.
-#[derive(SystemParam)]
-pub(super) struct ProducersPhase<'w, 's> {
-    clock: Res<'w, SimClock>,
-    cluster: Res<'w, Cluster>,
-    network: ResMut<'w, Network>,
-    wake: ResMut<'w, Wake>,
-    rng: ResMut<'w, SimRng>,
-    ledger: ResMut<'w, AckLedger>,
-    wires: ResMut<'w, Wires>,
-    brokers: Query<'w, 's, &'static Broker>,
-    partitions: Query<'w, 's, &'static Partition>,
-    producers: Query<'w, 's, &'static mut Producer>,
-    /// Kept between steps, so that a step allocates little: the responses arriving now,
-    due: Local<'s, Vec<u64>>,
-    /// a step's keys,
-    key_scratch: Local<'s, KeyScratch>,
-    /// and (leader, partition) of a producer's partitions with a batch.
-    by_leader: Local<'s, Vec<(BrokerId, u32)>>,
-}
-
-/// The producers' phase: handle responses, time out, accumulate new records and send batches.
-pub(super) fn phase(mut rules: ProducersPhase) {
-    rules.handle_responses();
-    rules.expire();
-    rules.accumulate();
-    // After the new records: one for a partition with no known leader asks for metadata now.
-    rules.refresh_metadata();
-    rules.send();
-}
-
-impl ProducersPhase<'_, '_> {
-    fn handle_responses(&mut self) {
-        let Self {
-            clock,
-            cluster,
-            rng,
-            ledger,
-            wires,
-            producers,
-            due,
-            ..
-        } = self;
-        let now = clock.now_ms;
-        wires.arriving::<ProduceResponse>(due);
-        for &id in due.iter() {
-            wires.finish(id);
-            let (wire, response) = wires
-                .get_of::<ProduceResponse>(id)
-                .expect("a produce response");
-            let Node::Producer(index) = wire.to else {
-                unreachable!("produce responses go to producers")
-            };
-            let mut producer = producers
-                .get_mut(cluster.producers[index as usize])
-                .expect("producer entity");
-            if response.closed {
-                if let Node::Broker(broker) = wire.from {
-                    producer.connection_broke(broker, response.request, now, rng, ledger);
-                }
-                continue;
-            }
-            let Some(i) = producer
-                .in_flight
-                .iter()
-                .position(|f| f.wire_id == response.request)
-            else {
-                continue; // The request timed out on the client already.
-            };
-            let mut in_flight = producer.in_flight.remove(i);
-            for BatchResult {
-                batch,
-                result,
-                current_leader,
-                ..
-            } in &response.results
-            {
-                if let Some(j) = in_flight.batches.iter().position(|b| b.id == *batch) {
-                    let batch = in_flight.batches.remove(j);
-                    if let Some((leader, epoch)) = current_leader {
-                        producer
-                            .metadata
-                            .take_hint(batch.partition as usize, *leader, *epoch);
-                    }
-                    producer.complete(batch, *result, now, rng, ledger);
-                }
-            }
-        }
-    }
-
-    /// Client-side timeouts, for every producer ([`Producer::expire`]); what was still on its way on
-    /// a connection closed for a timeout never arrives.
-    fn expire(&mut self) {
-        let Self {
-            clock,
-            cluster,
-            rng,
-            ledger,
-            wires,
-            producers,
-            ..
-        } = self;
-        let now = clock.now_ms;
-        // In scenario order: the order producers draw random numbers and wire ids in.
-        for &entity in &cluster.producers {
-            let mut producer = producers.get_mut(entity).expect("producer entity");
-            for id in producer.expire(now, rng, ledger) {
-                wires.lose(id, now);
-            }
-        }
-    }
-
-    /// The application calls `send()`: records at the configured rate, spread evenly over each
-    /// second, and those the timeline asks for.
-    fn accumulate(&mut self) {
-        let Self {
-            clock,
-            cluster,
-            rng,
-            producers,
-            key_scratch,
-            ..
-        } = self;
-        let now = clock.now_ms;
-        let (batch, available, text) = &mut **key_scratch;
-        // In scenario order: the order producers draw random numbers and wire ids in.
-        for &entity in &cluster.producers {
-            let mut producer = producers.get_mut(entity).expect("producer entity");
-            let due =
-                (now - producer.rate_since_ms + 1) * u64::from(producer.records_per_sec) / 1000;
-            batch.clear();
-            while producer.made_since < due {
-                producer.made_since += 1;
-                let key = producer.next_key(rng);
-                batch.push(key);
-            }
-            while let Some((key, count)) = producer.requested.pop_front() {
-                let key = match key {
-                    Some(k) => Key::named(keys::intern(&mut producer.key_names, &k)),
-                    None => Key::NONE,
-                };
-                batch.extend(std::iter::repeat_n(key, count as usize));
-            }
-            if batch.is_empty() {
-                continue;
-            }
-            available.clear();
-            available.extend(producer.metadata.leaders.iter().map(|(l, _)| l.is_some()));
-            for &key in batch.iter() {
-                let keyless = key.is_none();
-                let partition = producer.choose_partition(key, text, available, rng);
-                producer.append(now, partition, key);
-                if keyless {
-                    producer.after_keyless_record(available, rng);
-                }
-            }
-        }
-    }
-
-    /// The producers' Metadata requests ([`ClientMetadata::refresh`]). Records waiting for a
-    /// partition with no known leader ask for one (`Sender.sendProducerData`,
-    /// `unknownLeaderTopics`); a producer's load on a broker is its requests in flight there.
-    fn refresh_metadata(&mut self) {
-        let Self {
-            clock,
-            cluster,
-            network,
-            wake,
-            brokers,
-            partitions,
-            producers,
-            ..
-        } = self;
-        let views = broker_views(brokers.iter());
-        for &entity in &cluster.producers {
-            let mut producer = producers.get_mut(entity).expect("producer entity");
-            let producer = &mut *producer;
-            let unknown_leader = producer
-                .queues
-                .iter()
-                .zip(&producer.metadata.leaders)
-                .any(|(q, (leader, _))| !q.is_empty() && leader.is_none());
-            producer.metadata.wanted |= unknown_leader;
-            let refresh = Refresh {
-                now: clock.now_ms,
-                round_trip_ms: 2 * cluster.config.network_latency_ms,
-                backoff_ms: producer.config.retry_backoff_ms,
-                max_age_ms: producer.config.metadata_max_age_ms,
-                node: Node::Producer(producer.index),
-                network,
-                brokers: &views,
-            };
-            let in_flight = &producer.in_flight;
-            let next = producer.metadata.refresh(
-                &refresh,
-                |b| in_flight.iter().filter(|f| f.broker == b).count(),
-                producer
-                    .partitions
-                    .iter()
-                    .map(|p| partitions.get(*p).expect("partition entity")),
-            );
-            wake.at(next);
-            // The answer lists the topic's partitions the answering broker knows of: those added
-            // since are used from now on (`Metadata.update`).
-            if producer.metadata.refreshed_ms == clock.now_ms {
-                let seen = producer.metadata.answered_offset;
-                let topic = &cluster.topics[producer.topic];
-                for &e in &topic.partitions[producer.partitions.len().min(topic.partitions.len())..]
-                {
-                    let p = partitions.get(e).expect("partition entity");
-                    if !p.known_at(seen) {
-                        break;
-                    }
-                    let record = p.leader_seen(seen);
-                    producer.learn_partition(e, p.ordinal, (record.leader, record.leader_epoch));
-                }
-            }
-        }
-    }
-
-    /// The sender (`Sender.sendProducerData`): a leader is ready when one of its partitions' first
-    /// batch is full, has lingered `linger.ms`, or is a retry whose back-off passed; then it takes the
-    /// first batch of each of that leader's partitions (`RecordAccumulator.drain`) into one request,
-    /// up to `max.request.size`, while fewer than `max.in.flight.requests.per.connection` requests
-    /// to that broker wait an answer.
-    fn send(&mut self) {
-        let Self {
-            clock,
-            cluster,
-            network,
-            rng,
-            ledger,
-            wake,
-            brokers,
-            producers,
-            by_leader,
-            ..
-        } = self;
-        let now = clock.now_ms;
-        let views = broker_views(brokers.iter());
-        // In scenario order: the order producers draw random numbers and wire ids in.
-        for &entity in &cluster.producers {
-            let mut producer = producers.get_mut(entity).expect("producer entity");
-            let producer = &mut *producer;
-            producer.settle_sequences();
-            if producer.queues.iter().any(|q| !q.is_empty()) {
-                // How each broker answers a connection attempt now, and the round trip to it.
-                let node = Node::Producer(producer.index);
-                let reach: Vec<(Reach, u64)> = (0..views.len())
-                    .map(|b| {
-                        let view = views[b];
-                        let reach = if network.is_cut(node, Node::Broker(b as BrokerId)) {
-                            Reach::Unreachable
-                        } else if view.alive && !view.starting {
-                            Reach::Accepting
-                        } else {
-                            Reach::Refusing
-                        };
-                        let one_way = network.latency_ms
-                            + network.extra_ms.get(b).copied().unwrap_or_default();
-                        (reach, 2 * one_way)
-                    })
-                    .collect();
-                send_requests(producer, now, network, rng, ledger, &reach, by_leader);
-                // A connection that failed just now asks for metadata at the phase's next turn.
-                if producer.metadata.wanted {
-                    wake.at(now + 1);
-                }
-            }
-            producer.wake(now, wake);
-        }
-    }
 }
 
 #[cfg(test)]

@@ -5,10 +5,10 @@ use bevy_ecs::prelude::*;
 use bevy_ecs::system::SystemParam;
 
 use super::SimClock;
-use super::cluster::{Broker, Cluster, Partition, Replica};
+use super::cluster::{Broker, Cluster, Partition, Replica, TopicSettings};
 use super::consumer::Consumer;
+use super::consumer_group::ConsumerGroup;
 use super::events::{EventKind, EventLog, Metrics};
-use super::group_coordinator::ConsumerGroup;
 use super::ledger::AckLedger;
 use super::network::Network;
 use super::producer::Producer;
@@ -654,8 +654,10 @@ fn add_partitions(t: &mut Targets, now: u64, action: &Action) -> Outcome {
             u32::MAX,
             assignment,
             replicas,
-            min_isr,
-            unclean,
+            TopicSettings {
+                min_insync_replicas: min_isr,
+                unclean_leader_election: unclean,
+            },
             (u64::MAX, now),
         );
         t.commands

@@ -8,7 +8,6 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
-use std::convert::identity as as_is;
 
 use bevy_ecs::entity::EntityHashMap;
 use bevy_platform::collections::HashMap;
@@ -17,115 +16,8 @@ use bevy_ecs::prelude::*;
 
 use super::Wake;
 use super::events::Metrics;
-use super::network::{Network, Wire, WireState};
-use super::protocol::{
-    ConsumerFetch, ConsumerFetchResponse, FetchRequest, FetchResponse, GroupRequest, GroupResponse,
-    Heartbeat, HeartbeatResponse, ProduceRequest, ProduceResponse,
-};
-
-/// What a message carries: one of Kafka's requests or responses.
-#[derive(Debug, Clone)]
-pub enum Payload {
-    Produce(ProduceRequest),
-    ProduceResponse(ProduceResponse),
-    Fetch(FetchRequest),
-    FetchResponse(FetchResponse),
-    Heartbeat(Heartbeat),
-    HeartbeatResponse(HeartbeatResponse),
-    // Boxed: the group protocol's messages are rare and the largest, and every row has the
-    // room of the largest payload.
-    Group(Box<GroupRequest>),
-    GroupResponse(Box<GroupResponse>),
-    ConsumerFetch(ConsumerFetch),
-    ConsumerFetchResponse(ConsumerFetchResponse),
-}
-
-/// A payload's kind, in the order the trace digest numbers them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Kind {
-    Produce,
-    ProduceResponse,
-    Fetch,
-    FetchResponse,
-    Heartbeat,
-    HeartbeatResponse,
-    Group,
-    GroupResponse,
-    ConsumerFetch,
-    ConsumerFetchResponse,
-}
-
-/// How many kinds there are.
-const KINDS: usize = Kind::ConsumerFetchResponse as usize + 1;
-
-impl Payload {
-    pub fn kind(&self) -> Kind {
-        match self {
-            Payload::Produce(_) => Kind::Produce,
-            Payload::ProduceResponse(_) => Kind::ProduceResponse,
-            Payload::Fetch(_) => Kind::Fetch,
-            Payload::FetchResponse(_) => Kind::FetchResponse,
-            Payload::Heartbeat(_) => Kind::Heartbeat,
-            Payload::HeartbeatResponse(_) => Kind::HeartbeatResponse,
-            Payload::Group(_) => Kind::Group,
-            Payload::GroupResponse(_) => Kind::GroupResponse,
-            Payload::ConsumerFetch(_) => Kind::ConsumerFetch,
-            Payload::ConsumerFetchResponse(_) => Kind::ConsumerFetchResponse,
-        }
-    }
-}
-
-/// A payload type: how it is found in and put into a [`Payload`].
-pub trait OnWire: Sized {
-    const KIND: Kind;
-    fn of(payload: &Payload) -> Option<&Self>;
-    fn of_mut(payload: &mut Payload) -> Option<&mut Self>;
-    fn into_payload(self) -> Payload;
-}
-
-/// Each payload type with its variant and how the variant holds it (as is, or boxed).
-macro_rules! on_wire {
-    ($($variant:ident: $t:ty => $hold:path),* $(,)?) => {
-        $(impl OnWire for $t {
-            const KIND: Kind = Kind::$variant;
-            fn of(payload: &Payload) -> Option<&Self> {
-                match payload {
-                    Payload::$variant(p) => Some(p),
-                    _ => None,
-                }
-            }
-            fn of_mut(payload: &mut Payload) -> Option<&mut Self> {
-                match payload {
-                    Payload::$variant(p) => Some(p),
-                    _ => None,
-                }
-            }
-            fn into_payload(self) -> Payload {
-                Payload::$variant($hold(self))
-            }
-        })*
-    };
-}
-
-on_wire!(
-    Produce: ProduceRequest => as_is,
-    ProduceResponse: ProduceResponse => as_is,
-    Fetch: FetchRequest => as_is,
-    FetchResponse: FetchResponse => as_is,
-    Heartbeat: Heartbeat => as_is,
-    HeartbeatResponse: HeartbeatResponse => as_is,
-    Group: GroupRequest => Box::new,
-    GroupResponse: GroupResponse => Box::new,
-    ConsumerFetch: ConsumerFetch => as_is,
-    ConsumerFetchResponse: ConsumerFetchResponse => as_is,
-);
-
-/// One message: its envelope and what it carries.
-#[derive(Debug, Clone)]
-pub struct Message {
-    pub wire: Wire,
-    pub payload: Payload,
-}
+use super::network::{Message, Network, Wire, WireState};
+use super::protocol::{KINDS, OnWire, Payload};
 
 /// The messages themselves: in slots reused as messages come and go, found through a hash index
 /// by wire id (its hasher is fixed, and nothing depends on its order).
@@ -519,6 +411,7 @@ mod tests {
     use super::*;
     use crate::scenario::ClusterConfig;
     use crate::sim::network::Node;
+    use crate::sim::protocol::{FetchRequest, Heartbeat};
 
     fn heartbeat(broker: u32) -> Heartbeat {
         Heartbeat {

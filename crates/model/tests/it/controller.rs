@@ -3,7 +3,7 @@
 
 use kafkascope_model::report::Report;
 use kafkascope_model::scenario::{Action, Scenario, TimelineEntry};
-use kafkascope_model::sim::ledger::Missing;
+use kafkascope_model::sim::loss::Missing;
 use kafkascope_model::sim::{EventKind, Sim};
 
 fn elections(report: &Report) -> Vec<(u64, u32, u32, bool)> {

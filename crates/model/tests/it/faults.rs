@@ -432,7 +432,7 @@ fn sweep_of_safe_schedules_with_groups() {
 /// coordinator once served records above it.
 #[test]
 fn the_coordinator_serves_committed_offsets_as_of_the_high_watermark() {
-    use kafkascope_model::sim::group_coordinator::ConsumerGroup;
+    use kafkascope_model::sim::consumer_group::ConsumerGroup;
     use kafkascope_model::sim::{Cluster, Partition, Replica, Sim};
     use std::collections::BTreeMap;
     let scenario = crate::scenario(LOADED_ABOVE_THE_HIGH_WATERMARK);

@@ -13,8 +13,8 @@ fn a_step_runs_every_phase_in_order() {
     let phases = Phases::new(app.world_mut());
     let order: Vec<Phase> = phases.order().collect();
     // Actions and faults come first, so every rule of the step sees them; the brokers' side
-    // before the clients', whose requests then wait a step; the checks see the whole step; the
-    // clock moves last.
+    // before the clients', whose requests then wait a step; the lag monitor after the consumers
+    // it measures; the checks see the whole step; the clock moves last.
     use Phase::*;
     let expected = [
         Timeline,
@@ -26,6 +26,7 @@ fn a_step_runs_every_phase_in_order() {
         Delayed,
         Groups,
         Consumers,
+        Lag,
         Producers,
         Checks,
         Clock,
