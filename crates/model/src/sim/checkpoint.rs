@@ -9,7 +9,7 @@ use bevy_ecs::entity::EntityHashMap;
 use bevy_ecs::prelude::*;
 
 use super::clock::{SimClock, SimRng, Wake};
-use super::cluster::{Broker, Cluster, Partition, Replica};
+use super::cluster::{Broker, BrokerViews, Cluster, Partition, Replica};
 use super::consumer::Consumer;
 use super::consumer_group::ConsumerGroup;
 use super::events::{EventLog, Metrics};
@@ -41,7 +41,7 @@ macro_rules! no_entities {
     };
 }
 
-no_entities!(Name, Broker, Consumer);
+no_entities!(Name, Broker, Consumer, BrokerViews);
 
 impl Remap for Controller {
     fn remap(&mut self, map: &EntityHashMap<Entity>) {
@@ -254,6 +254,7 @@ model_state! {
         invariants: Invariants,
         lag: LagMonitor,
         cluster: Cluster,
+        views: BrokerViews,
     }
 }
 

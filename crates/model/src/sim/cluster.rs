@@ -115,8 +115,10 @@ pub struct BrokerView {
     pub metadata_offset: u64,
 }
 
-/// The brokers' views, indexed by id (index 0 unused). On the stack: several rules build it at
-/// every step.
+/// The brokers' views, indexed by id (index 0 unused). As a resource, the views once the
+/// controller's phase has run: no later phase of a step changes what they hold, so those phases
+/// read them there instead of building them again (`Phases::run` refreshes them).
+#[derive(Resource, Clone, Debug)]
 pub struct BrokerViews {
     views: [BrokerView; crate::scenario::limits::BROKERS as usize + 1],
     len: usize,
@@ -127,6 +129,27 @@ impl std::ops::Deref for BrokerViews {
 
     fn deref(&self) -> &[BrokerView] {
         &self.views[..self.len]
+    }
+}
+
+impl Default for BrokerViews {
+    fn default() -> Self {
+        BrokerViews {
+            views: [BrokerView::default(); crate::scenario::limits::BROKERS as usize + 1],
+            len: 0,
+        }
+    }
+}
+
+impl BrokerViews {
+    /// The views, which debug builds check against `brokers` as they are now.
+    pub fn checked<'a>(&self, brokers: impl Iterator<Item = &'a Broker>) -> &Self {
+        debug_assert_eq!(
+            *broker_views(brokers),
+            **self,
+            "the brokers' views are current"
+        );
+        self
     }
 }
 

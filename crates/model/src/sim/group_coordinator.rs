@@ -13,7 +13,9 @@ use std::collections::BTreeMap;
 use bevy_ecs::prelude::*;
 use bevy_ecs::system::SystemParam;
 
-use super::cluster::{Broker, BrokerView, Cluster, CoordinatorRecord, Partition, Record, Replica};
+use super::cluster::{
+    Broker, BrokerView, BrokerViews, Cluster, CoordinatorRecord, Partition, Record, Replica,
+};
 use super::consumer_group::{ConsumerGroup, GroupMember, GroupState, PendingSync, Reconciliation};
 use super::consumer_protocol;
 use super::events::{EventKind, EventLog};
@@ -182,6 +184,8 @@ pub(super) struct GroupsPhase<'w, 's> {
     wake: ResMut<'w, Wake>,
     wires: ResMut<'w, Wires>,
     brokers: Query<'w, 's, &'static Broker>,
+    /// The brokers as this step's controller phase left them.
+    views: Res<'w, BrokerViews>,
     partitions: Query<'w, 's, &'static Partition>,
     replicas: Query<'w, 's, &'static mut Replica>,
     groups: Query<'w, 's, &'static mut ConsumerGroup>,
@@ -215,10 +219,11 @@ impl GroupsPhase<'_, '_> {
             partitions,
             replicas,
             groups,
+            views,
             ..
         } = self;
-        let views = super::cluster::broker_views(brokers.iter());
-        let brokers: &[BrokerView] = &views;
+        let views = views.checked(brokers.iter());
+        let brokers: &[BrokerView] = views;
         let replicas = &replicas.as_readonly();
         for &entity in &cluster.groups {
             let mut group = groups.get_mut(entity).expect("group entity");
@@ -280,10 +285,11 @@ impl GroupsPhase<'_, '_> {
             groups,
             wake,
             due,
+            views,
             ..
         } = self;
-        let views = super::cluster::broker_views(brokers.iter());
-        let brokers: &[BrokerView] = &views;
+        let views = views.checked(brokers.iter());
+        let brokers: &[BrokerView] = views;
         let now = clock.now_ms;
         let initial_delay = cluster.config.group_initial_rebalance_delay_ms;
         wires.arriving::<GroupRequest>(due);
@@ -739,10 +745,11 @@ impl GroupsPhase<'_, '_> {
             replicas,
             groups,
             due,
+            views,
             ..
         } = self;
-        let views = super::cluster::broker_views(brokers.iter());
-        let brokers: &[BrokerView] = &views;
+        let views = views.checked(brokers.iter());
+        let brokers: &[BrokerView] = views;
         let replicas = &replicas.as_readonly();
         let now = clock.now_ms;
         // The offsets partition's high watermark at a broker, if it leads it (and so coordinates).

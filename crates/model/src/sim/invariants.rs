@@ -8,7 +8,7 @@ use bevy_ecs::prelude::*;
 use bevy_ecs::system::SystemParam;
 
 use super::SimClock;
-use super::cluster::{Broker, Cluster, Partition, Record, Replica, broker_views};
+use super::cluster::{Broker, BrokerViews, Cluster, Partition, Record, Replica};
 use super::consumer::Consumer;
 use super::consumer_group::ConsumerGroup;
 use super::events::Metrics;
@@ -335,6 +335,8 @@ pub(super) struct ChecksPhase<'w, 's> {
     ledger: Res<'w, AckLedger>,
     invariants: ResMut<'w, Invariants>,
     brokers: Query<'w, 's, &'static Broker>,
+    /// The brokers as this step's controller phase left them.
+    views: Res<'w, BrokerViews>,
     partitions: Query<'w, 's, &'static Partition>,
     replicas: Query<'w, 's, &'static Replica>,
     producers: Query<'w, 's, &'static Producer>,
@@ -374,10 +376,11 @@ impl ChecksPhase<'_, '_> {
             replicas,
             producers,
             touched,
+            views,
             ..
         } = self;
         let now = clock.now_ms;
-        let views = broker_views(brokers.iter());
+        let views = views.checked(brokers.iter());
         let name = |p: &Partition| cluster.partition_name(p);
         touched.clear();
         touched.extend(changed_partitions.iter());
@@ -498,7 +501,7 @@ impl ChecksPhase<'_, '_> {
             seen.electable.clear();
             seen.electable.extend(p.isr.iter().chain(&p.elr));
             invariants.partitions[i] = seen;
-            check_committed_agree(invariants, now, cluster, p, replicas, &views);
+            check_committed_agree(invariants, now, cluster, p, replicas, views);
             if let Some(leader) = p.leader_replica() {
                 let replica = replicas.get(leader).expect("replica entity");
                 check_send_order(invariants, now, cluster, p, producers, leader, replica);

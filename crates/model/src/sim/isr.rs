@@ -18,7 +18,7 @@ use bevy_ecs::prelude::*;
 use bevy_ecs::system::SystemParam;
 
 use super::clock::Standing;
-use super::cluster::{Broker, BrokerView, Cluster, Partition, Replica, broker_views};
+use super::cluster::{Broker, BrokerView, BrokerViews, Cluster, Partition, Replica};
 use super::events::{EventKind, EventLog, Metrics};
 use super::network::{Network, Node};
 use super::{SimClock, Wake};
@@ -89,6 +89,8 @@ pub(super) struct IsrPhase<'w, 's> {
     metrics: ResMut<'w, Metrics>,
     wake: ResMut<'w, Wake>,
     brokers: Query<'w, 's, &'static Broker>,
+    /// The brokers as this step's controller phase left them.
+    views: Res<'w, BrokerViews>,
     partitions: Query<'w, 's, &'static mut Partition>,
     replicas: Query<'w, 's, &'static mut Replica>,
     watch: Local<'s, HighWatermarks>,
@@ -116,10 +118,11 @@ impl IsrPhase<'_, '_> {
             brokers,
             partitions,
             replicas,
+            views,
             ..
         } = self;
         let replicas = &replicas.as_readonly();
-        let views = broker_views(brokers.iter());
+        let views = views.checked(brokers.iter());
         for &entity in &cluster.partitions {
             let partition_ref = partitions.get(entity).expect("partition entity");
             if partition_ref
@@ -189,6 +192,7 @@ impl IsrPhase<'_, '_> {
             partitions,
             replicas,
             wake,
+            views,
             ..
         } = self;
         let replicas = &replicas.as_readonly();
@@ -200,10 +204,10 @@ impl IsrPhase<'_, '_> {
         if now == 0 || !now.is_multiple_of(period) {
             return;
         }
-        let views = broker_views(brokers.iter());
+        let views = views.checked(brokers.iter());
         for &entity in &cluster.partitions {
             let mut partition = partitions.get_mut(entity).expect("partition entity");
-            if !led_by_live(&partition, &views) || !can_alter_partition(&partition, network) {
+            if !led_by_live(&partition, views) || !can_alter_partition(&partition, network) {
                 continue;
             }
             let (Some(leader_id), Some(leader)) = (partition.leader, partition.leader_replica())
@@ -258,19 +262,20 @@ impl IsrPhase<'_, '_> {
             replicas,
             wake,
             watch,
+            views,
             ..
         } = self;
         let watch = &mut **watch;
         let now = clock.now_ms;
         let lag_max = cluster.config.replica_lag_time_max_ms;
-        let views = broker_views(brokers.iter());
-        let everything = watch.partitions != cluster.partitions || *watch.views != *views;
+        let views = views.checked(brokers.iter());
+        let everything = watch.partitions != cluster.partitions || *watch.views != **views;
         if watch.partitions != cluster.partitions {
             watch.partitions = cluster.partitions.clone();
             watch.lapses.clear();
             watch.lapses_of = vec![Vec::new(); cluster.partitions.len()];
         }
-        if *watch.views != *views {
+        if *watch.views != **views {
             watch.views = views.to_vec();
         }
         watch.due.clear();
@@ -312,13 +317,13 @@ impl IsrPhase<'_, '_> {
             }
             let Some(leader) = partition
                 .leader_replica()
-                .filter(|_| led_by_live(partition, &views))
+                .filter(|_| led_by_live(partition, views))
             else {
                 continue;
             };
             let mut leader = replicas.get_mut(leader).expect("replica entity");
             // Read first: only a real change marks the replica changed.
-            if let Some(hw) = partition.next_leader_hw(&leader, &views, now, lag_max) {
+            if let Some(hw) = partition.next_leader_hw(&leader, views, now, lag_max) {
                 leader.high_watermark = hw;
             }
             // A follower outside the ISR holds the high watermark back only while it is caught up
@@ -340,13 +345,13 @@ impl IsrPhase<'_, '_> {
             let partition = partitions.get(entity).expect("partition entity");
             let Some(leader) = partition
                 .leader_replica()
-                .filter(|_| led_by_live(partition, &views))
+                .filter(|_| led_by_live(partition, views))
             else {
                 continue;
             };
             let leader = replicas.get(leader).expect("replica entity");
             debug_assert_eq!(
-                partition.next_leader_hw(leader, &views, now, lag_max),
+                partition.next_leader_hw(leader, views, now, lag_max),
                 None,
                 "partition {ordinal}'s high watermark moved unwatched"
             );

@@ -6,7 +6,7 @@ use bevy_ecs::prelude::*;
 use bevy_ecs::system::SystemParam;
 
 use super::SimClock;
-use super::cluster::{Broker, Partition, Record, Replica, broker_views};
+use super::cluster::{Broker, BrokerViews, Partition, Record, Replica};
 use super::events::Metrics;
 use super::network::{Network, Node, Wire, WireState};
 use super::protocol::{
@@ -170,6 +170,8 @@ pub(super) struct AppendPhase<'w, 's> {
     metrics: ResMut<'w, Metrics>,
     wires: ResMut<'w, Wires>,
     brokers: Query<'w, 's, &'static Broker>,
+    /// The brokers as this step's controller phase left them.
+    views: Res<'w, BrokerViews>,
     partitions: Query<'w, 's, &'static Partition>,
     replicas: Query<'w, 's, &'static mut Replica>,
     /// The produce requests arriving now, kept between steps.
@@ -192,6 +194,7 @@ impl AppendPhase<'_, '_> {
             partitions,
             replicas,
             due,
+            views,
             ..
         } = self;
         let now = clock.now_ms;
@@ -199,7 +202,7 @@ impl AppendPhase<'_, '_> {
         if due.is_empty() {
             return;
         }
-        let views = broker_views(brokers.iter());
+        let views = views.checked(brokers.iter());
         for &id in due.iter() {
             let (&wire, request) = wires
                 .get_mut_of::<ProduceRequest>(id)
@@ -263,6 +266,7 @@ impl DelayedPhase<'_, '_> {
             partitions,
             replicas,
             due,
+            views,
             ..
         } = self;
         let now = clock.now_ms;
@@ -270,7 +274,7 @@ impl DelayedPhase<'_, '_> {
         if due.is_empty() {
             return;
         }
-        let views = broker_views(brokers.iter());
+        let views = views.checked(brokers.iter());
         for &id in due.iter() {
             let (&wire, request) = wires
                 .get_mut_of::<ProduceRequest>(id)

@@ -52,7 +52,7 @@ pub mod trace;
 pub mod wires;
 
 pub use clock::{SimClock, SimRng, Wake};
-pub use cluster::{Broker, BrokerId, Cluster, Partition, Record, Replica};
+pub use cluster::{Broker, BrokerId, BrokerViews, Cluster, Partition, Record, Replica};
 pub use events::{Event, EventKind, EventLog, Metrics};
 pub use network::Message;
 pub use network::{Node, Wire, WireState};
@@ -170,6 +170,11 @@ impl Phases {
         let clock = *world.resource::<SimClock>();
         let groups = !world.resource::<Cluster>().groups.is_empty();
         for (phase, system) in &mut self.systems {
+            // Only the phases up to the controller's change what the brokers' views hold.
+            if *phase == Phase::Replication {
+                let views = cluster::broker_views(self.brokers.iter(world));
+                *world.resource_mut::<BrokerViews>() = views;
+            }
             if !due(*phase, &clock, groups, world, &mut self.brokers) {
                 continue;
             }
@@ -249,6 +254,7 @@ fn clock_phase(
 /// The model's resources and components, with their initial state. The step's systems are
 /// [`Phases`], which [`Sim`] builds for its world.
 pub fn plugin(app: &mut App) {
+    app.init_resource::<BrokerViews>();
     app.add_plugins((
         clock::plugin,
         events::plugin,

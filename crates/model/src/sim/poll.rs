@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use bevy_ecs::prelude::*;
 use bevy_ecs::system::SystemParam;
 
-use super::cluster::{Broker, Cluster, Partition, Replica, broker_views};
+use super::cluster::{Broker, BrokerViews, Cluster, Partition, Replica};
 use super::consumer_group::{ConsumerGroup, GroupState};
 use super::events::{EventKind, EventLog};
 use super::invariants::Invariants;
@@ -211,6 +211,8 @@ pub(super) struct ConsumersPhase<'w, 's> {
     wires: ResMut<'w, Wires>,
     invariants: ResMut<'w, Invariants>,
     brokers: Query<'w, 's, &'static Broker>,
+    /// The brokers as this step's controller phase left them.
+    views: Res<'w, BrokerViews>,
     partitions: Query<'w, 's, &'static Partition>,
     replicas: Query<'w, 's, &'static Replica>,
     groups: Query<'w, 's, &'static ConsumerGroup>,
@@ -645,10 +647,11 @@ impl ConsumersPhase<'_, '_> {
             replicas,
             groups,
             consumers,
+            views,
             ..
         } = self;
         let now = clock.now_ms;
-        let views = broker_views(brokers.iter());
+        let views = views.checked(brokers.iter());
         let racks = &cluster.config.broker_racks;
         for &entity in &cluster.consumers {
             // A consumer added this step is spawned at its end.
@@ -970,7 +973,7 @@ impl ConsumersPhase<'_, '_> {
                 max_age_ms: config.metadata_max_age_ms,
                 node,
                 network,
-                brokers: &views,
+                brokers: views,
             };
             wake.at(c
                 .metadata

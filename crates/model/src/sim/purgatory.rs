@@ -8,7 +8,7 @@ use bevy_ecs::prelude::*;
 use bevy_ecs::system::SystemParam;
 
 use super::SimClock;
-use super::cluster::{Broker, Cluster, Partition, Replica};
+use super::cluster::{Broker, BrokerViews, Cluster, Partition, Replica};
 use super::events::Metrics;
 use super::network::Network;
 use super::protocol::{Answers, ConsumerFetch};
@@ -24,6 +24,8 @@ pub(super) struct DelayedPhase<'w, 's> {
     pub(super) wires: ResMut<'w, Wires>,
     pub(super) metrics: ResMut<'w, Metrics>,
     pub(super) brokers: Query<'w, 's, &'static Broker>,
+    /// The brokers as this step's controller phase left them.
+    pub(super) views: Res<'w, BrokerViews>,
     pub(super) partitions: Query<'w, 's, &'static Partition>,
     pub(super) replicas: Query<'w, 's, &'static Replica>,
     pub(super) changed_brokers: Query<'w, 's, &'static Broker, Changed<Broker>>,

@@ -91,10 +91,11 @@ impl DelayedPhase<'_, '_> {
             touched,
             due,
             arriving,
+            views,
             ..
         } = self;
         let now = clock.now_ms;
-        let views = super::cluster::broker_views(brokers.iter());
+        let views = views.checked(brokers.iter());
         touched.clear();
         touched.extend(changed_partitions.iter());
         touched.extend(changed_replicas.iter().map(|r| r.partition));
@@ -126,7 +127,7 @@ impl DelayedPhase<'_, '_> {
                     continue;
                 };
                 debug_assert_eq!(
-                    answer(wire, request, partition, replica, cluster, &views, now),
+                    answer(wire, request, partition, replica, cluster, views, now),
                     None,
                     "a held consumer fetch left out would be answered"
                 );
@@ -139,7 +140,7 @@ impl DelayedPhase<'_, '_> {
             let (&wire, request) = wires.get_of::<ConsumerFetch>(id).expect("a consumer fetch");
             let partition = partitions.get(request.partition).expect("partition entity");
             let answered = match served_by(request, partition, replicas) {
-                Some(replica) => answer(&wire, request, partition, replica, cluster, &views, now)
+                Some(replica) => answer(&wire, request, partition, replica, cluster, views, now)
                     .map(|(from, count, error)| (from, count, error, replica.high_watermark)),
                 // A reassignment removed the replica while the fetch was on its way or held.
                 None => Some((request.offset, 0, Some(KafkaError::NotLeaderOrFollower), 0)),

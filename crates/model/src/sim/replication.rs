@@ -9,7 +9,7 @@ use std::ops::Range;
 use bevy_ecs::prelude::*;
 use bevy_ecs::system::SystemParam;
 
-use super::cluster::{Broker, BrokerId, Cluster, Partition, Record, Replica, broker_views};
+use super::cluster::{Broker, BrokerId, BrokerViews, Cluster, Partition, Record, Replica};
 use super::events::{EventKind, EventLog, Metrics};
 use super::network::{Network, Node, Wire, WireState};
 use super::protocol::{
@@ -200,6 +200,8 @@ pub(super) struct ReplicationPhase<'w, 's> {
     metrics: ResMut<'w, Metrics>,
     wires: ResMut<'w, Wires>,
     brokers: Query<'w, 's, &'static mut Broker>,
+    /// The brokers as this step's controller phase left them.
+    views: Res<'w, BrokerViews>,
     partitions: Query<'w, 's, &'static mut Partition>,
     replicas: Query<'w, 's, &'static mut Replica>,
     /// Kept between steps, so that a step allocates little: the messages arriving now,
@@ -310,6 +312,7 @@ impl ReplicationPhase<'_, '_> {
             replicas,
             due,
             answers,
+            views,
             ..
         } = self;
         let brokers = &brokers.as_readonly();
@@ -320,7 +323,7 @@ impl ReplicationPhase<'_, '_> {
         if due.is_empty() {
             return;
         }
-        let views = broker_views(brokers.iter());
+        let views = views.checked(brokers.iter());
         for &id in due.iter() {
             let (wire, request) = wires.get_of::<FetchRequest>(id).expect("a fetch");
             metrics.fetch_requests += 1;

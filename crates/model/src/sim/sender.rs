@@ -8,7 +8,7 @@ use bevy_ecs::prelude::*;
 use bevy_ecs::system::SystemParam;
 
 use super::clock::SimRng;
-use super::cluster::{Broker, BrokerId, Cluster, Partition, broker_views};
+use super::cluster::{Broker, BrokerId, BrokerViews, Cluster, Partition};
 use super::keys::{self, Key};
 use super::ledger::AckLedger;
 use super::metadata::Refresh;
@@ -166,6 +166,8 @@ pub(super) struct ProducersPhase<'w, 's> {
     ledger: ResMut<'w, AckLedger>,
     wires: ResMut<'w, Wires>,
     brokers: Query<'w, 's, &'static Broker>,
+    /// The brokers as this step's controller phase left them.
+    views: Res<'w, BrokerViews>,
     partitions: Query<'w, 's, &'static Partition>,
     producers: Query<'w, 's, &'static mut Producer>,
     /// Kept between steps, so that a step allocates little: the responses arriving now,
@@ -326,9 +328,10 @@ impl ProducersPhase<'_, '_> {
             brokers,
             partitions,
             producers,
+            views,
             ..
         } = self;
-        let views = broker_views(brokers.iter());
+        let views = views.checked(brokers.iter());
         for &entity in &cluster.producers {
             let mut producer = producers.get_mut(entity).expect("producer entity");
             let producer = &mut *producer;
@@ -345,7 +348,7 @@ impl ProducersPhase<'_, '_> {
                 max_age_ms: producer.config.metadata_max_age_ms,
                 node: Node::Producer(producer.index),
                 network,
-                brokers: &views,
+                brokers: views,
             };
             let in_flight = &producer.in_flight;
             let next = producer.metadata.refresh(
@@ -391,10 +394,11 @@ impl ProducersPhase<'_, '_> {
             brokers,
             producers,
             by_leader,
+            views,
             ..
         } = self;
         let now = clock.now_ms;
-        let views = broker_views(brokers.iter());
+        let views = views.checked(brokers.iter());
         // In scenario order: the order producers draw random numbers and wire ids in.
         for &entity in &cluster.producers {
             let mut producer = producers.get_mut(entity).expect("producer entity");
