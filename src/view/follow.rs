@@ -162,7 +162,7 @@ pub fn at_offset(world: &World, ordinal: u32, offset: u64) -> Option<Picked> {
     leader.chain(rest).find_map(|e| {
         let record = world.get::<Replica>(e)?.log.get(offset as usize)?;
         // The coordinator's records have no producer: nothing to follow.
-        (record.coordinator.is_none()).then_some(Picked {
+        (record.written().is_none()).then_some(Picked {
             id: record.id,
             partition: ordinal,
             offset: Some(offset),
@@ -194,8 +194,11 @@ pub fn resolve(world: &World, record: &RecordRef) -> Option<Picked> {
                         .get::<Replica>(*e)?
                         .log
                         .iter()
-                        .find(|r| r.producer == producer.index && producer.key_is(r.key, key))
-                        .map(|r| (r.id, Some(r.offset)))
+                        .zip(0u64..)
+                        .find(|(r, _)| {
+                            r.producer() == producer.index && producer.key_is(r.key, key)
+                        })
+                        .map(|(r, offset)| (r.id, Some(offset)))
                 };
                 let in_log = partition
                     .leader_replica()
@@ -252,20 +255,24 @@ pub fn trace(world: &mut World, picked: Picked, acks: &mut AckScan) -> Option<Tr
 
     // Its offset: where the leader's log holds it, else any replica's; where it was last seen
     // first, since a record keeps its offset unless a truncation took it.
-    let holds = |e: &Entity| -> Option<(u32, &Record)> {
+    let holds = |e: &Entity| -> Option<(u32, u64, &Record)> {
         let replica = world.get::<Replica>(*e)?;
         let hinted = picked
             .offset
-            .and_then(|o| replica.log.get(o as usize))
-            .filter(|r| r.id == picked.id);
-        let record = hinted.or_else(|| replica.log.iter().rev().find(|r| r.id == picked.id))?;
-        Some((replica.broker, record))
+            .and_then(|o| Some((o, replica.log.get(o as usize)?)))
+            .filter(|(_, r)| r.id == picked.id);
+        let (offset, record) = hinted.or_else(|| {
+            let leo = replica.log_end_offset();
+            let mut newest_first = (0..leo).rev().zip(replica.log.iter().rev());
+            newest_first.find(|(_, r)| r.id == picked.id)
+        })?;
+        Some((replica.broker, offset, record))
     };
     let leader_copy = partition.leader_replica().as_ref().and_then(holds);
     let any_copy = leader_copy.or_else(|| partition.replicas.iter().find_map(holds));
-    let offset = any_copy.map(|(_, r)| r.offset);
+    let offset = any_copy.map(|(_, o, _)| o);
     let key = any_copy
-        .map(|(_, r)| r.key)
+        .map(|(_, _, r)| r.key)
         .or(in_batch_record.map(|r| r.key))
         .or(in_flight_record.map(|r| r.key))
         .and_then(|k| producer.key_text(k));

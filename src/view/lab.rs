@@ -169,7 +169,7 @@ fn keys_split(sim: &Sim, topic: &str) -> u64 {
         for record in replica.log.iter_from(0) {
             let key = cluster
                 .producers
-                .get(record.producer as usize)
+                .get(record.producer() as usize)
                 .and_then(|e| world.get::<Producer>(*e))
                 .and_then(|producer| producer.key_text(record.key));
             if let Some(key) = key {

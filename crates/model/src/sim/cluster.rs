@@ -511,28 +511,126 @@ impl Partition {
     }
 }
 
-/// One record in a replica's log, in 56 bytes. Its offset is its index: the model keeps whole
-/// logs (no retention, no compaction).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One record in a replica's log, in 32 bytes: a long run's logs hold millions. Its offset is
+/// its index: the model keeps whole logs (no retention, no compaction). What Kafka keeps once
+/// per batch (the producer's id and epoch, the base sequence, the sizes) is packed into the
+/// record's own word, with its place in its batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Record {
-    /// Unique over the run: which `send()` made it (a retried duplicate has the same id).
+    /// Unique over the run: which `send()` made it (a retried duplicate has the same id), its
+    /// producer in its high bits ([`super::ledger::producer_of`]). 0 in `__consumer_offsets`.
     pub id: u64,
-    pub offset: u64,
+    /// Written out by its producer's [`super::producer::Producer::key_text`]. In
+    /// `__consumer_offsets`, what the coordinator wrote about (the group, and the partition of
+    /// a committed offset), as Kafka's `OffsetCommitKey` and `GroupMetadataKey` say it.
+    pub key: super::keys::Key,
     /// The leader epoch of the leader that appended it.
     pub leader_epoch: u32,
-    /// Written out by its producer's [`super::producer::Producer::key_text`].
-    pub key: super::keys::Key,
-    /// The producer's index in the scenario.
-    pub producer: u32,
     /// Idempotent producer sequence number, or -1 (`RecordBatch.NO_SEQUENCE`).
     pub sequence: i32,
-    /// The sequence of the first record of its batch, or -1.
-    pub batch_first_sequence: i32,
+    /// A produced record: its bytes, its place in its batch and its producer's epoch
+    /// ([`Packed`]). In `__consumer_offsets`: the committed offset.
+    packed: u64,
+}
+
+/// The bits of a produced record's word: bytes, then its place in its batch, then the epoch.
+struct Packed;
+
+impl Packed {
+    /// `limits::RECORD_BYTES` (1 MiB) fits in 21 bits.
+    const BYTES_BITS: u32 = 21;
+    /// A batch of `limits::BATCH_SIZE` one-byte records (16 Mi) fits in 27 bits.
+    const INDEX_BITS: u32 = 27;
+    const INDEX_SHIFT: u32 = Self::BYTES_BITS;
+    const EPOCH_SHIFT: u32 = Self::BYTES_BITS + Self::INDEX_BITS;
+    const BYTES_MASK: u64 = (1 << Self::BYTES_BITS) - 1;
+    const INDEX_MASK: u64 = (1 << Self::INDEX_BITS) - 1;
+}
+
+const _: () = assert!(
+    crate::scenario::limits::RECORD_BYTES as u64 <= Packed::BYTES_MASK
+        && crate::scenario::limits::BATCH_SIZE as u64 <= Packed::INDEX_MASK + 1
+        && Packed::EPOCH_SHIFT + u16::BITS == u64::BITS,
+    "a record's bytes, place in its batch and producer epoch must fit in its word"
+);
+
+/// The bytes the model counts for a record of `__consumer_offsets`.
+const COORDINATOR_RECORD_BYTES: u32 = 64;
+
+impl Record {
+    /// A record a producer sent: the `index`th of a batch whose first sequence is
+    /// `base_sequence` (`None` without idempotence).
+    pub fn produced(
+        id: u64,
+        key: super::keys::Key,
+        leader_epoch: u32,
+        base_sequence: Option<i32>,
+        producer_epoch: u16,
+        index: usize,
+        bytes: u32,
+    ) -> Record {
+        debug_assert!(u64::from(bytes) <= Packed::BYTES_MASK && index as u64 <= Packed::INDEX_MASK);
+        Record {
+            id,
+            key,
+            leader_epoch,
+            sequence: base_sequence.map_or(-1, |s| s + index as i32),
+            packed: u64::from(bytes)
+                | (index as u64) << Packed::INDEX_SHIFT
+                | u64::from(producer_epoch) << Packed::EPOCH_SHIFT,
+        }
+    }
+
+    /// A record a group's coordinator wrote to `__consumer_offsets`.
+    pub fn coordinator(written: CoordinatorRecord, leader_epoch: u32) -> Record {
+        Record {
+            id: 0,
+            key: super::keys::Key::coordinator(written.group, written.offset.map(|o| o.0)),
+            leader_epoch,
+            sequence: -1,
+            packed: written.offset.map_or(0, |o| o.1),
+        }
+    }
+
+    /// What a group's coordinator wrote, for a record of `__consumer_offsets`.
+    pub fn written(&self) -> Option<CoordinatorRecord> {
+        let (group, partition) = self.key.coordinator_of()?;
+        Some(CoordinatorRecord {
+            group,
+            offset: partition.map(|p| (p, self.packed)),
+        })
+    }
+
+    pub fn bytes(&self) -> u32 {
+        if self.key.coordinator_of().is_some() {
+            return COORDINATOR_RECORD_BYTES;
+        }
+        (self.packed & Packed::BYTES_MASK) as u32
+    }
+
+    /// The producer's index in the scenario; `u32::MAX` for a coordinator's record.
+    pub fn producer(&self) -> u32 {
+        if self.key.coordinator_of().is_some() {
+            return u32::MAX;
+        }
+        super::ledger::producer_of(self.id)
+    }
+
     /// The idempotent producer's epoch (bumped when it resets its sequence numbers).
-    pub producer_epoch: u16,
-    /// In `__consumer_offsets`: what the group coordinator wrote.
-    pub coordinator: Option<Box<CoordinatorRecord>>,
-    pub bytes: u32,
+    pub fn producer_epoch(&self) -> u16 {
+        if self.key.coordinator_of().is_some() {
+            return 0;
+        }
+        (self.packed >> Packed::EPOCH_SHIFT) as u16
+    }
+
+    /// The sequence of the first record of its batch, or -1.
+    pub fn batch_first_sequence(&self) -> i32 {
+        if self.sequence < 0 {
+            return -1;
+        }
+        self.sequence - ((self.packed >> Packed::INDEX_SHIFT) & Packed::INDEX_MASK) as i32
+    }
 }
 
 // The scenario limits count a record's memory by this size.
@@ -688,40 +786,42 @@ impl Replica {
     /// Appends records whose offsets are already set (follower) or assigns them (leader) and
     /// keeps the producers' batch metadata up to date, as both leader and follower do.
     pub fn append(&mut self, records: impl IntoIterator<Item = Record>) {
-        for mut record in records {
-            record.offset = self.log_end_offset();
+        for record in records {
+            let offset = self.log_end_offset();
             // A record of another leader epoch starts that epoch in this replica's history
             // (`UnifiedLog.append`, `maybeAssignEpochStartOffset`).
-            self.assign_epoch(record.leader_epoch, record.offset);
+            self.assign_epoch(record.leader_epoch, offset);
             if record.sequence >= 0 {
+                let producer = record.producer();
+                let (producer_epoch, first_sequence) =
+                    (record.producer_epoch(), record.batch_first_sequence());
                 let batches = match self
                     .producer_batches
                     .iter_mut()
-                    .position(|(p, _)| *p == record.producer)
+                    .position(|(p, _)| *p == producer)
                 {
                     Some(i) => &mut self.producer_batches[i].1,
                     None => {
-                        self.producer_batches
-                            .push((record.producer, VecDeque::new()));
+                        self.producer_batches.push((producer, VecDeque::new()));
                         &mut self.producer_batches.last_mut().unwrap().1
                     }
                 };
                 // A new producer epoch starts the producer's sequence numbers afresh.
                 if batches
                     .back()
-                    .is_some_and(|b| b.producer_epoch < record.producer_epoch)
+                    .is_some_and(|b| b.producer_epoch < producer_epoch)
                 {
                     batches.clear();
                 }
-                if record.sequence == record.batch_first_sequence || batches.is_empty() {
+                if record.sequence == first_sequence || batches.is_empty() {
                     if batches.len() == PRODUCER_STATE_BATCHES {
                         batches.pop_front();
                     }
                     batches.push_back(BatchMetadata {
-                        producer_epoch: record.producer_epoch,
-                        first_sequence: record.batch_first_sequence,
+                        producer_epoch,
+                        first_sequence,
                         last_sequence: record.sequence,
-                        first_offset: record.offset,
+                        first_offset: offset,
                     });
                 } else if let Some(last) = batches.back_mut() {
                     last.last_sequence = record.sequence;
@@ -736,7 +836,7 @@ impl Replica {
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 
 // A log holds a record per offset, shared by the replicas that agree: keep it small.
-const _: () = assert!(size_of::<Record>() == 56);
+const _: () = assert!(size_of::<Record>() == 32);
 
 /// A query of the model's world read from outside the schedule (`load` registers every model
 /// component, so the query can be made from a shared borrow).

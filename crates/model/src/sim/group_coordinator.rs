@@ -72,20 +72,12 @@ fn write_records(
     let mut log = replicas.get_mut(leader).expect("replica");
     if !records.is_empty() {
         let epoch = offsets.leader_epoch;
-        log.append(records.iter().map(|offset| Record {
-            id: 0,
-            offset: 0,
-            leader_epoch: epoch,
-            key: crate::sim::keys::Key::NONE,
-            producer: u32::MAX,
-            sequence: -1,
-            batch_first_sequence: -1,
-            producer_epoch: 0,
-            bytes: 64,
-            coordinator: Some(Box::new(CoordinatorRecord {
+        log.append(records.iter().map(|offset| {
+            let written = CoordinatorRecord {
                 group: group.index,
                 offset: *offset,
-            })),
+            };
+            Record::coordinator(written, epoch)
         }));
         // Followers' fetches held at this leader finish once it has appended (`DelayedFetch`):
         // the next step's delayed phase answers them, so it must run.
@@ -244,8 +236,7 @@ impl GroupsPhase<'_, '_> {
             let index = group.index;
             // A record's (partition, offset) if it commits this group's offset.
             let of_group = |r: &Record| {
-                r.coordinator
-                    .as_deref()
+                r.written()
                     .filter(|c| c.group == index)
                     .and_then(|c| c.offset)
             };

@@ -49,14 +49,13 @@ impl Order {
         if record.sequence < 0 {
             return None;
         }
-        let Some(last) = self.last.iter_mut().find(|l| l.0 == record.producer) else {
-            self.last
-                .push((record.producer, record.producer_epoch, record.id));
+        let (producer, epoch) = (record.producer(), record.producer_epoch());
+        let Some(last) = self.last.iter_mut().find(|l| l.0 == producer) else {
+            self.last.push((producer, epoch, record.id));
             return None;
         };
-        let out_of_order =
-            (last.1 == record.producer_epoch && record.id <= last.2).then_some(last.2);
-        *last = (record.producer, record.producer_epoch, record.id);
+        let out_of_order = (last.1 == epoch && record.id <= last.2).then_some(last.2);
+        *last = (producer, epoch, record.id);
         out_of_order
     }
 }
@@ -231,14 +230,13 @@ fn check_committed_agree(
         if from >= to {
             continue;
         }
-        let differ = leader
-            .log
-            .iter_from(from as usize)
+        let differ = (from..)
+            .zip(leader.log.iter_from(from as usize))
             .zip(follower.log.iter_from(from as usize))
             .take((to - from) as usize)
-            .find(|(l, f)| l.id != f.id);
-        if let Some((l, f)) = differ {
-            found.push((broker, l.offset, l.id, f.id));
+            .find(|((_, l), f)| l.id != f.id);
+        if let Some(((offset, l), f)) = differ {
+            found.push((broker, offset, l.id, f.id));
         }
         agreed.upto[k] = to;
     }
@@ -294,9 +292,10 @@ fn check_send_order(
         return;
     }
     let mut found = Vec::new();
-    for record in replica.log.iter_from(order.checked as usize) {
+    let checked = order.checked;
+    for (offset, record) in (checked..).zip(replica.log.iter_from(checked as usize)) {
         if let Some(later) = order.see(record) {
-            found.push((record.producer, record.offset, record.id, later));
+            found.push((record.producer(), offset, record.id, later));
         }
     }
     order.checked = leo;
@@ -673,19 +672,12 @@ impl ChecksPhase<'_, '_> {
 mod tests {
     use super::*;
 
-    fn record(producer: u32, producer_epoch: u16, id: u64, sequence: i32) -> Record {
-        Record {
-            id,
-            offset: 0,
-            leader_epoch: 0,
-            key: crate::sim::keys::Key::NONE,
-            producer,
-            sequence,
-            batch_first_sequence: sequence,
-            producer_epoch,
-            coordinator: None,
-            bytes: 100,
-        }
+    /// Producer `producer`'s `send`th record, alone in its batch.
+    fn record(producer: u32, producer_epoch: u16, send: u64, sequence: i32) -> Record {
+        let id = crate::sim::ledger::record_id(producer, send);
+        let sequence = (sequence >= 0).then_some(sequence);
+        let key = crate::sim::keys::Key::NONE;
+        Record::produced(id, key, 0, sequence, producer_epoch, 0, 100)
     }
 
     #[test]

@@ -15,7 +15,11 @@ const TAG_SHIFT: u32 = 62;
 const SEQUENCE: u64 = 0;
 const RANDOM: u64 = 1;
 const NAMED: u64 = 2;
-// Tag 3 is `Key::NONE`'s (every bit set).
+/// Tag 3 is `Key::NONE`'s (every bit set), and a coordinator's: the group's index above
+/// [`PARTITION_BITS`], and the partition's ordinal plus one below (0 for none).
+const COORDINATOR: u64 = 3;
+const PARTITION_BITS: u32 = 33;
+const GROUP_MASK: u64 = (1 << (TAG_SHIFT - PARTITION_BITS)) - 1;
 /// A sequence's number takes the low bits; the name of its prefix the bits above.
 const NUMBER_BITS: u32 = 48;
 const NUMBER_MASK: u64 = (1 << NUMBER_BITS) - 1;
@@ -39,6 +43,26 @@ impl Key {
     /// Name `index` of the producer's table.
     pub fn named(index: usize) -> Key {
         Key((NAMED << TAG_SHIFT) | index as u64)
+    }
+
+    /// The key of a record a group's coordinator writes to `__consumer_offsets`: the group,
+    /// and the partition whose offset it commits, or none for the group's own metadata
+    /// (Kafka's `OffsetCommitKey` and `GroupMetadataKey`). It has no text of its own.
+    pub fn coordinator(group: u32, partition: Option<u32>) -> Key {
+        let group = u64::from(group);
+        debug_assert!(group < GROUP_MASK);
+        let partition = partition.map_or(0, |p| u64::from(p) + 1);
+        Key((COORDINATOR << TAG_SHIFT) | (group << PARTITION_BITS) | partition)
+    }
+
+    /// The group and partition of a coordinator's key.
+    pub fn coordinator_of(self) -> Option<(u32, Option<u32>)> {
+        if self.tag() != COORDINATOR || self.is_none() {
+            return None;
+        }
+        let partition = self.payload() & ((1 << PARTITION_BITS) - 1);
+        let group = (self.payload() >> PARTITION_BITS) as u32;
+        Some((group, partition.checked_sub(1).map(|p| p as u32)))
     }
 
     pub fn is_none(self) -> bool {
@@ -142,5 +166,12 @@ mod tests {
         assert_eq!(Key::NONE.text(&names), None);
         assert!(!Key::NONE.is(&names, ""));
         assert!(Key::NONE.is_none() && !Key::random(0).is_none());
+        for (group, partition) in [(0, None), (0, Some(0)), (7, Some(u32::MAX)), (1000, None)] {
+            let key = Key::coordinator(group, partition);
+            assert_eq!(key.coordinator_of(), Some((group, partition)));
+            assert!(!key.is_none() && key.text(&names).is_none());
+        }
+        assert_eq!(Key::NONE.coordinator_of(), None);
+        assert_eq!(Key::random(3).coordinator_of(), None);
     }
 }

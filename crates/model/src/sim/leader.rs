@@ -83,17 +83,16 @@ fn append_batch(
     }
 
     let base = leader.log_end_offset();
-    leader.append(batch.records.iter().enumerate().map(|(i, r)| Record {
-        id: r.id,
-        offset: 0,
-        leader_epoch: epoch,
-        key: r.key,
-        producer: batch.producer,
-        sequence: batch.base_sequence.map_or(-1, |s| s + i as i32),
-        batch_first_sequence: batch.base_sequence.unwrap_or(-1),
-        producer_epoch: batch.producer_epoch,
-        coordinator: None,
-        bytes: r.bytes,
+    leader.append(batch.records.iter().enumerate().map(|(i, r)| {
+        Record::produced(
+            r.id,
+            r.key,
+            epoch,
+            batch.base_sequence,
+            batch.producer_epoch,
+            i,
+            r.bytes,
+        )
     }));
     metrics.records_appended += count;
     wait_or_done(acks, base, count)

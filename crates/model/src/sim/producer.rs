@@ -957,7 +957,7 @@ impl Producer {
 /// view, reports, tests).
 pub fn record_key(world: &World, record: &super::cluster::Record) -> Option<String> {
     let cluster = world.get_resource::<Cluster>()?;
-    let producer = world.get::<Producer>(*cluster.producers.get(record.producer as usize)?)?;
+    let producer = world.get::<Producer>(*cluster.producers.get(record.producer() as usize)?)?;
     producer.key_text(record.key)
 }
 

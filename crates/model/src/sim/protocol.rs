@@ -153,6 +153,8 @@ pub struct FetchedPartition {
     pub replica: Entity,
     /// Where its records are in the response's [`FetchResponse::records`].
     pub records: std::ops::Range<u32>,
+    /// The offset of its first record (a batch's `baseOffset`).
+    pub base_offset: u64,
     pub high_watermark: u64,
     pub error: Option<KafkaError>,
     /// Set when the follower's log diverges: it truncates before fetching again.

@@ -27,11 +27,11 @@ fn read_log(leader: &Replica, from: u64, max_bytes: u64, out: &mut Vec<Record>) 
     let start = out.len();
     let mut bytes = 0u64;
     for record in leader.log.iter_from(from as usize) {
-        bytes += u64::from(record.bytes);
+        bytes += u64::from(record.bytes());
         if bytes > max_bytes && out.len() > start {
             break;
         }
-        out.push(record.clone());
+        out.push(*record);
     }
     start as u32..out.len() as u32
 }
@@ -70,6 +70,7 @@ fn answer_partition(
         partition: fetch.partition,
         replica: fetch.replica,
         records: 0..0,
+        base_offset: fetch.fetch_offset,
         high_watermark: 0,
         error: None,
         diverging: None,
@@ -436,8 +437,8 @@ impl ReplicationPhase<'_, '_> {
                     continue;
                 }
                 let records = response.records_of(fetched);
-                if let Some(first) = records.first() {
-                    if first.offset != replica.log_end_offset() {
+                if !records.is_empty() {
+                    if fetched.base_offset != replica.log_end_offset() {
                         continue; // Not where this log ends: a stale answer.
                     }
                     metrics.records_replicated += records.len() as u64;

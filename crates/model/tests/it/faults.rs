@@ -458,8 +458,7 @@ fn the_coordinator_serves_committed_offsets_as_of_the_high_watermark() {
         let mut expected = BTreeMap::new();
         for record in leader.log.iter().take(leader.high_watermark as usize) {
             if let Some((partition, offset)) = record
-                .coordinator
-                .as_deref()
+                .written()
                 .filter(|c| c.group == group.index)
                 .and_then(|c| c.offset)
             {

@@ -462,7 +462,7 @@ fn a_gap_at_a_new_leader_bumps_the_producer_epoch() {
     let log = leader_log(&mut sim);
     let first_of_epoch_1 = log
         .iter()
-        .find(|r| r.producer_epoch == 1)
+        .find(|r| r.producer_epoch() == 1)
         .expect("epoch 1 records");
     assert_eq!(first_of_epoch_1.sequence, 0);
 }
