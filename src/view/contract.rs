@@ -350,9 +350,8 @@ fn state_holds(world: &bevy::prelude::World, expect: &Expect, record: Option<Pic
         }
         Expect::Acknowledged(_) => world
             .resource::<AckLedger>()
-            .records
-            .iter()
-            .any(|r| r.id == id),
+            .ids_from(0)
+            .any(|acked| acked == id),
         Expect::Consumed(Focus::Group(group), _) => {
             let Some(o) = offset else { return false };
             let index = cluster.groups.iter().position(|e| {

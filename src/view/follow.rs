@@ -118,9 +118,9 @@ pub struct AckScan {
 
 impl AckScan {
     /// The ledger's entry for `id`, if it is there now.
-    pub fn entry<'a>(&mut self, ledger: &'a AckLedger, id: u64) -> Option<&'a AckedRecord> {
+    pub fn entry(&mut self, ledger: &AckLedger, id: u64) -> Option<AckedRecord> {
         if self.acked(ledger, id) {
-            self.found_at.and_then(|i| ledger.records.get(i))
+            self.found_at.and_then(|i| ledger.get(i))
         } else {
             None
         }
@@ -128,7 +128,7 @@ impl AckScan {
 
     /// Whether `id` is in the ledger now.
     pub fn acked(&mut self, ledger: &AckLedger, id: u64) -> bool {
-        let len = ledger.records.len();
+        let len = ledger.len();
         if self.id != Some(id) {
             *self = AckScan {
                 id: Some(id),
@@ -140,11 +140,7 @@ impl AckScan {
         }
         self.found_at = None;
         self.scanned = self.scanned.min(len);
-        if let Some(i) = ledger
-            .records
-            .iter_from(self.scanned)
-            .position(|r| r.id == id)
-        {
+        if let Some(i) = ledger.ids_from(self.scanned).position(|acked| acked == id) {
             self.found_at = Some(self.scanned + i);
         }
         self.scanned = len;

@@ -264,7 +264,7 @@ model_state! {
 fn approx_bytes(entities: &BTreeMap<Entity, Parts>, resources: &Resources) -> usize {
     const MAP_ENTRY: usize = size_of::<Entity>() + size_of::<Parts>() + 16;
     let mut bytes = size_of::<Resources>()
-        + resources.ledger.records.unshared_bytes()
+        + resources.ledger.unshared_bytes()
         + resources.wires.approx_bytes()
         + resources.events.events.unshared_bytes();
     for group in &resources.lag.groups {

@@ -5,9 +5,9 @@ use bevy_ecs::prelude::*;
 
 use crate::scenario::Acks;
 
-/// One record a producer was told is written, in 32 bytes: a long run acknowledges millions.
-/// Its producer is in its id.
-#[derive(Debug, Clone)]
+/// One record a producer was told is written, as the ledger gives it back. Its producer is in
+/// its id.
+#[derive(Debug, Clone, Copy)]
 pub struct AckedRecord {
     pub id: u64,
     /// The offset the leader answered with; [`NO_OFFSET`] for acks=0.
@@ -22,22 +22,6 @@ pub struct AckedRecord {
 const NO_OFFSET: u64 = u64::MAX;
 
 impl AckedRecord {
-    pub fn new(
-        id: u64,
-        partition: u32,
-        offset: Option<u64>,
-        key: super::keys::Key,
-        acks: Acks,
-    ) -> Self {
-        AckedRecord {
-            id,
-            offset: offset.unwrap_or(NO_OFFSET),
-            key,
-            partition,
-            acks,
-        }
-    }
-
     /// The offset the leader answered with; `None` for acks=0.
     pub fn offset(&self) -> Option<u64> {
         (self.offset != NO_OFFSET).then_some(self.offset)
@@ -49,15 +33,123 @@ impl AckedRecord {
     }
 }
 
+/// What the ledger keeps of each record: 16 bytes, as a long run acknowledges millions.
+#[derive(Debug, Clone, Copy)]
+struct Row {
+    id: u64,
+    key: super::keys::Key,
+}
+
+/// What it keeps once per batch: where the batch went and how, as the producer's answer said
+/// (`ProduceResponse`'s base offset for the batch).
+#[derive(Debug, Clone, Copy)]
+struct AckedBatch {
+    /// The index of its first row.
+    first: u64,
+    /// The offset of its first record; [`NO_OFFSET`] for acks=0.
+    base_offset: u64,
+    partition: u32,
+    acks: Acks,
+}
+
+impl AckedBatch {
+    fn record(&self, row: &Row, index: u64) -> AckedRecord {
+        let offset = match self.base_offset {
+            NO_OFFSET => NO_OFFSET,
+            base => base + (index - self.first),
+        };
+        AckedRecord {
+            id: row.id,
+            offset,
+            key: row.key,
+            partition: self.partition,
+            acks: self.acks,
+        }
+    }
+}
+
+/// Every record a producer saw succeed, in the order their batches did.
 #[derive(Clone, Resource, Debug, Default)]
 pub struct AckLedger {
-    pub records: super::chunked::Chunked<AckedRecord>,
+    rows: super::chunked::Chunked<Row>,
+    batches: super::chunked::Chunked<AckedBatch>,
     /// A broker lost its disk during the run.
     pub disk_lost: bool,
 }
 
-// The ledger holds a row per acknowledged record: keep it small.
-const _: () = assert!(size_of::<AckedRecord>() == 32);
+// The ledger holds a row per acknowledged record and one per batch: keep them small.
+const _: () = assert!(size_of::<Row>() == 16 && size_of::<AckedBatch>() == 24);
+
+impl AckLedger {
+    /// A batch to `partition` whose records are `(id, key)`, answered with `base_offset` (none
+    /// for acks=0).
+    pub fn add_batch(
+        &mut self,
+        partition: u32,
+        base_offset: Option<u64>,
+        acks: Acks,
+        records: impl IntoIterator<Item = (u64, super::keys::Key)>,
+    ) {
+        let first = self.rows.len() as u64;
+        self.rows
+            .extend(records.into_iter().map(|(id, key)| Row { id, key }));
+        if self.rows.len() as u64 > first {
+            self.batches.push(AckedBatch {
+                first,
+                base_offset: base_offset.unwrap_or(NO_OFFSET),
+                partition,
+                acks,
+            });
+        }
+    }
+
+    /// How many records it holds.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// The `i`th record acknowledged.
+    pub fn get(&self, i: usize) -> Option<AckedRecord> {
+        let row = self.rows.get(i)?;
+        // The last batch starting at or before `i`.
+        let (mut lo, mut hi) = (0, self.batches.len());
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if self.batches.get(mid)?.first <= i as u64 {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        Some(self.batches.get(lo)?.record(row, i as u64))
+    }
+
+    /// Every record, in order.
+    pub fn iter(&self) -> impl Iterator<Item = AckedRecord> + '_ {
+        let mut batches = self.batches.iter().peekable();
+        let mut batch = None;
+        self.rows.iter().zip(0u64..).map(move |(row, i)| {
+            while let Some(next) = batches.next_if(|b| b.first <= i) {
+                batch = Some(next);
+            }
+            batch.expect("every row is in a batch").record(row, i)
+        })
+    }
+
+    /// The ids of the records from the `from`th on.
+    pub fn ids_from(&self, from: usize) -> impl Iterator<Item = u64> + '_ {
+        self.rows.iter_from(from).map(|r| r.id)
+    }
+
+    /// Roughly the bytes a clone costs of its own (see [`super::chunked::Chunked`]).
+    pub fn unshared_bytes(&self) -> usize {
+        self.rows.unshared_bytes() + self.batches.unshared_bytes()
+    }
+}
 
 /// A record's id holds its producer's index above this many bits and its send number below.
 const SEND_NUMBER_BITS: u32 = 40;

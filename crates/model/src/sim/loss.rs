@@ -83,8 +83,8 @@ pub fn lost_records(
 ) -> Vec<LostRecord> {
     let mut lost = Vec::new();
     // Records per partition, to look at each partition's logs once.
-    let mut by_partition: Vec<Vec<&AckedRecord>> = vec![Vec::new(); cluster.partitions.len()];
-    for record in &ledger.records {
+    let mut by_partition: Vec<Vec<AckedRecord>> = vec![Vec::new(); cluster.partitions.len()];
+    for record in ledger.iter() {
         by_partition[record.partition as usize].push(record);
     }
     let elr_enabled = cluster.config.eligible_leader_replicas;
@@ -153,7 +153,7 @@ pub fn lost_records(
                 (*b, may_lead, holds(&records, replica(*b)))
             })
             .collect();
-        for record in records {
+        for record in &records {
             let down: Vec<String> = each
                 .iter()
                 .filter(|(_, may_lead, held)| *may_lead && held(record))
@@ -214,7 +214,7 @@ fn missing(
 
 /// Whether `replica` holds an acknowledged record. acks=0 records have no offset: they are looked
 /// up by id.
-fn holds<'a>(records: &[&AckedRecord], replica: &'a Replica) -> impl Fn(&AckedRecord) -> bool + 'a {
+fn holds<'a>(records: &[AckedRecord], replica: &'a Replica) -> impl Fn(&AckedRecord) -> bool + 'a {
     let ids: Option<HashSet<u64>> = records
         .iter()
         .any(|r| r.offset().is_none())

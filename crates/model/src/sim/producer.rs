@@ -14,7 +14,7 @@ use super::Wake;
 use super::clock::SimRng;
 use super::cluster::{BrokerId, Cluster};
 use super::keys::{self, Key};
-use super::ledger::{AckLedger, AckedRecord};
+use super::ledger::AckLedger;
 use super::metadata::ClientMetadata;
 use super::protocol::{KafkaError, PendingRecord};
 use crate::partitioner::partition_for_key;
@@ -700,17 +700,8 @@ impl Producer {
     /// Writes a batch the producer saw succeed into the ledger of acknowledged records.
     pub(super) fn record_acked(&self, batch: &Batch, base: Option<u64>, ledger: &mut AckLedger) {
         let partition = self.ordinals[batch.partition as usize];
-        ledger
-            .records
-            .extend(batch.records.iter().enumerate().map(|(i, r)| {
-                AckedRecord::new(
-                    r.id,
-                    partition,
-                    base.map(|b| b + i as u64),
-                    r.key,
-                    self.acks,
-                )
-            }));
+        let records = batch.records.iter().map(|r| (r.id, r.key));
+        ledger.add_batch(partition, base, self.acks, records);
     }
 
     /// Its connection to a broker.
@@ -1023,7 +1014,7 @@ mod tests {
         let batch = p.in_flight.remove(0).batches.remove(0);
         p.complete(batch, Ok(0), delivery + 5, &mut rng, &mut ledger);
         assert_eq!(p.stats.acked, 0, "the application was told it failed");
-        assert_eq!(ledger.records.iter().count(), 0);
+        assert_eq!(ledger.iter().count(), 0);
         p.settle_sequences();
         assert_eq!(p.producer_epoch, 0, "no bump: the leader has the sequences");
         assert_eq!(p.sequences[0].unresolved, None);
