@@ -81,110 +81,157 @@ pub fn lost_records(
     replicas: &Query<&Replica>,
     up: &dyn Fn(BrokerId) -> bool,
 ) -> Vec<LostRecord> {
-    let mut lost = Vec::new();
-    // Records per partition, to look at each partition's logs once.
-    let mut by_partition: Vec<Vec<AckedRecord>> = vec![Vec::new(); cluster.partitions.len()];
+    // Which partitions have acknowledged records, and whether any was sent with acks=0 (those
+    // are looked up by id): each partition's logs are then looked at once, and the ledger,
+    // which may hold millions of records, is read twice and never copied.
+    let mut acked: Vec<Option<bool>> = vec![None; cluster.partitions.len()];
     for record in ledger.iter() {
-        by_partition[record.partition as usize].push(record);
+        let by_id = acked[record.partition as usize].get_or_insert(false);
+        *by_id |= record.offset().is_none();
     }
-    let elr_enabled = cluster.config.eligible_leader_replicas;
-    for (i, records) in by_partition.into_iter().enumerate() {
-        if records.is_empty() {
+    let judges: Vec<Option<Judge>> = acked
+        .iter()
+        .enumerate()
+        .map(|(i, by_id)| {
+            let partition = partitions
+                .get(cluster.partitions[i])
+                .expect("partition entity");
+            by_id.map(|by_id| Judge::new(partition, replicas, up, by_id, cluster))
+        })
+        .collect();
+    let mut lost = Vec::new();
+    for record in ledger.iter() {
+        let Some(judge) = &judges[record.partition as usize] else {
             continue;
+        };
+        if let Some((state, why)) = judge.judge(&record) {
+            let missing = missing(cluster, producers, judge.partition, &record, state, why);
+            lost.push((record.partition, missing));
         }
-        let partition = partitions
-            .get(cluster.partitions[i])
-            .expect("partition entity");
+    }
+    // Partition by partition, each in the order its records were acknowledged.
+    lost.sort_by_key(|(ordinal, _)| *ordinal);
+    lost.into_iter().map(|(_, missing)| missing).collect()
+}
+
+/// What becomes of a partition's acknowledged records that a log lacks.
+struct Judge<'a> {
+    partition: &'a Partition,
+    way: Way<'a>,
+}
+
+enum Way<'a> {
+    /// The log of the leader that serves the partition, or of the one the controller will elect.
+    Serving { log: Holds<'a>, why: String },
+    /// Nobody can be elected now. Each replica, whether it may lead, and its log: one that may
+    /// lead, on a broker that is down, gives a record back when the broker returns; one that may
+    /// not, only through an unclean election.
+    Offline {
+        each: Vec<(BrokerId, bool, Holds<'a>)>,
+        offline: String,
+    },
+}
+
+impl<'a> Judge<'a> {
+    /// `by_id`: some of its records were sent with acks=0.
+    fn new(
+        partition: &'a Partition,
+        replicas: &'a Query<&Replica>,
+        up: &dyn Fn(BrokerId) -> bool,
+        by_id: bool,
+        cluster: &Cluster,
+    ) -> Self {
         let replica = |b: BrokerId| {
             let at = partition.assignment.iter().position(|r| *r == b);
             let entity = partition.replicas[at.expect("an assigned broker")];
-            replicas.get(entity).expect("replica entity")
+            Holds::new(replicas.get(entity).expect("replica entity"), by_id)
         };
         let serving = partition.leader.filter(|l| up(*l));
         let next = match serving {
             Some(leader) => Some((leader, false)),
-            None => choose_leader(partition, up, elr_enabled),
+            None => choose_leader(partition, up, cluster.config.eligible_leader_replicas),
         };
         let offline = match partition.leader {
             Some(leader) => format!("leader {leader} is down: "),
             None => "partition offline: ".to_string(),
         };
-        if let Some((leader, unclean)) = next {
-            let has = holds(&records, replica(leader));
-            let why = match serving {
-                Some(_) => format!(
-                    "not in the log of leader {leader} (epoch {}{})",
-                    partition.leader_epoch,
-                    if partition.elected_uncleanly {
-                        ", elected uncleanly"
-                    } else {
-                        ""
-                    }
-                ),
-                None => format!(
-                    "{offline}broker {leader} lacks it, and the controller elects broker {leader}{}{}",
-                    if unclean { " uncleanly" } else { "" },
-                    match partition.leader {
-                        Some(down) => format!(" once it fences broker {down}"),
-                        None => String::new(),
-                    }
-                ),
-            };
-            for record in records.iter().filter(|r| !has(r)) {
-                lost.push(missing(
-                    cluster,
-                    producers,
-                    partition,
-                    record,
-                    Missing::Lost,
-                    why.clone(),
-                ));
+        let way = match next {
+            Some((leader, unclean)) => {
+                let why = match serving {
+                    Some(_) => format!(
+                        "not in the log of leader {leader} (epoch {}{})",
+                        partition.leader_epoch,
+                        if partition.elected_uncleanly {
+                            ", elected uncleanly"
+                        } else {
+                            ""
+                        }
+                    ),
+                    None => format!(
+                        "{offline}broker {leader} lacks it, and the controller elects broker {leader}{}{}",
+                        if unclean { " uncleanly" } else { "" },
+                        match partition.leader {
+                            Some(down) => format!(" once it fences broker {down}"),
+                            None => String::new(),
+                        }
+                    ),
+                };
+                Way::Serving {
+                    log: replica(leader),
+                    why,
+                }
             }
-            continue;
-        }
-        // Nobody can be elected now. Each replica, and whether it holds a record: one that may
-        // lead, on a broker that is down, gives it back when the broker returns; one that may
-        // not, only through an unclean election.
-        let each: Vec<(BrokerId, bool, _)> = partition
-            .assignment
-            .iter()
-            .map(|b| {
-                let may_lead = partition.in_isr(*b) || partition.elr.contains(b);
-                (*b, may_lead, holds(&records, replica(*b)))
-            })
-            .collect();
-        for record in &records {
-            let down: Vec<String> = each
-                .iter()
-                .filter(|(_, may_lead, held)| *may_lead && held(record))
-                .map(|(b, ..)| b.to_string())
-                .collect();
-            let (state, why) = if !down.is_empty() {
-                (
-                    Missing::Unavailable,
-                    format!(
-                        "{offline}broker {} has it, and is down",
-                        down.join(" and broker ")
-                    ),
-                )
-            } else if each.iter().any(|(_, _, held)| held(record)) {
-                (
-                    Missing::Unavailable,
-                    format!(
-                        "{offline}only out-of-sync replicas, which may not lead with unclean \
-                         election off, have it"
-                    ),
-                )
-            } else {
-                (
-                    Missing::Lost,
-                    format!("{offline}no replica that could lead has it"),
-                )
-            };
-            lost.push(missing(cluster, producers, partition, record, state, why));
-        }
+            None => Way::Offline {
+                each: partition
+                    .assignment
+                    .iter()
+                    .map(|b| {
+                        let may_lead = partition.in_isr(*b) || partition.elr.contains(b);
+                        (*b, may_lead, replica(*b))
+                    })
+                    .collect(),
+                offline,
+            },
+        };
+        Judge { partition, way }
     }
-    lost
+
+    /// Whether a record is missing, and why; `None` if it is where it should be.
+    fn judge(&self, record: &AckedRecord) -> Option<(Missing, String)> {
+        let (each, offline) = match &self.way {
+            Way::Serving { log, why } => {
+                return (!log.has(record)).then(|| (Missing::Lost, why.clone()));
+            }
+            Way::Offline { each, offline } => (each, offline),
+        };
+        let down: Vec<String> = each
+            .iter()
+            .filter(|(_, may_lead, log)| *may_lead && log.has(record))
+            .map(|(b, ..)| b.to_string())
+            .collect();
+        Some(if !down.is_empty() {
+            (
+                Missing::Unavailable,
+                format!(
+                    "{offline}broker {} has it, and is down",
+                    down.join(" and broker ")
+                ),
+            )
+        } else if each.iter().any(|(_, _, log)| log.has(record)) {
+            (
+                Missing::Unavailable,
+                format!(
+                    "{offline}only out-of-sync replicas, which may not lead with unclean \
+                     election off, have it"
+                ),
+            )
+        } else {
+            (
+                Missing::Lost,
+                format!("{offline}no replica that could lead has it"),
+            )
+        })
+    }
 }
 
 fn missing(
@@ -212,18 +259,30 @@ fn missing(
     }
 }
 
-/// Whether `replica` holds an acknowledged record. acks=0 records have no offset: they are looked
-/// up by id.
-fn holds<'a>(records: &[AckedRecord], replica: &'a Replica) -> impl Fn(&AckedRecord) -> bool + 'a {
-    let ids: Option<HashSet<u64>> = records
-        .iter()
-        .any(|r| r.offset().is_none())
-        .then(|| replica.log.iter().map(|r| r.id).collect());
-    move |record: &AckedRecord| match record.offset() {
-        Some(offset) => replica
-            .log
-            .get(offset as usize)
-            .is_some_and(|r| r.id == record.id),
-        None => ids.as_ref().is_some_and(|ids| ids.contains(&record.id)),
+/// Whether a replica's log holds an acknowledged record. acks=0 records have no offset: they are
+/// looked up by id.
+struct Holds<'a> {
+    replica: &'a Replica,
+    ids: Option<HashSet<u64>>,
+}
+
+impl<'a> Holds<'a> {
+    fn new(replica: &'a Replica, by_id: bool) -> Self {
+        let ids = by_id.then(|| replica.log.iter().map(|r| r.id).collect());
+        Holds { replica, ids }
+    }
+
+    fn has(&self, record: &AckedRecord) -> bool {
+        match record.offset() {
+            Some(offset) => self
+                .replica
+                .log
+                .get(offset as usize)
+                .is_some_and(|r| r.id == record.id),
+            None => self
+                .ids
+                .as_ref()
+                .is_some_and(|ids| ids.contains(&record.id)),
+        }
     }
 }
