@@ -22,7 +22,7 @@ pub const RECORD_MEMORY_BYTES: u64 = 2 * 1024 * 1024 * 1024;
 /// 3 million records, 602 MB in all).
 pub const LOG_RECORD_BYTES: u64 = 32;
 /// What a produced record costs besides its log copies: its ledger row (16 bytes, and a share of
-/// its batch's 24), its queue and wire copies while in flight, and the allocator's share.
+/// its batch's 12), its queue and wire copies while in flight, and the allocator's share.
 pub const PRODUCED_RECORD_BYTES: u64 = 64;
 pub const DURATION_MS: u64 = 7 * 24 * 3_600_000;
 pub const LATENCY_MS: u64 = 60_000;

@@ -21,6 +21,9 @@ pub struct AckedRecord {
 /// The offset of a record sent with acks=0, which no answer told.
 const NO_OFFSET: u64 = u64::MAX;
 
+/// A batch's base offset for acks=0, in its 32 bits.
+const NO_BASE_OFFSET: u32 = u32::MAX;
+
 impl AckedRecord {
     /// The offset the leader answered with; `None` for acks=0.
     pub fn offset(&self) -> Option<u64> {
@@ -41,31 +44,42 @@ struct Row {
 }
 
 /// What it keeps once per batch: where the batch went and how, as the producer's answer said
-/// (`ProduceResponse`'s base offset for the batch).
+/// (`ProduceResponse`'s base offset for the batch). A busy cluster's batches often hold one
+/// record each (`large`: 5000 records/s over 64 partitions, `linger.ms` 5), so this is kept as
+/// small as the row: 32-bit indices and offsets, which the records' memory cap
+/// (`limits::RECORD_MEMORY_BYTES`, a few tens of millions of records) keeps far from overflowing.
 #[derive(Debug, Clone, Copy)]
 struct AckedBatch {
     /// The index of its first row.
-    first: u64,
-    /// The offset of its first record; [`NO_OFFSET`] for acks=0.
-    base_offset: u64,
-    partition: u32,
+    first: u32,
+    /// The offset of its first record; [`NO_BASE_OFFSET`] for acks=0.
+    base_offset: u32,
+    partition: u16,
     acks: Acks,
 }
+
+// Every partition's index fits the batch's 16 bits, `__consumer_offsets`' own included.
+const _: () = assert!(crate::scenario::limits::PARTITIONS < u16::MAX as u32 / 2);
 
 impl AckedBatch {
     fn record(&self, row: &Row, index: u64) -> AckedRecord {
         let offset = match self.base_offset {
-            NO_OFFSET => NO_OFFSET,
-            base => base + (index - self.first),
+            NO_BASE_OFFSET => NO_OFFSET,
+            base => u64::from(base) + (index - u64::from(self.first)),
         };
         AckedRecord {
             id: row.id,
             offset,
             key: row.key,
-            partition: self.partition,
+            partition: u32::from(self.partition),
             acks: self.acks,
         }
     }
+}
+
+/// A count or offset the records' memory cap keeps within 32 bits.
+fn narrow(value: u64) -> u32 {
+    u32::try_from(value).expect("the records' memory cap keeps the ledger under 2^32 records")
 }
 
 /// Every record a producer saw succeed, in the order their batches did.
@@ -78,7 +92,7 @@ pub struct AckLedger {
 }
 
 // The ledger holds a row per acknowledged record and one per batch: keep them small.
-const _: () = assert!(size_of::<Row>() == 16 && size_of::<AckedBatch>() == 24);
+const _: () = assert!(size_of::<Row>() == 16 && size_of::<AckedBatch>() == 12);
 
 impl AckLedger {
     /// A batch to `partition` whose records are `(id, key)`, answered with `base_offset` (none
@@ -90,14 +104,14 @@ impl AckLedger {
         acks: Acks,
         records: impl IntoIterator<Item = (u64, super::keys::Key)>,
     ) {
-        let first = self.rows.len() as u64;
+        let first = self.rows.len();
         self.rows
             .extend(records.into_iter().map(|(id, key)| Row { id, key }));
-        if self.rows.len() as u64 > first {
+        if self.rows.len() > first {
             self.batches.push(AckedBatch {
-                first,
-                base_offset: base_offset.unwrap_or(NO_OFFSET),
-                partition,
+                first: narrow(first as u64),
+                base_offset: base_offset.map_or(NO_BASE_OFFSET, narrow),
+                partition: u16::try_from(partition).expect("a partition's index fits 16 bits"),
                 acks,
             });
         }
@@ -119,7 +133,7 @@ impl AckLedger {
         let (mut lo, mut hi) = (0, self.batches.len());
         while hi - lo > 1 {
             let mid = lo + (hi - lo) / 2;
-            if self.batches.get(mid)?.first <= i as u64 {
+            if u64::from(self.batches.get(mid)?.first) <= i as u64 {
                 lo = mid;
             } else {
                 hi = mid;
@@ -133,7 +147,7 @@ impl AckLedger {
         let mut batches = self.batches.iter().peekable();
         let mut batch = None;
         self.rows.iter().zip(0u64..).map(move |(row, i)| {
-            while let Some(next) = batches.next_if(|b| b.first <= i) {
+            while let Some(next) = batches.next_if(|b| u64::from(b.first) <= i) {
                 batch = Some(next);
             }
             batch.expect("every row is in a batch").record(row, i)
