@@ -1,11 +1,14 @@
-//! An append-mostly vector whose clones share all but the newest items: logs and the ledger of
-//! acknowledged writes grow all run long, and a checkpoint of the model must not copy them whole.
-//! Two vectors that hold the same items (a follower's log and its leader's) can share their
-//! sealed chunks too, until a truncation parts them.
+//! An append-mostly vector whose clones share its items, the newest included: logs and the ledger
+//! of acknowledged writes grow all run long, and a checkpoint of the model must not copy them.
+//! Two vectors that hold the same items (a follower's log and its leader's) share their buffers
+//! too, until a truncation parts them.
 
+use std::cell::UnsafeCell;
+use std::mem::MaybeUninit;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Items are kept in sealed chunks of this many, shared between clones, plus an owned tail.
+/// Items are kept in sealed chunks of this many, shared between clones, plus a tail being filled.
 const CHUNK: usize = 32;
 
 /// Sealed chunks are grouped this many at a time, and groups again this many into a super-group,
@@ -16,17 +19,126 @@ const GROUP: usize = 64;
 /// Chunks in a super-group.
 const SUPER: usize = GROUP * GROUP;
 
-type Chunk<T> = Arc<[T]>;
+/// The room for one chunk's items. Clones share it whole, the tail being filled included: each
+/// slot is written once, in order, by the holder that appends at the buffer's frontier, and no
+/// holder looks past its own length. So a clone (a checkpoint) costs no copy of the newest
+/// items, and the buffer it shares becomes the sealed chunk once full, with no copy either. A
+/// holder that has to write below the frontier (one that was truncated, or a clone that another
+/// went on from) copies its items into a buffer of its own first.
+struct Buf<T> {
+    /// Slots below this are written and never change again.
+    written: AtomicUsize,
+    slots: [UnsafeCell<MaybeUninit<T>>; CHUNK],
+}
+
+// SAFETY: a slot is written only by the one holder whose claim of it (`Buf::append`'s exchange
+// of the frontier) succeeded, and read only by holders whose length covers it, which they could
+// only reach after that write: the writer's own, and clones made from it later. Slots read and
+// the slot written are therefore never the same memory at the same time.
+unsafe impl<T: Send> Send for Buf<T> {}
+unsafe impl<T: Send + Sync> Sync for Buf<T> {}
+
+impl<T> Buf<T> {
+    fn new() -> Arc<Self> {
+        Arc::new(Buf {
+            written: AtomicUsize::new(0),
+            slots: [const { UnsafeCell::new(MaybeUninit::uninit()) }; CHUNK],
+        })
+    }
+
+    /// Writes `item` into slot `at` if `at` is the frontier, where no holder has written or
+    /// looks; gives it back otherwise.
+    fn append(&self, at: usize, item: T) -> Result<(), T> {
+        if at >= CHUNK {
+            return Err(item);
+        }
+        match self
+            .written
+            .compare_exchange(at, at + 1, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => {
+                // SAFETY: this call alone claimed slot `at`; nobody reads it before the caller
+                // counts it in its length, after this write.
+                unsafe { (*self.slots[at].get()).write(item) };
+                Ok(())
+            }
+            Err(_) => Err(item),
+        }
+    }
+
+    /// Its first `len` items.
+    ///
+    /// # Safety
+    /// `len` is at most the length of a holder that appended or was cloned from one that did:
+    /// those slots are written and no longer change.
+    unsafe fn items(&self, len: usize) -> &[T] {
+        debug_assert!(len <= self.written.load(Ordering::Acquire));
+        // SAFETY: `UnsafeCell` and `MaybeUninit` have `T`'s layout, and the caller promises the
+        // first `len` slots are written and unchanging.
+        unsafe { std::slice::from_raw_parts(self.slots.as_ptr().cast::<T>(), len) }
+    }
+
+    /// A buffer holding copies of `items`, at most a chunk.
+    fn copy_of(items: &[T]) -> Arc<Self>
+    where
+        T: Clone,
+    {
+        let buf = Self::new();
+        for (at, item) in items.iter().enumerate() {
+            assert!(buf.append(at, item.clone()).is_ok(), "a new buffer's slot");
+        }
+        buf
+    }
+}
+
+impl<T> Drop for Buf<T> {
+    fn drop(&mut self) {
+        let written = *self.written.get_mut();
+        for slot in &mut self.slots[..written] {
+            // SAFETY: the slots below the frontier were written, and are dropped once, here.
+            unsafe { slot.get_mut().assume_init_drop() };
+        }
+    }
+}
+
+/// A sealed chunk: a full buffer.
+struct Chunk<T>(Arc<Buf<T>>);
+
+impl<T> Clone for Chunk<T> {
+    fn clone(&self) -> Self {
+        Chunk(Arc::clone(&self.0))
+    }
+}
+
+impl<T> std::ops::Deref for Chunk<T> {
+    type Target = [T];
+
+    fn deref(&self) -> &[T] {
+        // SAFETY: a chunk is sealed only once its holder has written every slot.
+        unsafe { self.0.items(CHUNK) }
+    }
+}
+
+#[cfg(test)]
+impl<T> Chunk<T> {
+    fn ptr_eq(a: &Self, b: &Self) -> bool {
+        Arc::ptr_eq(&a.0, &b.0)
+    }
+}
+
 type Group<T> = Arc<[Chunk<T>]>;
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Chunked<T> {
     supers: Vec<Arc<[Group<T>]>>,
     /// The groups after the super-groups (fewer than `GROUP`).
     groups: Vec<Group<T>>,
     /// The sealed chunks after the groups (fewer than `GROUP`).
     sealed: Vec<Chunk<T>>,
-    tail: Vec<T>,
+    /// The chunk being filled, shared with clones; `None` until its first item.
+    tail: Option<Arc<Buf<T>>>,
+    /// How many of the tail's items are this vector's (fewer than `CHUNK`).
+    tail_len: usize,
 }
 
 impl<T> Default for Chunked<T> {
@@ -35,8 +147,15 @@ impl<T> Default for Chunked<T> {
             supers: Vec::new(),
             groups: Vec::new(),
             sealed: Vec::new(),
-            tail: Vec::new(),
+            tail: None,
+            tail_len: 0,
         }
+    }
+}
+
+impl<T: Clone + std::fmt::Debug> std::fmt::Debug for Chunked<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
     }
 }
 
@@ -61,30 +180,6 @@ impl<T: Clone> Chunked<T> {
         }
     }
 
-    /// Puts `chunk` in place of sealed chunk `k`, copying the pointers of the groups that hold
-    /// it (the old ones may be shared with clones).
-    fn replace_chunk(&mut self, k: usize, chunk: Chunk<T>) {
-        let in_supers = self.supers.len() * SUPER;
-        if k < in_supers {
-            let (s, g) = (k / SUPER, k % SUPER / GROUP);
-            let mut group = self.supers[s][g].to_vec();
-            group[k % GROUP] = chunk;
-            let mut groups = self.supers[s].to_vec();
-            groups[g] = group.into();
-            self.supers[s] = groups.into();
-            return;
-        }
-        let k = k - in_supers;
-        let in_groups = self.groups.len() * GROUP;
-        if k < in_groups {
-            let mut group = self.groups[k / GROUP].to_vec();
-            group[k % GROUP] = chunk;
-            self.groups[k / GROUP] = group.into();
-        } else {
-            self.sealed[k - in_groups] = chunk;
-        }
-    }
-
     /// Every sealed chunk, in order.
     fn all_chunks(&self) -> impl DoubleEndedIterator<Item = &Chunk<T>> {
         self.supers
@@ -95,8 +190,17 @@ impl<T: Clone> Chunked<T> {
             .chain(&self.sealed)
     }
 
+    /// The items after the sealed chunks.
+    fn tail(&self) -> &[T] {
+        match &self.tail {
+            // SAFETY: `tail_len` counts only items this vector appended, or had when cloned.
+            Some(buf) => unsafe { buf.items(self.tail_len) },
+            None => &[],
+        }
+    }
+
     pub fn len(&self) -> usize {
-        self.chunks() * CHUNK + self.tail.len()
+        self.chunks() * CHUNK + self.tail_len
     }
 
     pub fn is_empty(&self) -> bool {
@@ -107,47 +211,16 @@ impl<T: Clone> Chunked<T> {
         let (k, at) = (i / CHUNK, i % CHUNK);
         match self.chunk(k) {
             Some(c) => c.get(at),
-            None if k == self.chunks() => self.tail.get(at),
+            None if k == self.chunks() => self.tail().get(at),
             None => None,
         }
     }
 
-    /// Roughly the bytes a clone costs of its own: the newest items and a pointer per
-    /// super-group, per group not in one and per chunk not yet grouped.
+    /// Roughly the bytes a clone costs of its own: a pointer per super-group, per group not in
+    /// one and per chunk not yet grouped. The tail is shared, and so is the chunk it becomes.
     pub fn unshared_bytes(&self) -> usize {
-        self.tail.len() * size_of::<T>()
-            + (self.supers.len() + self.groups.len() + self.sealed.len()) * size_of::<Chunk<T>>()
-    }
-
-    /// How many items are in sealed chunks, which [`Chunked::share_sealed`] can share.
-    pub fn sealed_len(&self) -> usize {
-        self.chunks() * CHUNK
-    }
-
-    /// Takes `other`'s sealed chunks in place of this vector's own from item `from` on, where
-    /// they hold the same items: two replicas' logs then keep one copy of the records they agree
-    /// on. Returns how many chunks are shared now.
-    pub fn share_sealed(&mut self, other: &Chunked<T>, from: usize) -> usize
-    where
-        T: PartialEq,
-    {
-        let mut shared = 0;
-        for k in (from / CHUNK)..self.chunks().min(other.chunks()) {
-            let (Some(mine), Some(theirs)) = (self.chunk(k), other.chunk(k)) else {
-                break;
-            };
-            if Arc::ptr_eq(mine, theirs) {
-                shared += 1;
-                continue;
-            }
-            if mine[..] != theirs[..] {
-                continue;
-            }
-            let theirs = Arc::clone(theirs);
-            self.replace_chunk(k, theirs);
-            shared += 1;
-        }
-        shared
+        (self.supers.len() + self.groups.len()) * size_of::<Group<T>>()
+            + self.sealed.len() * size_of::<Chunk<T>>()
     }
 
     pub fn last(&self) -> Option<&T> {
@@ -155,17 +228,72 @@ impl<T: Clone> Chunked<T> {
     }
 
     pub fn push(&mut self, item: T) {
-        self.tail.push(item);
-        if self.tail.len() == CHUNK {
-            let full = std::mem::replace(&mut self.tail, Vec::with_capacity(CHUNK));
-            self.sealed.push(full.into());
-            if self.sealed.len() == GROUP {
-                let group = std::mem::take(&mut self.sealed);
-                self.groups.push(group.into());
-                if self.groups.len() == GROUP {
-                    let groups = std::mem::take(&mut self.groups);
-                    self.supers.push(groups.into());
+        let at = self.tail_len;
+        let refused = match &self.tail {
+            Some(buf) => buf.append(at, item).err(),
+            None => Some(item),
+        };
+        if let Some(item) = refused {
+            // A new chunk, or a buffer whose frontier is past this vector's items (a clone went
+            // on from them, or this vector was truncated): fill a buffer of its own.
+            let own = Buf::copy_of(self.tail());
+            assert!(own.append(at, item).is_ok(), "a new buffer's slot");
+            self.tail = Some(own);
+        }
+        self.tail_len += 1;
+        self.seal_if_full();
+    }
+
+    /// Seals a full tail, grouping what fills a group.
+    fn seal_if_full(&mut self) {
+        if self.tail_len < CHUNK {
+            return;
+        }
+        let full = self.tail.take().expect("a tail being filled");
+        self.tail_len = 0;
+        self.sealed.push(Chunk(full));
+        if self.sealed.len() == GROUP {
+            let group = std::mem::take(&mut self.sealed);
+            self.groups.push(group.into());
+            if self.groups.len() == GROUP {
+                let groups = std::mem::take(&mut self.groups);
+                self.supers.push(groups.into());
+            }
+        }
+    }
+
+    /// Appends `items`, which `other` holds at the same indices where the two agree: this
+    /// vector then takes `other`'s buffers instead of copying them, so a follower's log keeps no
+    /// copy of the records its leader holds. Where they do not agree (the leader truncated
+    /// since, or this vector's newest chunk is its own), it copies.
+    pub fn extend_shared(&mut self, other: &Chunked<T>, mut items: &[T])
+    where
+        T: PartialEq,
+    {
+        while !items.is_empty() {
+            let (k, at) = (self.chunks(), self.tail_len);
+            let (now, rest) = items.split_at(items.len().min(CHUNK - at));
+            items = rest;
+            let theirs = match other.chunk(k) {
+                Some(chunk) => Some((&chunk.0, CHUNK)),
+                None if k == other.chunks() => other.tail.as_ref().map(|b| (b, other.tail_len)),
+                None => None,
+            };
+            let end = at + now.len();
+            let adopted = theirs.filter(|(buf, their_len)| {
+                *their_len >= end
+                    // What this vector has of the chunk is theirs too.
+                    && self.tail.as_ref().is_none_or(|mine| Arc::ptr_eq(mine, buf))
+                    // SAFETY: `other` holds `their_len` of them.
+                    && unsafe { &buf.items(end)[at..] } == now
+            });
+            match adopted {
+                Some((buf, _)) => {
+                    self.tail = Some(Arc::clone(buf));
+                    self.tail_len = end;
+                    self.seal_if_full();
                 }
+                None => now.iter().for_each(|item| self.push(item.clone())),
             }
         }
     }
@@ -178,10 +306,11 @@ impl<T: Clone> Chunked<T> {
         let (keep, rest) = (len / CHUNK, len % CHUNK);
         let Some(cut) = self.chunk(keep).cloned() else {
             // Within the tail.
-            self.tail.truncate(rest);
+            self.set_tail(self.tail.clone(), rest);
             return;
         };
-        self.tail = cut[..rest].to_vec();
+        // The chunk cut into becomes the tail; the next push copies what is kept of it.
+        self.set_tail(Some(cut.0), rest);
         // Keep `keep` sealed chunks: the level that holds chunk `keep` is opened up into the
         // levels below it.
         let in_supers = self.supers.len() * SUPER;
@@ -203,11 +332,18 @@ impl<T: Clone> Chunked<T> {
         }
     }
 
+    /// Makes the tail `len` items of `buf`, letting go of an empty one.
+    fn set_tail(&mut self, buf: Option<Arc<Buf<T>>>, len: usize) {
+        self.tail = buf.filter(|_| len > 0);
+        self.tail_len = len;
+    }
+
     pub fn clear(&mut self) {
         self.supers.clear();
         self.groups.clear();
         self.sealed.clear();
-        self.tail.clear();
+        self.tail = None;
+        self.tail_len = 0;
     }
 
     /// The items from index `from` on.
@@ -218,7 +354,7 @@ impl<T: Clone> Chunked<T> {
         self.all_chunks()
             .skip(first)
             .map(|c| &c[..])
-            .chain(std::iter::once(&self.tail[..]).filter(move |_| first <= chunks))
+            .chain(std::iter::once(self.tail()).filter(move |_| first <= chunks))
             .flatten()
             .skip(skip)
     }
@@ -227,7 +363,7 @@ impl<T: Clone> Chunked<T> {
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = &T> {
         self.all_chunks()
             .map(|c| &c[..])
-            .chain(std::iter::once(&self.tail[..]))
+            .chain(std::iter::once(self.tail()))
             .flatten()
     }
 }
@@ -304,43 +440,136 @@ mod tests {
         assert_eq!(shared.get(2 * CHUNK + 3), Some(&(2 * CHUNK + 3)));
     }
 
+    /// A clone shares the chunk being filled, which becomes the sealed chunk with no copy; each
+    /// side then goes on without touching what the other sees.
     #[test]
-    fn equal_sealed_chunks_are_shared_and_others_kept() {
+    fn clones_share_the_tail_and_go_on_apart() {
+        let mut c: Chunked<usize> = Chunked::default();
+        c.extend(0..CHUNK + 5);
+        let kept = c.clone();
+        let shared = |a: &Chunked<usize>, b: &Chunked<usize>| {
+            Arc::ptr_eq(a.tail.as_ref().unwrap(), b.tail.as_ref().unwrap())
+        };
+        assert!(shared(&c, &kept), "a clone copies no items");
+        c.extend(CHUNK + 5..2 * CHUNK + 3);
+        assert!(
+            Arc::ptr_eq(&c.chunk(1).unwrap().0, kept.tail.as_ref().unwrap()),
+            "the shared tail became the sealed chunk"
+        );
+        assert!(
+            kept.iter().copied().eq(0..CHUNK + 5),
+            "the clone sees its own items"
+        );
+        // The clone goes on from its own length: it copies its items first.
+        let mut other = kept.clone();
+        other.push(1000);
+        assert!(other.iter().copied().eq((0..CHUNK + 5).chain([1000])));
+        assert!(!shared(&other, &kept));
+        assert!(
+            c.iter().copied().eq(0..2 * CHUNK + 3),
+            "the first is untouched"
+        );
+        assert!(kept.iter().copied().eq(0..CHUNK + 5));
+        // Truncated within the tail and pushed on, it leaves a clone's items as they were.
+        let before = c.clone();
+        c.truncate(2 * CHUNK + 1);
+        c.push(7);
+        assert!(c.iter().copied().eq((0..2 * CHUNK + 1).chain([7])));
+        assert!(before.iter().copied().eq(0..2 * CHUNK + 3));
+        // Truncated into a sealed chunk, it copies from it on its next push.
+        c.truncate(CHUNK / 2);
+        c.push(8);
+        assert!(c.iter().copied().eq((0..CHUNK / 2).chain([8])));
+        assert!(before.iter().copied().eq(0..2 * CHUNK + 3));
+        assert!(kept.iter().copied().eq(0..CHUNK + 5));
+    }
+
+    /// Each item written is dropped once, however its buffer was shared, copied or cut.
+    #[test]
+    fn items_are_dropped_once() {
+        let token = Arc::new(());
+        {
+            let mut c: Chunked<Arc<()>> = Chunked::default();
+            for _ in 0..2 * CHUNK + 7 {
+                c.push(Arc::clone(&token));
+            }
+            let mut d = c.clone();
+            d.truncate(CHUNK + 3);
+            d.push(Arc::clone(&token));
+            c.push(Arc::clone(&token));
+            // Both sealed chunks, the first's tail, and the second's copy of its 3 and its push.
+            assert_eq!(Arc::strong_count(&token), 1 + 2 * CHUNK + 8 + 4);
+            c.clear();
+            // The second keeps the first chunk and its own buffer.
+            assert_eq!(Arc::strong_count(&token), 1 + CHUNK + 4);
+        }
+        assert_eq!(Arc::strong_count(&token), 1);
+    }
+
+    /// A follower appending what its leader holds takes the leader's buffers, the one being
+    /// filled included; where they part, it copies, and neither sees the other's items.
+    #[test]
+    fn a_follower_takes_its_leaders_buffers_where_they_agree() {
         let mut leader: Chunked<usize> = Chunked::default();
         let mut follower: Chunked<usize> = Chunked::default();
-        for i in 0..(3 * CHUNK + 5) {
-            leader.push(i);
-            // The follower's second chunk holds other items.
-            follower.push(if (CHUNK..2 * CHUNK).contains(&i) {
-                i + 1000
-            } else {
-                i
-            });
+        leader.extend(0..3 * CHUNK + 5);
+        let items: Vec<usize> = (0..3 * CHUNK + 5).collect();
+        // In uneven pieces, as fetches bring them.
+        for piece in [
+            &items[..7],
+            &items[7..CHUNK + 1],
+            &items[CHUNK + 1..3 * CHUNK + 2],
+        ] {
+            follower.extend_shared(&leader, piece);
         }
-        assert_eq!(follower.share_sealed(&leader, 0), 2);
+        for k in 0..3 {
+            assert!(Chunk::ptr_eq(
+                follower.chunk(k).unwrap(),
+                leader.chunk(k).unwrap()
+            ));
+        }
         assert!(Arc::ptr_eq(
-            follower.chunk(0).unwrap(),
-            leader.chunk(0).unwrap()
+            follower.tail.as_ref().unwrap(),
+            leader.tail.as_ref().unwrap()
         ));
-        assert!(!Arc::ptr_eq(
-            follower.chunk(1).unwrap(),
-            leader.chunk(1).unwrap()
-        ));
-        assert!(Arc::ptr_eq(
-            follower.chunk(2).unwrap(),
-            leader.chunk(2).unwrap()
-        ));
-        assert_eq!(
-            follower.get(CHUNK),
-            Some(&(CHUNK + 1000)),
-            "its own items stay"
+        assert!(follower.iter().copied().eq(0..3 * CHUNK + 2));
+        // The leader goes on in the shared buffer; the follower sees only its own items.
+        leader.push(3 * CHUNK + 5);
+        assert_eq!(follower.len(), 3 * CHUNK + 2);
+        // The follower becomes the leader and appends its own: it copies, and the old
+        // leader's items stay.
+        follower.push(1000);
+        assert!(
+            follower
+                .iter()
+                .copied()
+                .eq((0..3 * CHUNK + 2).chain([1000]))
         );
-        assert_eq!(follower.len(), 3 * CHUNK + 5);
-        // Truncating one leaves the other as it was.
-        follower.truncate(CHUNK / 2);
-        assert_eq!(leader.len(), 3 * CHUNK + 5);
-        assert!(leader.iter().copied().eq(0..3 * CHUNK + 5));
-        assert_eq!(follower.share_sealed(&leader, CHUNK), 0, "from an item on");
+        assert!(leader.iter().copied().eq(0..3 * CHUNK + 6));
+        // The old leader truncates to where they agree and follows: what the two disagree on
+        // in this chunk is copied, and the next chunk is shared again.
+        leader.truncate(3 * CHUNK + 2);
+        let mut more: Vec<usize> = vec![1000];
+        more.extend(3 * CHUNK + 3..4 * CHUNK + 4);
+        follower.extend(more.iter().copied().skip(1));
+        leader.extend_shared(&follower, &more);
+        assert!(leader.iter().eq(follower.iter()));
+        assert!(!Chunk::ptr_eq(
+            leader.chunk(3).unwrap(),
+            follower.chunk(3).unwrap()
+        ));
+        assert!(Arc::ptr_eq(
+            leader.tail.as_ref().unwrap(),
+            follower.tail.as_ref().unwrap()
+        ));
+        // Items that differ from the other's are copied, never taken.
+        let mut other: Chunked<usize> = Chunked::default();
+        other.extend_shared(&follower, &[5, 6, 7]);
+        assert!(other.iter().copied().eq([5, 6, 7]));
+        assert!(!Arc::ptr_eq(
+            other.tail.as_ref().unwrap(),
+            &follower.chunk(0).unwrap().0
+        ));
     }
 
     #[test]
@@ -375,20 +604,26 @@ mod tests {
             truncate_and_push(&mut c, &mut v, len);
         }
         assert!(kept.iter().copied().eq(0..n), "a clone is untouched");
-        // A follower whose append completes a group shares the chunk that completed it.
+        // A follower whose append completes a group takes the chunk that completed it.
         let mut leader: Chunked<usize> = Chunked::default();
         let mut follower: Chunked<usize> = Chunked::default();
-        for i in 0..GROUP * CHUNK {
-            leader.push(i);
-            follower.push(i);
-        }
-        let from = (GROUP - 1) * CHUNK;
-        assert_eq!(follower.share_sealed(&leader, from), 1);
-        assert!(Arc::ptr_eq(
-            follower.chunk(GROUP - 1).unwrap(),
-            leader.chunk(GROUP - 1).unwrap()
-        ));
+        leader.extend(0..GROUP * CHUNK + 3);
+        let items: Vec<usize> = (0..GROUP * CHUNK + 3).collect();
+        follower.extend(items[..(GROUP - 1) * CHUNK + 4].iter().copied());
+        follower.extend_shared(&leader, &items[(GROUP - 1) * CHUNK + 4..]);
+        assert_eq!(follower.groups.len(), 1);
+        assert!(
+            !Chunk::ptr_eq(
+                follower.chunk(GROUP - 1).unwrap(),
+                leader.chunk(GROUP - 1).unwrap()
+            ),
+            "its own chunk stays its own"
+        );
         assert!(follower.iter().eq(leader.iter()));
+        assert!(Arc::ptr_eq(
+            follower.tail.as_ref().unwrap(),
+            leader.tail.as_ref().unwrap()
+        ));
     }
 
     #[test]
@@ -401,7 +636,7 @@ mod tests {
         // A clone copies a pointer per level's entry, not per group of the whole vector.
         assert_eq!(
             c.unshared_bytes(),
-            9 * size_of::<u32>() + 10 * size_of::<Chunk<u32>>()
+            5 * size_of::<Group<u32>>() + 5 * size_of::<Chunk<u32>>()
         );
         assert!(c.iter().eq(v.iter()) && c.iter().rev().eq(v.iter().rev()));
         for i in [
@@ -428,34 +663,15 @@ mod tests {
             truncate_and_push(&mut c, &mut v, len);
         }
         assert!(kept.iter().copied().eq(0..n as u32), "a clone is untouched");
-        // A chunk inside a super-group that differs is shared with an equal one, and the
-        // clone it was shared with is untouched.
-        let mut follower = kept.clone();
+        // A follower takes the chunks of a super-group.
+        let mut follower: Chunked<u32> = Chunked::default();
+        let items: Vec<u32> = kept.iter().copied().collect();
+        follower.extend_shared(&kept, &items);
         let k = SUPER + 3 * GROUP + 2;
-        let equal = follower.chunk(k).unwrap().to_vec();
-        let mut differing = follower.chunk(k + 1).unwrap().to_vec();
-        differing[0] += 1;
-        follower.replace_chunk(k, equal.into());
-        follower.replace_chunk(k + 1, differing.into());
-        assert!(!Arc::ptr_eq(
+        assert!(Chunk::ptr_eq(
             follower.chunk(k).unwrap(),
             kept.chunk(k).unwrap()
         ));
-        assert_eq!(
-            follower.share_sealed(&kept, k * CHUNK),
-            kept.chunks() - k - 1
-        );
-        assert!(Arc::ptr_eq(
-            follower.chunk(k).unwrap(),
-            kept.chunk(k).unwrap()
-        ));
-        assert_eq!(
-            follower.get((k + 1) * CHUNK),
-            Some(&((k + 1) as u32 * CHUNK as u32 + 1))
-        );
-        assert!(
-            kept.iter().copied().eq(0..n as u32),
-            "what it shared with is untouched"
-        );
+        assert!(follower.iter().eq(kept.iter()));
     }
 }

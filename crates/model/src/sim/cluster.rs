@@ -783,11 +783,30 @@ impl Replica {
             .map(|(_, b)| b)
     }
 
-    /// Appends records whose offsets are already set (follower) or assigns them (leader) and
-    /// keeps the producers' batch metadata up to date, as both leader and follower do.
+    /// Appends records at the end of the log (the leader's, or the follower's copy) and keeps
+    /// the producers' batch metadata up to date, as both leader and follower do.
     pub fn append(&mut self, records: impl IntoIterator<Item = Record>) {
         for record in records {
-            let offset = self.log_end_offset();
+            self.note_appended(&record, self.log_end_offset());
+            self.log.push(record);
+        }
+    }
+
+    /// A follower appends what it fetched from its leader, whose log `leader` holds the same
+    /// records at the same offsets: it keeps the leader's copies instead of its own
+    /// ([`super::chunked::Chunked::extend_shared`]).
+    pub fn append_fetched(&mut self, records: &[Record], leader: &Replica) {
+        let start = self.log_end_offset();
+        for (offset, record) in (start..).zip(records) {
+            self.note_appended(record, offset);
+        }
+        self.log.extend_shared(&leader.log, records);
+    }
+
+    /// What appending `record` at `offset` changes besides the log: the leader epochs' start
+    /// offsets, and its producer's batches.
+    fn note_appended(&mut self, record: &Record, offset: u64) {
+        {
             // A record of another leader epoch starts that epoch in this replica's history
             // (`UnifiedLog.append`, `maybeAssignEpochStartOffset`).
             self.assign_epoch(record.leader_epoch, offset);
@@ -827,7 +846,6 @@ impl Replica {
                     last.last_sequence = record.sequence;
                 }
             }
-            self.log.push(record);
         }
     }
 }

@@ -209,8 +209,6 @@ pub(super) struct ReplicationPhase<'w, 's> {
     due: Local<'s, Vec<u64>>,
     /// a fetch's answers,
     answers: Local<'s, Answers>,
-    /// (follower's replica, leader's replica, sealed chunks before the append),
-    share: Local<'s, Vec<(Entity, Entity, usize)>>,
     /// and who follows whom.
     followed: Local<'s, Followed>,
 }
@@ -385,7 +383,6 @@ impl ReplicationPhase<'_, '_> {
             brokers,
             partitions,
             replicas,
-            share,
             due,
             ..
         } = self;
@@ -442,25 +439,20 @@ impl ReplicationPhase<'_, '_> {
                         continue; // Not where this log ends: a stale answer.
                     }
                     metrics.records_replicated += records.len() as u64;
-                    let sealed = replica.log.sealed_len();
-                    replica.append(records.iter().cloned());
-                    // (A reassignment may have removed the answering leader's replica since.)
-                    if replica.log.sealed_len() > sealed
-                        && let Some(leader) = partition.replica_on(leader)
-                    {
-                        share.push((fetched.replica, leader, sealed));
+                    // What it copies is its leader's records: it keeps one copy of them. (A
+                    // reassignment may have removed the answering leader's replica since.)
+                    match partition.replica_on(leader) {
+                        Some(leader) => {
+                            let [mut follower, leader] = replicas
+                                .get_many_mut([fetched.replica, leader])
+                                .expect("a follower and its leader are two replicas");
+                            follower.append_fetched(records, &leader);
+                            replica = follower;
+                        }
+                        None => replica.append(records.iter().copied()),
                     }
                 }
                 replica.high_watermark = fetched.high_watermark.min(replica.log_end_offset());
-            }
-        }
-        // What a follower copied is its leader's records: keep one copy of each full chunk.
-        for (follower, leader, from) in share.drain(..) {
-            if let Ok([mut follower, leader]) = replicas.get_many_mut([follower, leader]) {
-                follower
-                    .bypass_change_detection()
-                    .log
-                    .share_sealed(&leader.log, from);
             }
         }
     }
