@@ -128,13 +128,15 @@ impl<T> Chunk<T> {
 
 type Group<T> = Arc<[Chunk<T>]>;
 
+/// The lists of pointers are shared with clones too, and copied by whichever side next changes
+/// one: a checkpoint then copies only the lists its log changed since the one before.
 #[derive(Clone)]
 pub struct Chunked<T> {
-    supers: Vec<Arc<[Group<T>]>>,
+    supers: Arc<Vec<Arc<[Group<T>]>>>,
     /// The groups after the super-groups (fewer than `GROUP`).
-    groups: Vec<Group<T>>,
+    groups: Arc<Vec<Group<T>>>,
     /// The sealed chunks after the groups (fewer than `GROUP`).
-    sealed: Vec<Chunk<T>>,
+    sealed: Arc<Vec<Chunk<T>>>,
     /// The chunk being filled, shared with clones; `None` until its first item.
     tail: Option<Arc<Buf<T>>>,
     /// How many of the tail's items are this vector's (fewer than `CHUNK`).
@@ -144,9 +146,9 @@ pub struct Chunked<T> {
 impl<T> Default for Chunked<T> {
     fn default() -> Self {
         Chunked {
-            supers: Vec::new(),
-            groups: Vec::new(),
-            sealed: Vec::new(),
+            supers: Default::default(),
+            groups: Default::default(),
+            sealed: Default::default(),
             tail: None,
             tail_len: 0,
         }
@@ -185,9 +187,9 @@ impl<T: Clone> Chunked<T> {
         self.supers
             .iter()
             .flat_map(|s| s.iter())
-            .chain(&self.groups)
+            .chain(self.groups.iter())
             .flat_map(|g| g.iter())
-            .chain(&self.sealed)
+            .chain(self.sealed.iter())
     }
 
     /// The items after the sealed chunks.
@@ -216,11 +218,11 @@ impl<T: Clone> Chunked<T> {
         }
     }
 
-    /// Roughly the bytes a clone costs of its own: a pointer per super-group, per group not in
-    /// one and per chunk not yet grouped. The tail is shared, and so is the chunk it becomes.
+    /// Roughly the bytes a clone comes to hold alone: the list of the newest sealed chunks,
+    /// which the original copies when it next seals one. The tail is shared, and becomes a
+    /// sealed chunk with no copy; the lists of groups change once per `GROUP` chunks.
     pub fn unshared_bytes(&self) -> usize {
-        (self.supers.len() + self.groups.len()) * size_of::<Group<T>>()
-            + self.sealed.len() * size_of::<Chunk<T>>()
+        self.sealed.len() * size_of::<Chunk<T>>()
     }
 
     pub fn last(&self) -> Option<&T> {
@@ -251,13 +253,15 @@ impl<T: Clone> Chunked<T> {
         }
         let full = self.tail.take().expect("a tail being filled");
         self.tail_len = 0;
-        self.sealed.push(Chunk(full));
+        Arc::make_mut(&mut self.sealed).push(Chunk(full));
         if self.sealed.len() == GROUP {
-            let group = std::mem::take(&mut self.sealed);
-            self.groups.push(group.into());
+            let group = self.sealed.iter().cloned().collect();
+            self.sealed = Default::default();
+            Arc::make_mut(&mut self.groups).push(group);
             if self.groups.len() == GROUP {
-                let groups = std::mem::take(&mut self.groups);
-                self.supers.push(groups.into());
+                let groups = self.groups.iter().cloned().collect();
+                self.groups = Default::default();
+                Arc::make_mut(&mut self.supers).push(groups);
             }
         }
     }
@@ -317,18 +321,19 @@ impl<T: Clone> Chunked<T> {
         if keep < in_supers {
             let (s, g) = (keep / SUPER, keep % SUPER / GROUP);
             let opened = Arc::clone(&self.supers[s]);
-            self.groups = opened[..g].to_vec();
-            self.sealed = opened[g][..keep % GROUP].to_vec();
-            self.supers.truncate(s);
+            self.groups = Arc::new(opened[..g].to_vec());
+            self.sealed = Arc::new(opened[g][..keep % GROUP].to_vec());
+            Arc::make_mut(&mut self.supers).truncate(s);
             return;
         }
         let k = keep - in_supers;
         let g = k / GROUP;
         if g < self.groups.len() {
-            self.sealed = self.groups[g][..k % GROUP].to_vec();
-            self.groups.truncate(g);
+            self.sealed = Arc::new(self.groups[g][..k % GROUP].to_vec());
+            Arc::make_mut(&mut self.groups).truncate(g);
         } else {
-            self.sealed.truncate(k - self.groups.len() * GROUP);
+            let keep = k - self.groups.len() * GROUP;
+            Arc::make_mut(&mut self.sealed).truncate(keep);
         }
     }
 
@@ -339,9 +344,9 @@ impl<T: Clone> Chunked<T> {
     }
 
     pub fn clear(&mut self) {
-        self.supers.clear();
-        self.groups.clear();
-        self.sealed.clear();
+        self.supers = Default::default();
+        self.groups = Default::default();
+        self.sealed = Default::default();
         self.tail = None;
         self.tail_len = 0;
     }
@@ -633,11 +638,10 @@ mod tests {
         c.extend(0..n as u32);
         let mut v: Vec<u32> = (0..n as u32).collect();
         assert_eq!((c.supers.len(), c.groups.len(), c.sealed.len()), (2, 3, 5));
-        // A clone copies a pointer per level's entry, not per group of the whole vector.
-        assert_eq!(
-            c.unshared_bytes(),
-            5 * size_of::<Group<u32>>() + 5 * size_of::<Chunk<u32>>()
-        );
+        // A clone shares every list; what it comes to hold alone is the newest chunks' list.
+        assert_eq!(c.unshared_bytes(), 5 * size_of::<Chunk<u32>>());
+        let clone = c.clone();
+        assert!(Arc::ptr_eq(&clone.sealed, &c.sealed) && Arc::ptr_eq(&clone.groups, &c.groups));
         assert!(c.iter().eq(v.iter()) && c.iter().rev().eq(v.iter().rev()));
         for i in [
             0,
