@@ -91,6 +91,33 @@ pub struct Invariants {
     committed_loads: Vec<u64>,
 }
 
+impl super::checkpoint::HeapBytes for Invariants {
+    fn heap_bytes(&self) -> usize {
+        use super::checkpoint::{map_bytes, vec_bytes};
+        vec_bytes(&self.violations)
+            + vec_bytes(&self.partitions)
+            + self
+                .partitions
+                .iter()
+                .map(|p| vec_bytes(&p.electable))
+                .sum::<usize>()
+            + vec_bytes(&self.order)
+            + self.order.iter().map(|o| vec_bytes(&o.last)).sum::<usize>()
+            + vec_bytes(&self.agreed)
+            + self
+                .agreed
+                .iter()
+                .map(|a| vec_bytes(&a.upto))
+                .sum::<usize>()
+            + vec_bytes(&self.committed)
+            + self
+                .committed
+                .iter()
+                .map(|(_, c)| map_bytes::<u32, u64>(c.len()))
+                .sum::<usize>()
+    }
+}
+
 impl Invariants {
     pub fn new(partitions: usize) -> Self {
         Invariants {

@@ -152,7 +152,8 @@ pub fn load(world: &mut World, scenario: &Scenario) {
                     let p = world.get::<Partition>(*p).expect("partition");
                     (p.leader, p.leader_epoch)
                 })
-                .collect();
+                .collect::<Vec<_>>()
+                .into();
             consumer.metadata.wanted = false;
             consumers.push(
                 world
@@ -179,7 +180,7 @@ pub fn load(world: &mut World, scenario: &Scenario) {
                 })
                 .collect();
             // Its first Metadata answer: every partition led by its first replica.
-            let leaders = partitions
+            let leaders: Vec<_> = partitions
                 .iter()
                 .map(|p| {
                     let p = world.get::<Partition>(*p).expect("partition");
@@ -187,7 +188,7 @@ pub fn load(world: &mut World, scenario: &Scenario) {
                 })
                 .collect();
             let mut producer = Producer::new(i as u32, config, topic, partitions, ordinals);
-            producer.metadata.leaders = leaders;
+            producer.metadata.leaders = leaders.into();
             world
                 .spawn((Name::new(format!("producer {}", config.name)), producer))
                 .id()

@@ -14,8 +14,9 @@ use super::network::{Network, Node};
 /// `metadata.max.age.ms`.
 #[derive(Clone, Debug, Default)]
 pub struct ClientMetadata {
-    /// By the client's partition index: (leader, leader epoch).
-    pub leaders: Vec<(Option<BrokerId>, u32)>,
+    /// By the client's partition index: (leader, leader epoch). Shared with checkpoints until it
+    /// changes, which is seldom.
+    pub leaders: std::sync::Arc<Vec<(Option<BrokerId>, u32)>>,
     /// An update was asked for (`Metadata.requestUpdate`).
     pub wanted: bool,
     /// The Metadata request on its way: when its answer is read.
@@ -33,17 +34,19 @@ impl ClientMetadata {
     /// KIP-951: a NOT_LEADER_OR_FOLLOWER answer names the leader the broker knows; it is taken
     /// at once where its epoch is newer (`Metadata.updatePartitionLeadership`).
     pub fn take_hint(&mut self, index: usize, leader: BrokerId, epoch: u32) {
-        if let Some(cached) = self.leaders.get_mut(index).filter(|c| c.1 < epoch) {
-            *cached = (Some(leader), epoch);
+        if self.leaders.get(index).is_some_and(|c| c.1 < epoch) {
+            std::sync::Arc::make_mut(&mut self.leaders)[index] = (Some(leader), epoch);
         }
     }
 
     /// Takes a Metadata answer: a partition's entry is replaced unless its epoch is older than
     /// the one cached (`Metadata.updateLatestMetadata`, KIP-320).
     pub fn take_answer(&mut self, seen: impl Iterator<Item = LeaderRecord>, now: u64) {
-        for (cached, seen) in self.leaders.iter_mut().zip(seen) {
-            if seen.leader_epoch >= cached.1 {
-                *cached = (seen.leader, seen.leader_epoch);
+        for (i, seen) in seen.enumerate().take(self.leaders.len()) {
+            let cached = self.leaders[i];
+            let taken = (seen.leader, seen.leader_epoch);
+            if seen.leader_epoch >= cached.1 && taken != cached {
+                std::sync::Arc::make_mut(&mut self.leaders)[i] = taken;
             }
         }
         self.refreshed_ms = now;

@@ -963,7 +963,7 @@ impl ConsumersPhase<'_, '_> {
             // Its Metadata requests (`ConsumerMetadata`): a consumer does not keep its requests in
             // flight by broker, so the least loaded broker is the lowest id it reaches.
             if c.metadata.leaders.len() != cluster.partitions.len() {
-                c.metadata.leaders = vec![(None, 0); cluster.partitions.len()];
+                c.metadata.leaders = vec![(None, 0); cluster.partitions.len()].into();
                 c.metadata.wanted = true;
             }
             let refresh = Refresh {

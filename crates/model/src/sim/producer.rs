@@ -288,7 +288,7 @@ impl Producer {
             ordinals,
             drain_start: BTreeMap::new(),
             metadata: ClientMetadata {
-                leaders: vec![(None, 0); n],
+                leaders: vec![(None, 0); n].into(),
                 ..ClientMetadata::default()
             },
             connections: Vec::new(),
@@ -348,7 +348,7 @@ impl Producer {
         self.ordinals.push(ordinal);
         self.queues.push(VecDeque::new());
         self.sequences.push(Sequences::default());
-        self.metadata.leaders.push(leader);
+        std::sync::Arc::make_mut(&mut self.metadata.leaders).push(leader);
     }
 
     pub fn set_rate(&mut self, now: u64, records_per_sec: u32) {

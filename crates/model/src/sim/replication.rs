@@ -452,7 +452,11 @@ impl ReplicationPhase<'_, '_> {
                         None => replica.append(records.iter().copied()),
                     }
                 }
-                replica.high_watermark = fetched.high_watermark.min(replica.log_end_offset());
+                // Only a change marks the replica changed: checkpoints share unchanged ones.
+                let high_watermark = fetched.high_watermark.min(replica.log_end_offset());
+                if replica.high_watermark != high_watermark {
+                    replica.high_watermark = high_watermark;
+                }
             }
         }
     }

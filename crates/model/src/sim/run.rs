@@ -14,11 +14,13 @@ const CLEAR_TRACKERS_EVERY: u64 = 1024;
 
 /// A run keeps at most this many checkpoints...
 pub const MAX_CHECKPOINTS: usize = 8192;
-/// ...taking together about this many bytes at most. Beyond either, every other checkpoint is
+/// ...taking together about this many bytes at most ([`super::checkpoint::Checkpoint::bytes`]:
+/// ten simulated minutes of `large` then keep one every 2 s and stay within 400 MB in all).
+/// Beyond either, every other checkpoint is
 /// dropped and the spacing doubles, so a long or large run's memory stays bounded and a seek
 /// re-runs at most one (longer) interval. An open-ended run ([`Sim::set_open_ended`]) keeps its
 /// spacing, and says when its checkpoints are full instead.
-pub const CHECKPOINT_BYTES: usize = 256 * 1024 * 1024;
+pub const CHECKPOINT_BYTES: usize = 128 * 1024 * 1024;
 
 /// How far apart the checkpoints that seeking starts from are, for a light load.
 pub const CHECKPOINT_EVERY_MS: u64 = 5_000;
@@ -53,6 +55,8 @@ pub struct Sim {
     reached_ms: u64,
     /// An open-ended run: its checkpoints keep their spacing, so that every seek stays quick.
     open_ended: bool,
+    /// Counts restores: a checkpoint shares unchanged components only with one of the same run.
+    run: u64,
 }
 
 impl Sim {
@@ -72,6 +76,7 @@ impl Sim {
             every_ms: checkpoint_every_ms(scenario),
             reached_ms: 0,
             open_ended: false,
+            run: 0,
         };
         sim.checkpoint_if_due();
         sim
@@ -167,7 +172,8 @@ impl Sim {
         if now != next {
             return;
         }
-        let checkpoint = checkpoint::Checkpoint::capture(&mut self.world);
+        let checkpoint =
+            checkpoint::Checkpoint::capture(&mut self.world, self.run, self.checkpoints.last());
         self.checkpoints.push(checkpoint);
         while self.checkpoints.len() > 1 && self.over_budget() {
             if self.open_ended {
@@ -176,10 +182,15 @@ impl Sim {
             }
             // Checkpoint i is at i x every_ms: keeping the even ones keeps that true at twice
             // the spacing.
-            let kept = std::mem::take(&mut self.checkpoints)
+            let mut kept: Vec<checkpoint::Checkpoint> = std::mem::take(&mut self.checkpoints)
                 .into_iter()
                 .step_by(2)
                 .collect();
+            // Each now holds alone what it shared with the one dropped before it.
+            for i in 1..kept.len() {
+                let (before, rest) = kept.split_at_mut(i);
+                rest[0].count_bytes(before.last());
+            }
             self.checkpoints = kept;
             self.every_ms *= 2;
         }
@@ -230,6 +241,7 @@ impl Sim {
     fn restore(&mut self, index: usize) {
         let checkpoint_ms = index as u64 * self.every_ms;
         self.checkpoints[index].restore(&mut self.world);
+        self.run += 1;
         // The checkpoint's timeline may lack actions given since, or hold some now discarded:
         // it takes those still to come from the list.
         self.world

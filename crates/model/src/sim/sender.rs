@@ -338,7 +338,7 @@ impl ProducersPhase<'_, '_> {
             let unknown_leader = producer
                 .queues
                 .iter()
-                .zip(&producer.metadata.leaders)
+                .zip(producer.metadata.leaders.iter())
                 .any(|(q, (leader, _))| !q.is_empty() && leader.is_none());
             producer.metadata.wanted |= unknown_leader;
             let refresh = Refresh {

@@ -29,6 +29,12 @@ pub struct Timeline {
     pub rolling: Option<RollingRestart>,
 }
 
+impl super::checkpoint::HeapBytes for Timeline {
+    fn heap_bytes(&self) -> usize {
+        super::checkpoint::vec_bytes(&self.pending)
+    }
+}
+
 /// A rolling restart, as an operator's script runs one: stop a broker, start it, wait until it
 /// is back in every ISR, then the next. It looks every [`ROLLING_CHECK_MS`].
 #[derive(Clone, Debug)]
