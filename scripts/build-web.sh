@@ -3,9 +3,10 @@
 #
 #   scripts/build-web.sh [--profile web|release] [--no-opt] [--out DIR]
 #
-# --profile web (the default) is what ships: the smallest code (opt-level "z", fat LTO, one
-#   codegen unit; Cargo.toml's [profile.web]) and then wasm-opt -Oz. On two cores a clean build
-#   takes about 35 minutes, a rebuild after an edit about 20 (the fat LTO link and wasm-opt).
+# --profile web (the default) is what ships: the smallest code (opt-level "z", the model's own at
+#   3 for its speed, fat LTO, one codegen unit; Cargo.toml's [profile.web]) and then wasm-opt
+#   -Oz. On two cores a clean build takes about 35 minutes, a rebuild after an edit about 20
+#   (the fat LTO link and wasm-opt).
 # --profile release is the same code built in a fraction of the time, and larger: for tests.
 # --no-opt skips wasm-opt.
 #
