@@ -26,7 +26,8 @@ const SUPER: usize = GROUP * GROUP;
 /// holder that has to write below the frontier (one that was truncated, or a clone that another
 /// went on from) copies its items into a buffer of its own first.
 struct Buf<T> {
-    /// Slots below this are written and never change again.
+    /// Slots below this are claimed: each is written by its claimer before anyone can read it,
+    /// and never changes again.
     written: AtomicUsize,
     slots: [UnsafeCell<MaybeUninit<T>>; CHUNK],
 }
