@@ -610,7 +610,8 @@ mod tests {
             truncate_and_push(&mut c, &mut v, len);
         }
         assert!(kept.iter().copied().eq(0..n), "a clone is untouched");
-        // A follower whose append completes a group takes the chunk that completed it.
+        // A follower whose own partial chunk completes a group keeps that chunk (its items are
+        // not the leader's buffer), and takes the leader's from the next chunk on.
         let mut leader: Chunked<usize> = Chunked::default();
         let mut follower: Chunked<usize> = Chunked::default();
         leader.extend(0..GROUP * CHUNK + 3);

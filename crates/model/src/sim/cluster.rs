@@ -806,45 +806,43 @@ impl Replica {
     /// What appending `record` at `offset` changes besides the log: the leader epochs' start
     /// offsets, and its producer's batches.
     fn note_appended(&mut self, record: &Record, offset: u64) {
-        {
-            // A record of another leader epoch starts that epoch in this replica's history
-            // (`UnifiedLog.append`, `maybeAssignEpochStartOffset`).
-            self.assign_epoch(record.leader_epoch, offset);
-            if record.sequence >= 0 {
-                let producer = record.producer();
-                let (producer_epoch, first_sequence) =
-                    (record.producer_epoch(), record.batch_first_sequence());
-                let batches = match self
-                    .producer_batches
-                    .iter_mut()
-                    .position(|(p, _)| *p == producer)
-                {
-                    Some(i) => &mut self.producer_batches[i].1,
-                    None => {
-                        self.producer_batches.push((producer, VecDeque::new()));
-                        &mut self.producer_batches.last_mut().unwrap().1
-                    }
-                };
-                // A new producer epoch starts the producer's sequence numbers afresh.
-                if batches
-                    .back()
-                    .is_some_and(|b| b.producer_epoch < producer_epoch)
-                {
-                    batches.clear();
+        // A record of another leader epoch starts that epoch in this replica's history
+        // (`UnifiedLog.append`, `maybeAssignEpochStartOffset`).
+        self.assign_epoch(record.leader_epoch, offset);
+        if record.sequence >= 0 {
+            let producer = record.producer();
+            let (producer_epoch, first_sequence) =
+                (record.producer_epoch(), record.batch_first_sequence());
+            let batches = match self
+                .producer_batches
+                .iter_mut()
+                .position(|(p, _)| *p == producer)
+            {
+                Some(i) => &mut self.producer_batches[i].1,
+                None => {
+                    self.producer_batches.push((producer, VecDeque::new()));
+                    &mut self.producer_batches.last_mut().unwrap().1
                 }
-                if record.sequence == first_sequence || batches.is_empty() {
-                    if batches.len() == PRODUCER_STATE_BATCHES {
-                        batches.pop_front();
-                    }
-                    batches.push_back(BatchMetadata {
-                        producer_epoch,
-                        first_sequence,
-                        last_sequence: record.sequence,
-                        first_offset: offset,
-                    });
-                } else if let Some(last) = batches.back_mut() {
-                    last.last_sequence = record.sequence;
+            };
+            // A new producer epoch starts the producer's sequence numbers afresh.
+            if batches
+                .back()
+                .is_some_and(|b| b.producer_epoch < producer_epoch)
+            {
+                batches.clear();
+            }
+            if record.sequence == first_sequence || batches.is_empty() {
+                if batches.len() == PRODUCER_STATE_BATCHES {
+                    batches.pop_front();
                 }
+                batches.push_back(BatchMetadata {
+                    producer_epoch,
+                    first_sequence,
+                    last_sequence: record.sequence,
+                    first_offset: offset,
+                });
+            } else if let Some(last) = batches.back_mut() {
+                last.last_sequence = record.sequence;
             }
         }
     }

@@ -454,9 +454,9 @@ impl ReplicationPhase<'_, '_> {
                 }
                 // Only a change marks the replica changed: checkpoints share unchanged ones.
                 let high_watermark = fetched.high_watermark.min(replica.log_end_offset());
-                if replica.high_watermark != high_watermark {
-                    replica.high_watermark = high_watermark;
-                }
+                replica
+                    .map_unchanged(|r| &mut r.high_watermark)
+                    .set_if_neq(high_watermark);
             }
         }
     }
