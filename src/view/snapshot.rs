@@ -4,7 +4,7 @@
 use bevy::prelude::*;
 
 use crate::scenario::GroupProtocol;
-use crate::sim::cluster::{Broker, Cluster, Partition, Replica};
+use crate::sim::cluster::{Broker, Cluster, FollowerStates, Partition, Replica};
 use crate::sim::consumer::Consumer;
 use crate::sim::consumer_group::ConsumerGroup;
 use crate::sim::consumer_group::ReconcileState;
@@ -608,12 +608,13 @@ impl Snapshot {
                         }
                     })
                     .collect();
+                let states = world.get::<FollowerStates>(*e).expect("partition");
                 let followers = match p.leader {
                     None => Vec::new(),
                     Some(leader) => p
                         .assignment
                         .iter()
-                        .zip(&p.followers)
+                        .zip(&states.0)
                         .filter(|(b, _)| **b != leader)
                         .map(|(b, f)| FollowerView {
                             broker: *b,

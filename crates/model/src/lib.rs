@@ -38,8 +38,11 @@
 //! `impl` blocks of its context in each.
 //!
 //! What a phase sends arrives at a later step. A phase touches only what is due: messages by
-//! their arrival, deadlines through [`sim::Wake`], requests parked in a partition's purgatory,
-//! never a scan of everything at every step.
+//! their arrival, deadlines through [`sim::Wake`], requests parked in a partition's purgatory
+//! on their broker, never a scan of everything at every step. Bevy's change detection says what
+//! changed, so what changes at every fetch (a leader's view of its followers, `FollowerStates`)
+//! is a component apart from what rarely does (the `Partition`): a rule watching one is not woken
+//! by the other.
 //!
 //! What the phases share, in files that import no rule file (so that the imports in `sim/` run
 //! one way): `sim/cluster.rs` (brokers, partitions, replicas, records), `sim/producer.rs` and

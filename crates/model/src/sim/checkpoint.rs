@@ -11,7 +11,7 @@ use bevy_ecs::entity::EntityHashMap;
 use bevy_ecs::prelude::*;
 
 use super::clock::{SimClock, SimRng, Wake};
-use super::cluster::{Broker, BrokerViews, Cluster, Partition, Replica};
+use super::cluster::{Broker, BrokerViews, Cluster, FollowerStates, Partition, Replica};
 use super::consumer::Consumer;
 use super::consumer_group::ConsumerGroup;
 use super::events::{EventLog, Metrics};
@@ -43,7 +43,7 @@ macro_rules! no_entities {
     };
 }
 
-no_entities!(Name, Broker, Consumer, BrokerViews);
+no_entities!(Name, Broker, Consumer, BrokerViews, FollowerStates);
 
 impl Remap for Controller {
     fn remap(&mut self, map: &EntityHashMap<Entity>) {
@@ -208,8 +208,13 @@ impl HeapBytes for Partition {
             + vec_bytes(&self.replicas)
             + vec_bytes(&self.isr)
             + vec_bytes(&self.elr)
-            + vec_bytes(&self.followers)
             + vec_bytes(&self.history)
+    }
+}
+
+impl HeapBytes for FollowerStates {
+    fn heap_bytes(&self) -> usize {
+        vec_bytes(&self.0)
     }
 }
 
@@ -476,6 +481,7 @@ model_state! {
         broker: Broker,
         controller: Controller,
         partition: Partition,
+        followers: FollowerStates,
         replica: Replica,
         producer: Producer,
         group: ConsumerGroup,

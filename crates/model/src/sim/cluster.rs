@@ -243,7 +243,9 @@ pub struct Reassignment {
     pub removing: Vec<BrokerId>,
 }
 
-/// One partition of a topic: who leads it, its ISR, and the leader's view of its followers.
+/// One partition of a topic: who leads it, its ISR and its replicas. The leader's view of its
+/// followers is a component of its own beside it ([`FollowerStates`]): that changes at every
+/// fetch, and a change to this one means the partition's leadership, ISR or replicas changed.
 #[derive(Clone, Component, Debug)]
 pub struct Partition {
     pub topic: usize,
@@ -272,9 +274,6 @@ pub struct Partition {
     /// Since when the controller's leader has been down or cut off from everyone, not yet fenced:
     /// the partition counts as online (OfflinePartitionsCount 0), yet nothing can write to it.
     pub dead_leader_since_ms: Option<u64>,
-    /// What the leader knows of each replica, in assignment order (the leader's own entry unused),
-    /// learnt from fetch requests (`Partition.updateFollowerFetchState`).
-    pub followers: Vec<FollowerState>,
     pub min_insync_replicas: u32,
     /// Its leadership changes in the controller's metadata log, oldest first: a broker or client
     /// that has seen the log up to some offset sees the last of them at or below it.
@@ -288,6 +287,19 @@ pub struct LeaderRecord {
     pub offset: u64,
     pub leader: Option<BrokerId>,
     pub leader_epoch: u32,
+}
+
+/// What the leader knows of each replica of a partition, in assignment order (the leader's own
+/// entry unused), learnt from fetch requests (`Partition.updateFollowerFetchState`; Kafka's
+/// `Partition.remoteReplicasMap`). On the partition's entity.
+#[derive(Clone, Component, Debug, Default)]
+pub struct FollowerStates(pub Vec<FollowerState>);
+
+impl FollowerStates {
+    /// A new partition's: every replica in sync, as of `now`.
+    pub fn new(replicas: usize, now: u64) -> Self {
+        FollowerStates(vec![FollowerState::reset(true, now); replicas])
+    }
 }
 
 /// The leader's record of one follower (`ReplicaState` in Kafka's `Replica.scala`). Kafka keeps
@@ -369,9 +381,8 @@ impl Partition {
         assignment: Vec<BrokerId>,
         replicas: Vec<Entity>,
         settings: TopicSettings,
-        created: (u64, u64),
+        created_offset: u64,
     ) -> Self {
-        let (created_offset, now) = created;
         let TopicSettings {
             min_insync_replicas,
             unclean_leader_election,
@@ -389,7 +400,6 @@ impl Partition {
             offline_since_ms: None,
             dead_leader_since_ms: None,
             reassignment: None,
-            followers: vec![FollowerState::reset(true, now); assignment.len()],
             history: vec![LeaderRecord {
                 offset: created_offset,
                 leader: assignment.first().copied(),
@@ -404,11 +414,17 @@ impl Partition {
     /// Makes `brokers` the replicas, in order (a reassignment's steps): each kept replica keeps
     /// its entity and what the leader knows of it, each new one takes its entity from `added`
     /// and starts outside the ISR; the ISR and ELR keep only replicas.
-    pub fn set_replicas(&mut self, brokers: &[BrokerId], added: &[(BrokerId, Entity)], now: u64) {
-        let (replicas, followers) = brokers
+    pub fn set_replicas(
+        &mut self,
+        followers: &mut FollowerStates,
+        brokers: &[BrokerId],
+        added: &[(BrokerId, Entity)],
+        now: u64,
+    ) {
+        let (replicas, states) = brokers
             .iter()
             .map(|b| match self.position(*b) {
-                Some(i) => (self.replicas[i], self.followers[i]),
+                Some(i) => (self.replicas[i], followers.0[i]),
                 None => {
                     let (_, e) = added
                         .iter()
@@ -420,7 +436,7 @@ impl Partition {
             .unzip();
         self.assignment = brokers.to_vec();
         self.replicas = replicas;
-        self.followers = followers;
+        followers.0 = states;
         self.isr.retain(|b| brokers.contains(b));
         self.elr.retain(|b| brokers.contains(b));
         self.sort_isr();
@@ -484,6 +500,7 @@ impl Partition {
     /// high watermark when it moves.
     pub fn next_leader_hw(
         &self,
+        followers: &FollowerStates,
         leader: &Replica,
         brokers: &[BrokerView],
         now: u64,
@@ -498,7 +515,7 @@ impl Partition {
             if Some(*broker) == self.leader {
                 continue;
             }
-            let f = &self.followers[i];
+            let f = &followers.0[i];
             if f.log_end_offset < new_hw
                 && (self.in_isr(*broker)
                     || (f.is_caught_up(leader_leo, now, lag_max_ms)

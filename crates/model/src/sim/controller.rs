@@ -22,8 +22,8 @@ use bevy_ecs::system::SystemParam;
 
 use super::clock::{SimRng, Standing};
 use super::cluster::{
-    Broker, BrokerId, BrokerViews, Cluster, FollowerState, LeaderRecord, Partition, Reassignment,
-    Replica,
+    Broker, BrokerId, BrokerViews, Cluster, FollowerState, FollowerStates, LeaderRecord, Partition,
+    Reassignment, Replica,
 };
 use super::consumer_group::ConsumerGroup;
 use super::events::{EventKind, EventLog, Metrics};
@@ -90,6 +90,7 @@ pub fn choose_leader(
 /// starts the epoch at its log end offset (KIP-101) and every follower fetches from it at once.
 pub fn set_leader(
     partition: &mut Partition,
+    followers: &mut FollowerStates,
     leader: Option<(BrokerId, bool)>,
     ctx: &mut ElectionContext,
 ) {
@@ -155,11 +156,7 @@ pub fn set_leader(
     }
     // `Partition.makeLeader` resets what the leader knows of each follower: ISR members count as
     // caught up now, their log end offsets are unknown until they fetch.
-    for (b, f) in partition
-        .assignment
-        .iter()
-        .zip(partition.followers.iter_mut())
-    {
+    for (b, f) in partition.assignment.iter().zip(followers.0.iter_mut()) {
         *f = FollowerState::reset(partition.isr.contains(b), now);
     }
 }
@@ -178,7 +175,7 @@ fn new_leader_epoch(partition: &mut Partition, ctx: &mut ElectionContext) {
 }
 
 /// The controller fences a broker: out of every ISR and leadership.
-fn fence(broker: BrokerId, partitions: &mut Query<&mut Partition>, ctx: &mut ElectionContext) {
+fn fence(broker: BrokerId, partitions: &mut PartitionsMut, ctx: &mut ElectionContext) {
     ctx.events.push(ctx.now, EventKind::BrokerFenced { broker });
     leave_isrs_and_leaderships(broker, partitions, ctx);
 }
@@ -189,12 +186,12 @@ fn fence(broker: BrokerId, partitions: &mut Query<&mut Partition>, ctx: &mut Ele
 /// shutdown alike; `ctx.brokers` already counts the broker ineligible).
 fn leave_isrs_and_leaderships(
     broker: BrokerId,
-    partitions: &mut Query<&mut Partition>,
+    partitions: &mut PartitionsMut,
     ctx: &mut ElectionContext,
 ) {
     let elr_enabled = ctx.cluster.config.eligible_leader_replicas;
     for &entity in &ctx.cluster.partitions {
-        let mut partition = partitions.get_mut(entity).expect("partition entity");
+        let (mut partition, mut followers) = partitions.get_mut(entity).expect("partition entity");
         if !partition.assignment.contains(&broker) {
             continue;
         }
@@ -207,23 +204,23 @@ fn leave_isrs_and_leaderships(
         }
         if partition.leader == Some(broker) {
             let next = choose_leader(&partition, ctx.eligible(), elr_enabled);
-            set_leader(&mut partition, next, ctx);
+            set_leader(&mut partition, &mut followers, next, ctx);
         }
     }
 }
 
 /// A fenced broker is back: offline partitions it can lead get a leader.
-fn unfence(broker: BrokerId, partitions: &mut Query<&mut Partition>, ctx: &mut ElectionContext) {
+fn unfence(broker: BrokerId, partitions: &mut PartitionsMut, ctx: &mut ElectionContext) {
     ctx.events
         .push(ctx.now, EventKind::BrokerUnfenced { broker });
     let elr_enabled = ctx.cluster.config.eligible_leader_replicas;
     for &entity in &ctx.cluster.partitions {
-        let mut partition = partitions.get_mut(entity).expect("partition entity");
+        let (mut partition, mut followers) = partitions.get_mut(entity).expect("partition entity");
         if partition.leader.is_none()
             && partition.assignment.contains(&broker)
             && let Some(next) = choose_leader(&partition, ctx.eligible(), elr_enabled)
         {
-            set_leader(&mut partition, Some(next), ctx);
+            set_leader(&mut partition, &mut followers, Some(next), ctx);
         }
     }
 }
@@ -258,6 +255,9 @@ fn registration_backoff(failed: u32, session_timeout_ms: u64, rng: &mut SimRng) 
 /// `unclean.leader.election.enable` on elects no one at once.
 pub const UNCLEAN_CHECK_INTERVAL_MS: u64 = 300_000;
 
+/// The partitions, with what each one's leader knows of its followers (an election resets it).
+type PartitionsMut<'w, 's> = Query<'w, 's, (&'static mut Partition, &'static mut FollowerStates)>;
+
 /// The controller's rules, with what they borrow for one step.
 #[derive(SystemParam)]
 pub(super) struct ControllerPhase<'w, 's> {
@@ -271,7 +271,8 @@ pub(super) struct ControllerPhase<'w, 's> {
     wires: ResMut<'w, Wires>,
     controllers: Query<'w, 's, &'static mut Controller>,
     brokers: Query<'w, 's, &'static mut Broker>,
-    partitions: Query<'w, 's, &'static mut Partition>,
+    /// With what each partition's leader knows of its followers, which an election resets.
+    partitions: PartitionsMut<'w, 's>,
     replicas: Query<'w, 's, &'static mut Replica>,
     groups: Query<'w, 's, &'static mut ConsumerGroup>,
     /// Heartbeats and answers arriving now.
@@ -313,10 +314,7 @@ impl<'w, 's> ControllerPhase<'w, 's> {
     fn election(
         &mut self,
         reason: &'static str,
-    ) -> (
-        ElectionContext<'_>,
-        &mut Query<'w, 's, &'static mut Partition>,
-    ) {
+    ) -> (ElectionContext<'_>, &mut PartitionsMut<'w, 's>) {
         let controller = self
             .controllers
             .get_mut(self.cluster.controller)
@@ -387,7 +385,7 @@ impl<'w, 's> ControllerPhase<'w, 's> {
         let leads = cluster
             .partitions
             .iter()
-            .any(|&p| partitions.get(p).expect("partition entity").leader == Some(b));
+            .any(|&p| partitions.get(p).expect("partition entity").0.leader == Some(b));
         let controller = controllers.get(cluster.controller).expect("controller");
         // `BrokerHeartbeatManager.lowestActiveOffset`: active brokers are unfenced and not
         // shutting down.
@@ -411,13 +409,19 @@ impl<'w, 's> ControllerPhase<'w, 's> {
     fn elect_preferred_leaders(&mut self) {
         let (mut ctx, partitions) = self.election("preferred leader");
         for &entity in &ctx.cluster.partitions {
-            let mut partition = partitions.get_mut(entity).expect("partition entity");
+            let (mut partition, mut followers) =
+                partitions.get_mut(entity).expect("partition entity");
             let preferred = partition.assignment[0];
             if partition.leader != Some(preferred)
                 && partition.in_isr(preferred)
                 && ctx.brokers[preferred as usize].eligible
             {
-                set_leader(&mut partition, Some((preferred, false)), &mut ctx);
+                set_leader(
+                    &mut partition,
+                    &mut followers,
+                    Some((preferred, false)),
+                    &mut ctx,
+                );
             }
         }
     }
@@ -443,7 +447,7 @@ impl<'w, 's> ControllerPhase<'w, 's> {
             }
             broker.leaderships_applied = seen;
             for &p in &cluster.partitions {
-                let partition = partitions.get(p).expect("partition entity");
+                let (partition, _) = partitions.get(p).expect("partition entity");
                 let changed = partition.history.last().is_some_and(|r| r.offset > applied);
                 if !changed {
                     continue;
@@ -679,7 +683,8 @@ impl<'w, 's> ControllerPhase<'w, 's> {
                 // no longer an eligible leader replica anywhere.
                 if unclean_shutdown {
                     for &p in &self.cluster.partitions {
-                        let mut partition = self.partitions.get_mut(p).expect("partition entity");
+                        let (mut partition, _) =
+                            self.partitions.get_mut(p).expect("partition entity");
                         if partition.elr.contains(&b) {
                             partition.elr.retain(|e| *e != b);
                         }
@@ -760,7 +765,11 @@ impl<'w, 's> ControllerPhase<'w, 's> {
             ..
         } = self;
         let mut controller = controllers.get_mut(cluster.controller).expect("controller");
-        let imbalanced = || partitions.iter().any(|p| p.leader != Some(p.assignment[0]));
+        let imbalanced = || {
+            partitions
+                .iter()
+                .any(|(p, _)| p.leader != Some(p.assignment[0]))
+        };
         if periodic && controller.next_balance_check_ms.is_none() && imbalanced() {
             controller.next_balance_check_ms =
                 Some(now + cluster.config.leader_imbalance_check_interval_ms);
@@ -775,12 +784,13 @@ impl<'w, 's> ControllerPhase<'w, 's> {
         if unclean_check {
             let (mut ctx, partitions) = self.election("unclean election check");
             for &entity in &ctx.cluster.partitions {
-                let mut partition = partitions.get_mut(entity).expect("partition entity");
+                let (mut partition, mut followers) =
+                    partitions.get_mut(entity).expect("partition entity");
                 if partition.leader.is_none()
                     && partition.unclean_leader_election
                     && let Some(next) = choose_leader(&partition, ctx.eligible(), false)
                 {
-                    set_leader(&mut partition, Some(next), &mut ctx);
+                    set_leader(&mut partition, &mut followers, Some(next), &mut ctx);
                 }
             }
         }
@@ -792,7 +802,7 @@ impl<'w, 's> ControllerPhase<'w, 's> {
             ..
         } = self;
         let mut controller = controllers.get_mut(cluster.controller).expect("controller");
-        let leaderless = || partitions.iter().any(|p| p.leader.is_none());
+        let leaderless = || partitions.iter().any(|(p, _)| p.leader.is_none());
         if controller.next_unclean_check_ms.is_none() && leaderless() {
             controller.next_unclean_check_ms = Some(now + UNCLEAN_CHECK_INTERVAL_MS);
         }
@@ -866,7 +876,7 @@ impl<'w, 's> ControllerPhase<'w, 's> {
             let exists = created.iter().all(|e| {
                 partitions
                     .get(*e)
-                    .is_ok_and(|p| p.replicas.iter().all(|r| replicas.get(*r).is_ok()))
+                    .is_ok_and(|(p, _)| p.replicas.iter().all(|r| replicas.get(*r).is_ok()))
             });
             if !exists {
                 // Spawned this step: they exist from the next.
@@ -882,7 +892,7 @@ impl<'w, 's> ControllerPhase<'w, 's> {
                 let offset = controller
                     .metadata
                     .append(now, cluster.config.network_latency_ms);
-                let mut partition = partitions.get_mut(entity).expect("partition entity");
+                let (mut partition, _) = partitions.get_mut(entity).expect("partition entity");
                 partition.ordinal = ordinal;
                 partition.history[0].offset = offset;
                 ordinals.push(ordinal);
@@ -945,7 +955,7 @@ impl<'w, 's> ControllerPhase<'w, 's> {
                 controller.requested.push(request);
                 continue;
             }
-            let mut partition = partitions
+            let (mut partition, mut followers) = partitions
                 .get_mut(request.partition)
                 .expect("partition entity");
             let current = partition.assignment.clone();
@@ -963,7 +973,7 @@ impl<'w, 's> ControllerPhase<'w, 's> {
             adding.sort_unstable();
             removing.sort_unstable();
             let assignment: Vec<BrokerId> = target.iter().chain(&removing).copied().collect();
-            partition.set_replicas(&assignment, &request.added, now);
+            partition.set_replicas(&mut followers, &assignment, &request.added, now);
             partition.reassignment = Some(Reassignment {
                 target,
                 adding: adding.clone(),
@@ -1001,7 +1011,8 @@ impl<'w, 's> ControllerPhase<'w, 's> {
         let mut completed = 0;
         let (mut ctx, partitions) = self.election("reassignment");
         for entity in pending {
-            let mut partition = partitions.get_mut(entity).expect("partition entity");
+            let (mut partition, mut followers) =
+                partitions.get_mut(entity).expect("partition entity");
             let Some(reassignment) = partition.reassignment.clone() else {
                 continue;
             };
@@ -1015,7 +1026,7 @@ impl<'w, 's> ControllerPhase<'w, 's> {
                     .iter()
                     .filter_map(|&b| partition.replica_on(b)),
             );
-            partition.set_replicas(&reassignment.target, &[], now);
+            partition.set_replicas(&mut followers, &reassignment.target, &[], now);
             partition.reassignment = None;
             completed += 1;
             if partition
@@ -1024,7 +1035,7 @@ impl<'w, 's> ControllerPhase<'w, 's> {
             {
                 let next = choose_leader(&partition, ctx.eligible(), false)
                     .filter(|(_, unclean)| !unclean);
-                set_leader(&mut partition, next, &mut ctx);
+                set_leader(&mut partition, &mut followers, next, &mut ctx);
             } else if !reassignment.removing.is_empty() && partition.leader.is_some() {
                 // Replicas left while the leader stays: its epoch is bumped all the same, so that
                 // the removed ones are fenced from it

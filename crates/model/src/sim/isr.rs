@@ -18,7 +18,9 @@ use bevy_ecs::prelude::*;
 use bevy_ecs::system::SystemParam;
 
 use super::clock::Standing;
-use super::cluster::{Broker, BrokerView, BrokerViews, Cluster, Partition, Replica};
+use super::cluster::{
+    Broker, BrokerView, BrokerViews, Cluster, FollowerStates, Partition, Replica,
+};
 use super::events::{EventKind, EventLog, Metrics};
 use super::network::{Network, Node};
 use super::{SimClock, Wake};
@@ -60,16 +62,17 @@ pub(super) struct HighWatermarks {
 }
 
 /// When each follower outside the ISR that still counts as caught up stops counting.
-fn lapses(
-    partition: &Partition,
+fn lapses<'a>(
+    partition: &'a Partition,
+    followers: &'a FollowerStates,
     leader_leo: u64,
     now: u64,
     lag_max: u64,
-) -> impl Iterator<Item = u64> + '_ {
+) -> impl Iterator<Item = u64> + 'a {
     partition
         .assignment
         .iter()
-        .zip(&partition.followers)
+        .zip(&followers.0)
         .filter_map(move |(broker, f)| {
             let t = f.last_caught_up_ms.filter(|t| t + lag_max >= now)?;
             (Some(*broker) != partition.leader
@@ -91,9 +94,12 @@ pub(super) struct IsrPhase<'w, 's> {
     brokers: Query<'w, 's, &'static Broker>,
     /// The brokers as this step's controller phase left them.
     views: Res<'w, BrokerViews>,
-    partitions: Query<'w, 's, &'static mut Partition>,
+    /// With what each leader knows of its followers, as the replication phase left it.
+    partitions: Query<'w, 's, (Entity, &'static mut Partition, Ref<'static, FollowerStates>)>,
     replicas: Query<'w, 's, &'static mut Replica>,
     watch: Local<'s, HighWatermarks>,
+    /// Scratch: (ordinal, entity) of the partitions a follower fetched at this step.
+    fetched: Local<'s, Vec<(u32, Entity)>>,
 }
 
 /// The ISR phase: expansion, the periodic shrink, and the high watermarks they move.
@@ -119,21 +125,28 @@ impl IsrPhase<'_, '_> {
             partitions,
             replicas,
             views,
+            fetched,
             ..
         } = self;
         let replicas = &replicas.as_readonly();
         let views = views.checked(brokers.iter());
-        for &entity in &cluster.partitions {
-            let partition_ref = partitions.get(entity).expect("partition entity");
-            if partition_ref
-                .followers
+        // Only a partition a follower fetched now can take it back: its states changed since the
+        // phase last ran. Looked at in partition order, as Kafka's events are ordered here.
+        fetched.clear();
+        fetched.extend(
+            partitions
                 .iter()
-                .all(|f| !f.fetched_at(clock.now_ms))
-                || !can_alter_partition(partition_ref, network)
-            {
+                .filter(|(_, _, f)| {
+                    f.is_changed() && f.0.iter().any(|f| f.fetched_at(clock.now_ms))
+                })
+                .map(|(entity, p, _)| (p.ordinal, entity)),
+        );
+        fetched.sort_unstable();
+        for &(_, entity) in fetched.iter() {
+            let (_, mut partition, states) = partitions.get_mut(entity).expect("partition entity");
+            if !can_alter_partition(&partition, network) {
                 continue;
             }
-            let mut partition = partitions.get_mut(entity).expect("partition entity");
             let Some(leader) = partition.leader_replica() else {
                 continue;
             };
@@ -144,7 +157,7 @@ impl IsrPhase<'_, '_> {
             let joining: Vec<u32> = partition
                 .assignment
                 .iter()
-                .zip(&partition.followers)
+                .zip(&states.0)
                 .filter(|(b, f)| {
                     !partition.in_isr(**b)
                         && views[**b as usize].eligible
@@ -206,7 +219,7 @@ impl IsrPhase<'_, '_> {
         }
         let views = views.checked(brokers.iter());
         for &entity in &cluster.partitions {
-            let mut partition = partitions.get_mut(entity).expect("partition entity");
+            let (_, mut partition, states) = partitions.get_mut(entity).expect("partition entity");
             if !led_by_live(&partition, views) || !can_alter_partition(&partition, network) {
                 continue;
             }
@@ -221,7 +234,7 @@ impl IsrPhase<'_, '_> {
             let out_of_sync: Vec<u32> = partition
                 .assignment
                 .iter()
-                .zip(&partition.followers)
+                .zip(&states.0)
                 .filter(|(b, f)| {
                     **b != leader_id
                         && partition.in_isr(**b)
@@ -286,11 +299,12 @@ impl IsrPhase<'_, '_> {
             watch.due.extend(
                 partitions
                     .iter_mut()
-                    .filter(|p| p.is_changed())
-                    .map(|p| p.ordinal),
+                    .filter(|(_, p, f)| p.is_changed() || f.is_changed())
+                    .map(|(_, p, _)| p.ordinal),
             );
             for replica in replicas.iter_mut().filter(|r| r.is_changed()) {
-                let partition = partitions.get(replica.partition).expect("partition entity");
+                let (_, partition, _) =
+                    partitions.get(replica.partition).expect("partition entity");
                 watch.due.push(partition.ordinal);
             }
             while let Some(&(at, ordinal)) = watch.lapses.first()
@@ -309,7 +323,7 @@ impl IsrPhase<'_, '_> {
             {
                 looked[ordinal as usize] = true;
             }
-            let partition = partitions
+            let (_, partition, states) = partitions
                 .get(cluster.partitions[ordinal as usize])
                 .expect("partition entity");
             for at in watch.lapses_of[ordinal as usize].drain(..) {
@@ -323,13 +337,13 @@ impl IsrPhase<'_, '_> {
             };
             let mut leader = replicas.get_mut(leader).expect("replica entity");
             // Read first: only a real change marks the replica changed.
-            if let Some(hw) = partition.next_leader_hw(&leader, views, now, lag_max) {
+            if let Some(hw) = partition.next_leader_hw(&states, &leader, views, now, lag_max) {
                 leader.high_watermark = hw;
             }
             // A follower outside the ISR holds the high watermark back only while it is caught up
             // within the lag time: when that runs out, the high watermark may move with no message.
             let leader_leo = leader.log_end_offset();
-            for at in lapses(partition, leader_leo, now, lag_max) {
+            for at in lapses(partition, &states, leader_leo, now, lag_max) {
                 watch.lapses.insert((at, ordinal));
                 watch.lapses_of[ordinal as usize].push(at);
             }
@@ -342,7 +356,7 @@ impl IsrPhase<'_, '_> {
             if looked[ordinal] {
                 continue;
             }
-            let partition = partitions.get(entity).expect("partition entity");
+            let (_, partition, states) = partitions.get(entity).expect("partition entity");
             let Some(leader) = partition
                 .leader_replica()
                 .filter(|_| led_by_live(partition, views))
@@ -351,12 +365,12 @@ impl IsrPhase<'_, '_> {
             };
             let leader = replicas.get(leader).expect("replica entity");
             debug_assert_eq!(
-                partition.next_leader_hw(leader, views, now, lag_max),
+                partition.next_leader_hw(&states, leader, views, now, lag_max),
                 None,
                 "partition {ordinal}'s high watermark moved unwatched"
             );
             let mut expected: Vec<u64> =
-                lapses(partition, leader.log_end_offset(), now, lag_max).collect();
+                lapses(partition, &states, leader.log_end_offset(), now, lag_max).collect();
             let mut kept = watch.lapses_of[ordinal].clone();
             expected.sort_unstable();
             kept.sort_unstable();

@@ -6,7 +6,8 @@ use bevy_ecs::prelude::*;
 
 use super::clock::{SimClock, SimRng, Wake};
 use super::cluster::{
-    Broker, BrokerId, Cluster, OFFSETS_TOPIC, Partition, Replica, Topic, TopicSettings,
+    Broker, BrokerId, Cluster, FollowerStates, OFFSETS_TOPIC, Partition, Replica, Topic,
+    TopicSettings,
 };
 use super::events::{EventLog, Metrics};
 use super::invariants::Invariants;
@@ -224,6 +225,7 @@ fn spawn_partition(
     assignment: Vec<BrokerId>,
 ) -> Entity {
     let name = &config.name;
+    let assignment_len = assignment.len();
     let partition = world.spawn_empty().id();
     let replicas: Vec<Entity> = assignment
         .iter()
@@ -248,8 +250,9 @@ fn spawn_partition(
                 min_insync_replicas: config.min_insync_replicas,
                 unclean_leader_election: config.unclean_leader_election,
             },
-            (0, 0),
+            0,
         ),
+        FollowerStates::new(assignment_len, 0),
     ));
     partition
 }

@@ -28,21 +28,61 @@ pub(super) struct DelayedPhase<'w, 's> {
     pub(super) views: Res<'w, BrokerViews>,
     pub(super) partitions: Query<'w, 's, &'static Partition>,
     pub(super) replicas: Query<'w, 's, &'static Replica>,
-    pub(super) changed_brokers: Query<'w, 's, &'static Broker, Changed<Broker>>,
     pub(super) changed_partitions: Query<'w, 's, Entity, Changed<Partition>>,
     pub(super) changed_replicas: Query<'w, 's, &'static Replica, Changed<Replica>>,
     /// Kept between steps, so that a step allocates little: the requests due now,
     pub(super) due: Local<'s, Vec<u64>>,
     /// consumer fetches arriving now,
     pub(super) arriving: Local<'s, Vec<u64>>,
-    /// the partitions touched since the last step (each rule fills it afresh),
-    pub(super) touched: Local<'s, Vec<Entity>>,
-    /// and a follower fetch's answers.
+    /// the partitions touched since the last step, with the broker whose replica changed or
+    /// `None` for the partition itself (each rule fills it afresh),
+    pub(super) touched: Local<'s, Vec<(Entity, Option<u32>)>>,
+    /// a follower fetch's answers,
     pub(super) answers: Local<'s, Answers>,
+    /// and how far each broker had applied the metadata log when the phase last ran.
+    pub(super) applied: Local<'s, Applied>,
+}
+
+/// How far each broker had applied the metadata log when the delayed phase last ran, to find the
+/// brokers that learnt something since: a broker that learns it no longer leads a partition
+/// looks again at the fetches it holds for it (`ReplicaManager.applyLocalFollowersDelta`, with
+/// `completeDelayedOperationsWhenNotPartitionLeader`). A restored checkpoint has other
+/// partition entities: then every broker counts as having learnt something.
+#[derive(Default)]
+pub(super) struct Applied {
+    partitions: Vec<Entity>,
+    offsets: Vec<u64>,
+    /// Scratch: the brokers whose metadata moved since.
+    pub(super) moved: Vec<u32>,
+}
+
+impl Applied {
+    /// Notes the brokers' offsets now and lists in `moved` those that changed since last time.
+    pub(super) fn update(&mut self, cluster: &Cluster, views: &BrokerViews) {
+        let everything = self.partitions != cluster.partitions;
+        if everything {
+            self.partitions = cluster.partitions.clone();
+        }
+        self.offsets.resize(views.len(), u64::MAX);
+        self.moved.clear();
+        for (id, (view, offset)) in views.iter().zip(&mut self.offsets).enumerate().skip(1) {
+            if everything || view.metadata_offset != *offset {
+                *offset = view.metadata_offset;
+                self.moved.push(id as u32);
+            }
+        }
+    }
 }
 
 /// The delayed phase: the held requests that can finish now.
 pub(super) fn phase(mut rules: DelayedPhase) {
+    let DelayedPhase {
+        cluster,
+        views,
+        applied,
+        ..
+    } = &mut rules;
+    applied.update(cluster, views);
     rules.complete_delayed_produce();
     rules.complete_delayed_fetches();
     if rules.wires.any_due::<ConsumerFetch>() {

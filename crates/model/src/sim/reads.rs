@@ -73,8 +73,8 @@ fn to_broker(wire: &Wire) -> u32 {
 
 impl DelayedPhase<'_, '_> {
     /// Arriving fetches are answered or held; a held one is looked at again only when its partition
-    /// or a replica of it changed, its broker's metadata moved, or its wait ran out: nothing else
-    /// changes its answer.
+    /// or its broker's replica of it changed, its broker's metadata moved, or its wait ran out:
+    /// nothing else changes its answer.
     pub(super) fn serve_consumer_fetches(&mut self) {
         let Self {
             clock,
@@ -83,7 +83,7 @@ impl DelayedPhase<'_, '_> {
             wires,
             metrics,
             brokers,
-            changed_brokers,
+            applied,
             partitions,
             replicas,
             changed_partitions,
@@ -97,25 +97,17 @@ impl DelayedPhase<'_, '_> {
         let now = clock.now_ms;
         let views = views.checked(brokers.iter());
         touched.clear();
-        touched.extend(changed_partitions.iter());
-        touched.extend(changed_replicas.iter().map(|r| r.partition));
+        touched.extend(changed_partitions.iter().map(|p| (p, None)));
+        touched.extend(
+            changed_replicas
+                .iter()
+                .map(|r| (r.partition, Some(r.broker))),
+        );
         touched.sort_unstable();
         touched.dedup();
         wires.held_due::<ConsumerFetch>(touched, now, due);
         // A broker that learnt of a new leadership looks again at the fetches it holds.
-        if !changed_brokers.is_empty() {
-            let mut held = Vec::new();
-            wires.held::<ConsumerFetch>(&mut held);
-            let changed: Vec<u32> = changed_brokers.iter().map(|b| b.id).collect();
-            due.extend(held.into_iter().filter(|id| {
-                let (wire, _) = wires
-                    .get_of::<ConsumerFetch>(*id)
-                    .expect("a consumer fetch");
-                changed.contains(&to_broker(wire))
-            }));
-            due.sort_unstable();
-            due.dedup();
-        }
+        wires.held_at::<ConsumerFetch>(&applied.moved, due);
         #[cfg(debug_assertions)]
         {
             let mut held = Vec::new();

@@ -9,7 +9,9 @@ use std::ops::Range;
 use bevy_ecs::prelude::*;
 use bevy_ecs::system::SystemParam;
 
-use super::cluster::{Broker, BrokerId, BrokerViews, Cluster, Partition, Record, Replica};
+use super::cluster::{
+    Broker, BrokerId, BrokerViews, Cluster, FollowerStates, Partition, Record, Replica,
+};
 use super::events::{EventKind, EventLog, Metrics};
 use super::network::{Network, Node, Wire, WireState};
 use super::protocol::{
@@ -75,11 +77,7 @@ fn answer_partition(
         error: None,
         diverging: None,
     };
-    let leader = partition
-        .replica_on(to)
-        .filter(|_| partition.leads_as_seen(to, seen).is_some())
-        .map(|e| replicas.get(e).expect("replica entity"));
-    let Some(leader) = leader else {
+    let Some(leader) = serving(partition, (to, seen), replicas) else {
         answer.error = Some(KafkaError::NotLeaderOrFollower);
         return answer;
     };
@@ -91,12 +89,31 @@ fn answer_partition(
     answer
 }
 
+/// The replica on `to` that answers for the partition, if `to` takes itself for its leader.
+fn serving<'a>(
+    partition: &Partition,
+    (to, seen): (u32, u64),
+    replicas: &'a Query<&Replica>,
+) -> Option<&'a Replica> {
+    partition
+        .replica_on(to)
+        .filter(|_| partition.leads_as_seen(to, seen).is_some())
+        .map(|e| replicas.get(e).expect("replica entity"))
+}
+
 /// Whether an answer is worth sending before the wait runs out (`DelayedFetch.tryComplete`:
 /// some partition has data, diverged or failed).
 fn worth_sending(answers: &[FetchedPartition]) -> bool {
     answers
         .iter()
         .any(|a| !a.records.is_empty() || a.diverging.is_some() || a.error.is_some())
+}
+
+fn to_broker(wire: &Wire) -> u32 {
+    match wire.to {
+        Node::Broker(b) => b,
+        _ => unreachable!("fetches go to brokers"),
+    }
 }
 
 fn respond(network: &mut Network, now: u64, wire: &Wire, answers: &mut Answers) {
@@ -203,7 +220,9 @@ pub(super) struct ReplicationPhase<'w, 's> {
     brokers: Query<'w, 's, &'static mut Broker>,
     /// The brokers as this step's controller phase left them.
     views: Res<'w, BrokerViews>,
-    partitions: Query<'w, 's, &'static mut Partition>,
+    partitions: Query<'w, 's, &'static Partition>,
+    /// What each leader knows of its followers, from their fetches.
+    followers: Query<'w, 's, &'static mut FollowerStates>,
     replicas: Query<'w, 's, &'static mut Replica>,
     /// Kept between steps, so that a step allocates little: the messages arriving now,
     due: Local<'s, Vec<u64>>,
@@ -308,6 +327,7 @@ impl ReplicationPhase<'_, '_> {
             wires,
             brokers,
             partitions,
+            followers,
             replicas,
             due,
             answers,
@@ -343,9 +363,7 @@ impl ReplicationPhase<'_, '_> {
                 if answer.error.is_some() || answer.diverging.is_some() {
                     continue;
                 }
-                let mut partition = partitions
-                    .get_mut(fetch.partition)
-                    .expect("partition entity");
+                let partition = partitions.get(fetch.partition).expect("partition entity");
                 // The follower states belong to the controller's current leader: a replaced leader
                 // that has not learnt so keeps its high watermark where it was.
                 if partition.leader != Some(to) {
@@ -357,7 +375,10 @@ impl ReplicationPhase<'_, '_> {
                     .expect("replica entity")
                     .log_end_offset();
                 if let Some(i) = partition.position(follower) {
-                    partition.followers[i].record_fetch(fetch.fetch_offset, leader_leo, now);
+                    let mut states = followers
+                        .get_mut(fetch.partition)
+                        .expect("partition entity");
+                    states.0[i].record_fetch(fetch.fetch_offset, leader_leo, now);
                 }
             }
             if worth_sending(&answers.0) {
@@ -541,55 +562,73 @@ impl DelayedPhase<'_, '_> {
             brokers,
             partitions,
             replicas,
+            changed_partitions,
             changed_replicas,
             touched,
             due,
             answers,
+            applied,
+            views,
             ..
         } = self;
         let now = clock.now_ms;
-        // Only partitions whose replicas changed since the last step can have new data.
+        let views = views.checked(brokers.iter());
+        // Only a partition whose replica on the fetch's broker changed since the last step can
+        // have new data for it. A change to the partition itself (a reassignment removing the
+        // replica) wakes its fetches on every broker: a broker that stops a replica completes
+        // what it held for it (`ReplicaManager.stopPartitions`).
         touched.clear();
-        touched.extend(changed_replicas.iter().map(|r| r.partition));
+        touched.extend(changed_partitions.iter().map(|p| (p, None)));
+        touched.extend(
+            changed_replicas
+                .iter()
+                .map(|r| (r.partition, Some(r.broker))),
+        );
         touched.sort_unstable();
         touched.dedup();
         // The fetches watching a touched partition (`DelayedOperationPurgatory.checkAndComplete`
         // by partition), and those whose wait has run out.
         wires.held_due::<FetchRequest>(touched, now, due);
+        // A broker that learnt of a new leadership looks again at the fetches it holds.
+        wires.held_at::<FetchRequest>(&applied.moved, due);
+        // Those left out would not be answered.
         #[cfg(debug_assertions)]
         {
-            let mut all = Vec::new();
-            wires.held::<FetchRequest>(&mut all);
-            all.retain(|id| {
-                let (wire, request) = wires.get_of::<FetchRequest>(*id).expect("a fetch");
-                matches!(wire.state, WireState::Held { until_ms } if now >= until_ms)
-                    || request
-                        .partitions
-                        .iter()
-                        .any(|f| touched.binary_search(&f.partition).is_ok())
-            });
-            debug_assert_eq!(
-                all, **due,
-                "the purgatory has the held fetches that are due"
-            );
+            let mut held = Vec::new();
+            wires.held::<FetchRequest>(&mut held);
+            held.retain(|id| due.binary_search(id).is_err());
+            for id in held {
+                let (wire, request) = wires.get_of::<FetchRequest>(id).expect("a fetch");
+                let to = to_broker(wire);
+                let seen = views[to as usize].metadata_offset;
+                let mut scratch = Answers::default();
+                let max_bytes = cluster.config.replica_fetch_max_bytes;
+                answer_all(
+                    request,
+                    partitions,
+                    (to, seen),
+                    replicas,
+                    max_bytes,
+                    &mut scratch,
+                );
+                debug_assert!(
+                    !worth_sending(&scratch.0),
+                    "a held fetch left out would be answered"
+                );
+            }
         }
         for &id in due.iter() {
             let (wire, request) = wires.get_of::<FetchRequest>(id).expect("a fetch");
-            let Node::Broker(to) = wire.to else {
-                unreachable!("fetches go to brokers")
-            };
+            let to = to_broker(wire);
             let expired = matches!(wire.state, WireState::Held { until_ms } if now >= until_ms);
-            let max_bytes = cluster.config.replica_fetch_max_bytes;
-            let seen = brokers
-                .get(cluster.brokers[to as usize - 1])
-                .expect("broker entity")
-                .metadata_offset;
+            let seen = views[to as usize].metadata_offset;
+            // A fetch with nothing new reads no records: looking again costs little.
             answer_all(
                 request,
                 partitions,
                 (to, seen),
                 replicas,
-                max_bytes,
+                cluster.config.replica_fetch_max_bytes,
                 answers,
             );
             if expired || worth_sending(&answers.0) {

@@ -5,7 +5,7 @@ use bevy_ecs::prelude::*;
 use bevy_ecs::system::SystemParam;
 
 use super::SimClock;
-use super::cluster::{Broker, Cluster, Partition, Replica, TopicSettings};
+use super::cluster::{Broker, Cluster, FollowerStates, Partition, Replica, TopicSettings};
 use super::consumer::Consumer;
 use super::consumer_group::ConsumerGroup;
 use super::events::{EventKind, EventLog, Metrics};
@@ -664,11 +664,14 @@ fn add_partitions(t: &mut Targets, now: u64, action: &Action) -> Outcome {
                 min_insync_replicas: min_isr,
                 unclean_leader_election: unclean,
             },
-            (u64::MAX, now),
+            u64::MAX,
         );
-        t.commands
-            .entity(entity)
-            .insert((Name::new(format!("{name}-{index}")), partition));
+        let followers = FollowerStates::new(partition.assignment.len(), now);
+        t.commands.entity(entity).insert((
+            Name::new(format!("{name}-{index}")),
+            partition,
+            followers,
+        ));
         created.push(entity);
     }
     controller.requested_partitions.push((topic, created));

@@ -16,7 +16,7 @@ use bevy_ecs::prelude::*;
 
 use super::Wake;
 use super::events::Metrics;
-use super::network::{Message, Network, Wire, WireState};
+use super::network::{Message, Network, Node, Wire, WireState};
 use super::protocol::{KINDS, OnWire, Payload};
 
 /// The messages themselves: in slots reused as messages come and go, found through a hash index
@@ -96,10 +96,11 @@ pub struct Wires {
     held: [BTreeSet<u64>; KINDS],
     /// (until_ms, wire id) of the held messages: when their waits run out.
     holds: BTreeSet<(u64, u64)>,
-    /// The held fetches (a follower's or a consumer's) of each partition, as Kafka's
-    /// `DelayedOperationPurgatory` watches a delayed fetch under each of its partitions: a change
-    /// to a partition wakes only its own.
-    watching: EntityHashMap<Vec<u64>>,
+    /// The held fetches (a follower's or a consumer's) of each partition, with the broker that
+    /// holds each: every broker has its own `DelayedOperationPurgatory`, which watches a delayed
+    /// fetch under each of its partitions, so a change to a partition on one broker wakes only
+    /// the fetches that broker holds.
+    watching: EntityHashMap<Vec<(u64, u32)>>,
     /// Handled at this step: they leave at its end.
     finished: Vec<u64>,
     /// Lost and due to leave at the end of this step.
@@ -190,13 +191,25 @@ impl Wires {
             .min()
     }
 
-    /// Puts in `out` the held messages of a kind that watch any of `partitions` or whose wait has
-    /// run out by `now`, in send order.
-    pub fn held_due<T: OnWire>(&self, partitions: &[Entity], now: u64, out: &mut Vec<u64>) {
+    /// Puts in `out` the held messages of a kind that watch any of `touched` or whose wait has
+    /// run out by `now`, in send order. Each touched partition names the broker whose copy of it
+    /// changed, or `None` for a change to the partition itself (wakes what every broker holds).
+    pub fn held_due<T: OnWire>(
+        &self,
+        touched: &[(Entity, Option<u32>)],
+        now: u64,
+        out: &mut Vec<u64>,
+    ) {
         out.clear();
-        for partition in partitions {
-            if let Some(ids) = self.watching.get(partition) {
-                out.extend(ids.iter().copied().filter(|id| self.is_held::<T>(*id)));
+        for &(partition, broker) in touched {
+            if let Some(held) = self.watching.get(&partition) {
+                out.extend(
+                    held.iter()
+                        .filter(|(id, at)| {
+                            broker.is_none_or(|b| b == *at) && self.is_held::<T>(*id)
+                        })
+                        .map(|(id, _)| *id),
+                );
             }
         }
         out.extend(
@@ -204,6 +217,20 @@ impl Wires {
                 .range(..=(now, u64::MAX))
                 .map(|(_, id)| *id)
                 .filter(|id| self.is_held::<T>(*id)),
+        );
+        out.sort_unstable();
+        out.dedup();
+    }
+
+    /// Adds to `out` the held messages of a kind at any of `brokers`, keeping send order.
+    pub fn held_at<T: OnWire>(&self, brokers: &[u32], out: &mut Vec<u64>) {
+        if brokers.is_empty() {
+            return;
+        }
+        out.extend(
+            self.held[T::KIND as usize].iter().copied().filter(
+                |id| matches!(self.rows[id].wire.to, Node::Broker(b) if brokers.contains(&b)),
+            ),
         );
         out.sort_unstable();
         out.dedup();
@@ -220,7 +247,7 @@ impl Wires {
         if let WireState::Held { until_ms: before } = message.wire.state {
             self.holds.remove(&(before, id));
         } else {
-            watch(&mut self.watching, &message.payload, id, true);
+            watch(&mut self.watching, &message.wire, &message.payload, true);
         }
         message.wire.state = WireState::Held { until_ms };
         self.held[message.payload.kind() as usize].insert(id);
@@ -272,7 +299,7 @@ impl Wires {
         if let WireState::Held { until_ms } = message.wire.state {
             self.holds.remove(&(until_ms, id));
             self.held[message.payload.kind() as usize].remove(&id);
-            watch(&mut self.watching, &message.payload, id, false);
+            watch(&mut self.watching, &message.wire, &message.payload, false);
         }
         message.wire.state = WireState::Lost { at_ms: now };
         message.wire.arrive_ms = message.wire.arrive_ms.min(now);
@@ -323,7 +350,7 @@ impl Wires {
         if let WireState::Held { until_ms } = message.wire.state {
             self.holds.remove(&(until_ms, id));
             self.held[message.payload.kind() as usize].remove(&id);
-            watch(&mut self.watching, &message.payload, id, false);
+            watch(&mut self.watching, &message.wire, &message.payload, false);
         }
         Some(message)
     }
@@ -372,14 +399,19 @@ impl Wires {
     }
 }
 
-/// Starts or stops watching a held fetch under each partition it fetches.
-fn watch(watching: &mut EntityHashMap<Vec<u64>>, payload: &Payload, id: u64, on: bool) {
+/// Starts or stops watching a held fetch under each partition it fetches, at the broker that
+/// holds it.
+fn watch(watching: &mut EntityHashMap<Vec<(u64, u32)>>, wire: &Wire, payload: &Payload, on: bool) {
+    let Node::Broker(broker) = wire.to else {
+        return; // Only brokers hold fetches.
+    };
+    let id = wire.id;
     let mut one = |partition: Entity| {
-        let ids = watching.entry(partition).or_default();
+        let held = watching.entry(partition).or_default();
         if on {
-            ids.push(id);
-        } else if let Some(i) = ids.iter().position(|x| *x == id) {
-            ids.swap_remove(i);
+            held.push((id, broker));
+        } else if let Some(i) = held.iter().position(|(x, _)| *x == id) {
+            held.swap_remove(i);
         }
     };
     match payload {
