@@ -4,6 +4,7 @@
 //! high watermark (in `reads.rs`). Each is looked at again only when what it waits on changed or
 //! its wait ran out.
 
+use bevy_ecs::entity::EntityHashMap;
 use bevy_ecs::prelude::*;
 use bevy_ecs::system::SystemParam;
 
@@ -29,7 +30,7 @@ pub(super) struct DelayedPhase<'w, 's> {
     pub(super) partitions: Query<'w, 's, &'static Partition>,
     pub(super) replicas: Query<'w, 's, &'static Replica>,
     pub(super) changed_partitions: Query<'w, 's, Entity, Changed<Partition>>,
-    pub(super) changed_replicas: Query<'w, 's, &'static Replica, Changed<Replica>>,
+    pub(super) changed_replicas: Query<'w, 's, (Entity, &'static Replica), Changed<Replica>>,
     /// Kept between steps, so that a step allocates little: the requests due now,
     pub(super) due: Local<'s, Vec<u64>>,
     /// consumer fetches arriving now,
@@ -39,8 +40,48 @@ pub(super) struct DelayedPhase<'w, 's> {
     pub(super) touched: Local<'s, Vec<(Entity, Option<u32>)>>,
     /// a follower fetch's answers,
     pub(super) answers: Local<'s, Answers>,
-    /// and how far each broker had applied the metadata log when the phase last ran.
+    /// how far each broker had applied the metadata log when the phase last ran,
     pub(super) applied: Local<'s, Applied>,
+    /// and where each replica's log ended.
+    pub(super) log_ends: Local<'s, LogEnds>,
+}
+
+/// Where each replica's log ended, with its latest epoch, when the delayed phase last looked. A
+/// replica whose high watermark alone moved since has nothing new for a follower's held fetch:
+/// `DelayedFetch.tryComplete` reads a follower's fetch up to the log end, so only new records, a
+/// new epoch (a divergence) or a change of leadership can complete it. A restored checkpoint has
+/// other entities: then every replica counts as moved.
+#[derive(Default)]
+pub(super) struct LogEnds {
+    partitions: Vec<Entity>,
+    ends: EntityHashMap<(u64, usize, Option<(u32, u64)>)>,
+    /// Scratch: (partition, broker) of the replicas whose log moved since.
+    pub(super) moved: Vec<(Entity, Option<u32>)>,
+}
+
+impl LogEnds {
+    /// Notes the log ends of the replicas that changed, and lists in `moved` those whose log did.
+    pub(super) fn update<'a>(
+        &mut self,
+        cluster: &Cluster,
+        changed: impl Iterator<Item = (Entity, &'a Replica)>,
+    ) {
+        if self.partitions != cluster.partitions {
+            self.partitions = cluster.partitions.clone();
+            self.ends.clear();
+        }
+        self.moved.clear();
+        for (entity, replica) in changed {
+            let end = (
+                replica.log_end_offset(),
+                replica.epochs.len(),
+                replica.epochs.last().copied(),
+            );
+            if self.ends.insert(entity, end) != Some(end) {
+                self.moved.push((replica.partition, Some(replica.broker)));
+            }
+        }
+    }
 }
 
 /// How far each broker had applied the metadata log when the delayed phase last ran, to find the
@@ -80,9 +121,12 @@ pub(super) fn phase(mut rules: DelayedPhase) {
         cluster,
         views,
         applied,
+        log_ends,
+        changed_replicas,
         ..
     } = &mut rules;
     applied.update(cluster, views);
+    log_ends.update(cluster, changed_replicas.iter());
     rules.complete_delayed_produce();
     rules.complete_delayed_fetches();
     if rules.wires.any_due::<ConsumerFetch>() {

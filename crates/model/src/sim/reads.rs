@@ -101,7 +101,7 @@ impl DelayedPhase<'_, '_> {
         touched.extend(
             changed_replicas
                 .iter()
-                .map(|r| (r.partition, Some(r.broker))),
+                .map(|(_, r)| (r.partition, Some(r.broker))),
         );
         touched.sort_unstable();
         touched.dedup();

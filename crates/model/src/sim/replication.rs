@@ -563,27 +563,23 @@ impl DelayedPhase<'_, '_> {
             partitions,
             replicas,
             changed_partitions,
-            changed_replicas,
             touched,
             due,
             answers,
             applied,
+            log_ends,
             views,
             ..
         } = self;
         let now = clock.now_ms;
         let views = views.checked(brokers.iter());
-        // Only a partition whose replica on the fetch's broker changed since the last step can
-        // have new data for it. A change to the partition itself (a reassignment removing the
-        // replica) wakes its fetches on every broker: a broker that stops a replica completes
-        // what it held for it (`ReplicaManager.stopPartitions`).
+        // Only a partition whose log on the fetch's broker moved since the last step can have new
+        // data for it. A change to the partition itself (a reassignment removing the replica)
+        // wakes its fetches on every broker: a broker that stops a replica completes what it held
+        // for it (`ReplicaManager.stopPartitions`).
         touched.clear();
         touched.extend(changed_partitions.iter().map(|p| (p, None)));
-        touched.extend(
-            changed_replicas
-                .iter()
-                .map(|r| (r.partition, Some(r.broker))),
-        );
+        touched.extend(&log_ends.moved);
         touched.sort_unstable();
         touched.dedup();
         // The fetches watching a touched partition (`DelayedOperationPurgatory.checkAndComplete`
