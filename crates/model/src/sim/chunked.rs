@@ -358,19 +358,17 @@ impl<T: Clone> Chunked<T> {
         let chunks = self.chunks();
         // Straight to the first chunk wanted: a log's newest records are read far more often
         // than its oldest, and stepping over every chunk before them grew with the log.
-        (first..=chunks)
-            .map(move |k| {
-                let items = match self.chunk(k) {
-                    Some(chunk) => &chunk[..],
-                    None => self.tail(),
-                };
-                if k == first {
-                    &items[skip.min(items.len())..]
-                } else {
-                    items
-                }
-            })
-            .flatten()
+        (first..=chunks).flat_map(move |k| {
+            let items = match self.chunk(k) {
+                Some(chunk) => &chunk[..],
+                None => self.tail(),
+            };
+            if k == first {
+                &items[skip.min(items.len())..]
+            } else {
+                items
+            }
+        })
     }
 
     /// All items, from either end.
