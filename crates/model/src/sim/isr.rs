@@ -131,7 +131,8 @@ impl IsrPhase<'_, '_> {
         let replicas = &replicas.as_readonly();
         let views = views.checked(brokers.iter());
         // Only a partition a follower fetched now can take it back: its states changed since the
-        // phase last ran. Looked at in partition order, as Kafka's events are ordered here.
+        // phase last ran. In partition order, so that the events keep the order they had when
+        // every partition was looked at.
         fetched.clear();
         fetched.extend(
             partitions

@@ -17,12 +17,7 @@ use super::wires::Wires;
 use crate::scenario::Acks;
 
 fn broker_of(node: Node) -> u32 {
-    match node {
-        Node::Broker(b) => b,
-        Node::Producer(_) | Node::Controller | Node::Consumer(_) => {
-            unreachable!("produce requests go to brokers")
-        }
-    }
+    node.broker().expect("produce requests go to brokers")
 }
 
 /// The leader appends one batch, or says why not.

@@ -24,6 +24,16 @@ pub enum Node {
     Consumer(u32),
 }
 
+impl Node {
+    /// The broker this end is, if it is one.
+    pub fn broker(self) -> Option<BrokerId> {
+        match self {
+            Node::Broker(b) => Some(b),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WireState {
     /// On its way; handled by its receiver at `arrive_ms`.

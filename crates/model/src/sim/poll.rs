@@ -194,10 +194,7 @@ fn coordinator_allows(
 }
 
 fn wire_from_broker(wire: &Wire) -> Option<u32> {
-    match wire.from {
-        Node::Broker(b) => Some(b),
-        _ => None,
-    }
+    wire.from.broker()
 }
 
 /// The consumers' rules, with what they borrow for one step.

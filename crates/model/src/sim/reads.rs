@@ -8,7 +8,7 @@
 use bevy_ecs::prelude::*;
 
 use super::cluster::{BrokerView, Cluster, LeaderRecord, Partition, Replica};
-use super::network::{Node, Wire, WireState};
+use super::network::{Wire, WireState};
 use super::protocol::{ConsumerFetch, ConsumerFetchResponse, KafkaError};
 use super::purgatory::DelayedPhase;
 
@@ -65,10 +65,7 @@ fn answer(
 }
 
 fn to_broker(wire: &Wire) -> u32 {
-    match wire.to {
-        Node::Broker(b) => b,
-        _ => unreachable!("consumer fetches go to brokers"),
-    }
+    wire.to.broker().expect("consumer fetches go to brokers")
 }
 
 impl DelayedPhase<'_, '_> {

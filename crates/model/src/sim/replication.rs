@@ -77,7 +77,11 @@ fn answer_partition(
         error: None,
         diverging: None,
     };
-    let Some(leader) = serving(partition, (to, seen), replicas) else {
+    let leader = partition
+        .replica_on(to)
+        .filter(|_| partition.leads_as_seen(to, seen).is_some())
+        .map(|e| replicas.get(e).expect("replica entity"));
+    let Some(leader) = leader else {
         answer.error = Some(KafkaError::NotLeaderOrFollower);
         return answer;
     };
@@ -89,31 +93,12 @@ fn answer_partition(
     answer
 }
 
-/// The replica on `to` that answers for the partition, if `to` takes itself for its leader.
-fn serving<'a>(
-    partition: &Partition,
-    (to, seen): (u32, u64),
-    replicas: &'a Query<&Replica>,
-) -> Option<&'a Replica> {
-    partition
-        .replica_on(to)
-        .filter(|_| partition.leads_as_seen(to, seen).is_some())
-        .map(|e| replicas.get(e).expect("replica entity"))
-}
-
 /// Whether an answer is worth sending before the wait runs out (`DelayedFetch.tryComplete`:
 /// some partition has data, diverged or failed).
 fn worth_sending(answers: &[FetchedPartition]) -> bool {
     answers
         .iter()
         .any(|a| !a.records.is_empty() || a.diverging.is_some() || a.error.is_some())
-}
-
-fn to_broker(wire: &Wire) -> u32 {
-    match wire.to {
-        Node::Broker(b) => b,
-        _ => unreachable!("fetches go to brokers"),
-    }
 }
 
 fn respond(network: &mut Network, now: u64, wire: &Wire, answers: &mut Answers) {
@@ -595,7 +580,7 @@ impl DelayedPhase<'_, '_> {
             held.retain(|id| due.binary_search(id).is_err());
             for id in held {
                 let (wire, request) = wires.get_of::<FetchRequest>(id).expect("a fetch");
-                let to = to_broker(wire);
+                let to = wire.to.broker().expect("fetches go to brokers");
                 let seen = views[to as usize].metadata_offset;
                 let mut scratch = Answers::default();
                 let max_bytes = cluster.config.replica_fetch_max_bytes;
@@ -615,7 +600,7 @@ impl DelayedPhase<'_, '_> {
         }
         for &id in due.iter() {
             let (wire, request) = wires.get_of::<FetchRequest>(id).expect("a fetch");
-            let to = to_broker(wire);
+            let to = wire.to.broker().expect("fetches go to brokers");
             let expired = matches!(wire.state, WireState::Held { until_ms } if now >= until_ms);
             let seen = views[to as usize].metadata_offset;
             // A fetch with nothing new reads no records: looking again costs little.

@@ -17,8 +17,8 @@ pub const MAX_CHECKPOINTS: usize = 8192;
 /// ...taking together about this many bytes at most ([`super::checkpoint::Checkpoint::bytes`]:
 /// ten simulated minutes of `large` then keep one every 2 s and stay within 400 MB in all).
 /// Beyond either, every other checkpoint is dropped and the spacing doubles, so a long or large
-/// run's memory stays bounded and a seek re-runs at most one (longer) interval. An open-ended run ([`Sim::set_open_ended`]) keeps its
-/// spacing, and says when its checkpoints are full instead.
+/// run's memory stays bounded and a seek re-runs at most one (longer) interval. An open-ended run
+/// ([`Sim::set_open_ended`]) keeps its spacing, and says when its checkpoints are full instead.
 pub const CHECKPOINT_BYTES: usize = 128 * 1024 * 1024;
 
 /// How far apart the checkpoints that seeking starts from are, for a light load.

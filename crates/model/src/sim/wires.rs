@@ -16,7 +16,7 @@ use bevy_ecs::prelude::*;
 
 use super::Wake;
 use super::events::Metrics;
-use super::network::{Message, Network, Node, Wire, WireState};
+use super::network::{Message, Network, Wire, WireState};
 use super::protocol::{KINDS, OnWire, Payload};
 
 /// The messages themselves: in slots reused as messages come and go, found through a hash index
@@ -227,11 +227,13 @@ impl Wires {
         if brokers.is_empty() {
             return;
         }
-        out.extend(
-            self.held[T::KIND as usize].iter().copied().filter(
-                |id| matches!(self.rows[id].wire.to, Node::Broker(b) if brokers.contains(&b)),
-            ),
-        );
+        out.extend(self.held[T::KIND as usize].iter().copied().filter(|id| {
+            self.rows[id]
+                .wire
+                .to
+                .broker()
+                .is_some_and(|b| brokers.contains(&b))
+        }));
         out.sort_unstable();
         out.dedup();
     }
@@ -402,7 +404,7 @@ impl Wires {
 /// Starts or stops watching a held fetch under each partition it fetches, at the broker that
 /// holds it.
 fn watch(watching: &mut EntityHashMap<Vec<(u64, u32)>>, wire: &Wire, payload: &Payload, on: bool) {
-    let Node::Broker(broker) = wire.to else {
+    let Some(broker) = wire.to.broker() else {
         return; // Only brokers hold fetches.
     };
     let id = wire.id;
