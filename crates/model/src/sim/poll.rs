@@ -171,7 +171,7 @@ fn coordinator_allows(
     member: &Membership,
     group: &ConsumerGroup,
     ordinal: u32,
-    name: impl FnOnce() -> TopicPartition,
+    (topic, index): (&str, u32),
 ) -> bool {
     let Some(m) = group.members.iter().find(|m| m.id == member.member_id) else {
         return true;
@@ -188,7 +188,7 @@ fn coordinator_allows(
                 || group
                     .assignment
                     .get(member.member_id)
-                    .is_some_and(|a| a.contains(&name()))
+                    .is_some_and(|a| a.iter().any(|(t, i)| *i == index && t == topic))
         }
     }
 }
@@ -1045,8 +1045,11 @@ impl ConsumersPhase<'_, '_> {
                 {
                     serving = *b;
                 }
-                if !coordinator_allows(&member, group, o, || cluster.topic_partition(partitions, o))
-                {
+                let name = (
+                    cluster.topics[partition.topic].name.as_str(),
+                    partition.index,
+                );
+                if !coordinator_allows(&member, group, o, name) {
                     invariants.report(
                         "fetch-unowned",
                         o as usize,
