@@ -97,6 +97,46 @@ fn skipping_idle_instants_and_rules_changes_nothing() {
     }
 }
 
+/// The same with the clock jumping over idle instants: a rule that skips the steps at which
+/// nothing is due for it (the controller between its deadlines, the periodic ISR check) must
+/// still ask the clock for every instant it would have asked for at every step, so that the run
+/// steps the same instants and sends the same messages. In the run below, a slow coordinator
+/// leaves long idle stretches that only a request's timeout ends.
+#[test]
+fn skipping_idle_rules_steps_the_same_instants() {
+    let late_answer = crate::scenario(
+        r#"(
+        name: "late-join-answer", seed: 3, duration_ms: 60000,
+        cluster: (brokers: 1),
+        topics: [(name: "t", partitions: 2)],
+        consumer_groups: [(name: "g", topics: ["t"], max_poll_interval_ms: 10000)],
+        timeline: [(at_ms: 0, action: SlowBroker(1, 20000))],
+    )"#,
+    );
+    let built_in = kafkascope_model::scenario::BUILT_IN
+        .iter()
+        .map(|b| crate::built_in(b.name));
+    for mut scenario in built_in.chain([late_answer]) {
+        scenario.duration_ms = scenario.duration_ms.min(80_000);
+        let trace = |every_rule: bool| {
+            let mut sim = kafkascope_model::sim::Sim::new(&scenario);
+            sim.set_skip_idle_rules(!every_rule);
+            let lines = sim.trace(scenario.duration_ms, 1_000);
+            (lines, Report::of(&sim).to_json())
+        };
+        let (skipping, report) = trace(false);
+        let (every, every_report) = trace(true);
+        if let Some((a, b)) = skipping.iter().zip(&every).find(|(a, b)| a != b) {
+            panic!("{}: the runs part by {a} (every rule: {b})", scenario.name);
+        }
+        assert!(
+            report == every_report,
+            "{}: the reports differ",
+            scenario.name
+        );
+    }
+}
+
 #[test]
 fn seeking_keeps_how_the_clock_steps() {
     // Restoring a checkpoint restores the model, not the run's settings.
