@@ -46,18 +46,29 @@ pub(super) struct DelayedPhase<'w, 's> {
     pub(super) log_ends: Local<'s, LogEnds>,
 }
 
-/// Where each replica's log ended, with its latest epoch, when the delayed phase last looked. A
-/// replica whose high watermark alone moved since has nothing new for a follower's held fetch:
-/// `DelayedFetch.tryComplete` reads a follower's fetch up to the log end, so only new records, a
-/// new epoch (a divergence) or a change of leadership can complete it. A restored checkpoint has
-/// other entities: then every replica counts as moved.
+/// Where each replica's log ended, with its latest epoch, and its high watermark, when the
+/// delayed phase last looked.
+/// - A replica whose high watermark alone moved since has nothing new for a follower's held
+///   fetch: `DelayedFetch.tryComplete` reads a follower's fetch up to the log end, so only new
+///   records, a new epoch (a divergence) or a change of leadership can complete it.
+/// - A replica whose log only grew has nothing new for a consumer's held fetch: that one waits at
+///   or above the high watermark and within the log, so only a new high watermark, a log cut back
+///   below it or a change of leadership can complete it.
+///
+/// A restored checkpoint has other entities: then every replica counts as moved.
 #[derive(Default)]
 pub(super) struct LogEnds {
     partitions: Vec<Entity>,
-    ends: EntityHashMap<(u64, usize, Option<(u32, u64)>)>,
-    /// Scratch: (partition, broker) of the replicas whose log moved since.
+    ends: EntityHashMap<ReplicaEnd>,
+    /// Scratch: (partition, broker) of the replicas whose log moved since,
     pub(super) moved: Vec<(Entity, Option<u32>)>,
+    /// and of those whose high watermark moved or whose log was cut back.
+    pub(super) readable: Vec<(Entity, Option<u32>)>,
 }
+
+/// A replica's log end offset, how many epochs it holds and the last of them, and its high
+/// watermark.
+type ReplicaEnd = ((u64, usize, Option<(u32, u64)>), u64);
 
 impl LogEnds {
     /// Notes the log ends of the replicas that changed, and lists in `moved` those whose log did.
@@ -71,14 +82,21 @@ impl LogEnds {
             self.ends.clear();
         }
         self.moved.clear();
+        self.readable.clear();
         for (entity, replica) in changed {
             let end = (
                 replica.log_end_offset(),
                 replica.epochs.len(),
                 replica.epochs.last().copied(),
             );
-            if self.ends.insert(entity, end) != Some(end) {
-                self.moved.push((replica.partition, Some(replica.broker)));
+            let hw = replica.high_watermark;
+            let here = (replica.partition, Some(replica.broker));
+            let before = self.ends.insert(entity, (end, hw));
+            if before.is_none_or(|(e, _)| e != end) {
+                self.moved.push(here);
+            }
+            if before.is_none_or(|(e, h)| h != hw || end.0 < e.0) {
+                self.readable.push(here);
             }
         }
     }

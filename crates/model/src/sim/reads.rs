@@ -70,8 +70,8 @@ fn to_broker(wire: &Wire) -> u32 {
 
 impl DelayedPhase<'_, '_> {
     /// Arriving fetches are answered or held; a held one is looked at again only when its partition
-    /// or its broker's replica of it changed, its broker's metadata moved, or its wait ran out:
-    /// nothing else changes its answer.
+    /// changed, its broker's replica of it has a new high watermark or a shorter log, its broker's
+    /// metadata moved, or its wait ran out: nothing else changes its answer.
     pub(super) fn serve_consumer_fetches(&mut self) {
         let Self {
             clock,
@@ -84,7 +84,7 @@ impl DelayedPhase<'_, '_> {
             partitions,
             replicas,
             changed_partitions,
-            changed_replicas,
+            log_ends,
             touched,
             due,
             arriving,
@@ -95,11 +95,8 @@ impl DelayedPhase<'_, '_> {
         let views = views.checked(brokers.iter());
         touched.clear();
         touched.extend(changed_partitions.iter().map(|p| (p, None)));
-        touched.extend(
-            changed_replicas
-                .iter()
-                .map(|(_, r)| (r.partition, Some(r.broker))),
-        );
+        // Only a new high watermark or a log cut back below it can answer a held fetch.
+        touched.extend(&log_ends.readable);
         touched.sort_unstable();
         touched.dedup();
         wires.held_due::<ConsumerFetch>(touched, now, due);
