@@ -7,7 +7,7 @@
 //! rule of a step reads the same wire whatever order the rules run in.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap};
+use std::collections::BinaryHeap;
 
 use bevy_ecs::entity::EntityHashMap;
 use bevy_platform::collections::HashMap;
@@ -83,6 +83,57 @@ impl std::ops::Index<&u64> for Rows {
     }
 }
 
+/// A set kept as a sorted vector: the held messages are a few hundred at most, and arrive nearly
+/// in order, so an insertion or removal moves little, and listing them in order is a copy.
+#[derive(Debug, Clone)]
+struct Sorted<T>(Vec<T>);
+
+impl<T> Default for Sorted<T> {
+    fn default() -> Self {
+        Sorted(Vec::new())
+    }
+}
+
+impl<T: Ord + Copy> Sorted<T> {
+    fn insert(&mut self, x: T) {
+        if let Err(i) = self.0.binary_search(&x) {
+            self.0.insert(i, x);
+        }
+    }
+
+    fn remove(&mut self, x: &T) {
+        if let Ok(i) = self.0.binary_search(x) {
+            self.0.remove(i);
+        }
+    }
+
+    fn contains(&self, x: &T) -> bool {
+        self.0.binary_search(x).is_ok()
+    }
+
+    /// The elements from the first at or after `x`.
+    fn from(&self, x: &T) -> &[T] {
+        &self.0[self.0.partition_point(|y| y < x)..]
+    }
+
+    /// The elements up to and including `x`.
+    fn up_to(&self, x: &T) -> &[T] {
+        &self.0[..self.0.partition_point(|y| y <= x)]
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &T> {
+        self.0.iter()
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 /// Every message on the wire or held at its receiver, by wire id, and the queues of what is due.
 #[derive(Resource, Debug, Clone, Default)]
 pub struct Wires {
@@ -93,9 +144,9 @@ pub struct Wires {
     /// Per kind, the messages that arrive at the current step, in send order.
     due: [Vec<u64>; KINDS],
     /// Per kind, the messages held at their receiver, in send order.
-    held: [BTreeSet<u64>; KINDS],
+    held: [Sorted<u64>; KINDS],
     /// (until_ms, wire id) of the held messages: when their waits run out.
-    holds: BTreeSet<(u64, u64)>,
+    holds: Sorted<(u64, u64)>,
     /// The held fetches (a follower's or a consumer's) of each partition, with the broker that
     /// holds each: every broker has its own `DelayedOperationPurgatory`, which watches a delayed
     /// fetch under each of its partitions, so a change to a partition on one broker wakes only
@@ -214,7 +265,8 @@ impl Wires {
         }
         out.extend(
             self.holds
-                .range(..=(now, u64::MAX))
+                .up_to(&(now, u64::MAX))
+                .iter()
                 .map(|(_, id)| *id)
                 .filter(|id| self.is_held::<T>(*id)),
         );
@@ -319,7 +371,7 @@ impl Wires {
         wake: &mut Wake,
     ) {
         // The waits of messages handled now still wake the clock, as they did before handling.
-        if let Some((until, _)) = self.holds.range((now + 1, 0)..).next() {
+        if let Some((until, _)) = self.holds.from(&(now + 1, 0)).first() {
             wake.at(*until);
         }
         for queue in &self.travelling {
@@ -380,7 +432,7 @@ impl Wires {
     /// left out, as the checkpoint's estimate leaves out other small vectors).
     pub fn approx_bytes(&self) -> usize {
         let queued: usize = self.travelling.iter().map(BinaryHeap::len).sum::<usize>()
-            + self.held.iter().map(BTreeSet::len).sum::<usize>()
+            + self.held.iter().map(Sorted::len).sum::<usize>()
             + self.holds.len();
         self.rows.slots.len() * size_of::<Option<Message>>()
             + self.rows.index.len() * 2 * size_of::<u64>()
