@@ -219,6 +219,19 @@ impl<T: Clone> Chunked<T> {
         }
     }
 
+    /// The items from index `i` to the end of its chunk (or of the tail): a run in one piece of
+    /// memory, which another vector sharing that chunk holds at the same address. Empty past the
+    /// end.
+    pub fn run_at(&self, i: usize) -> &[T] {
+        let (k, at) = (i / CHUNK, i % CHUNK);
+        let items = match self.chunk(k) {
+            Some(c) => &c[..],
+            None if k == self.chunks() => self.tail(),
+            None => &[],
+        };
+        &items[at.min(items.len())..]
+    }
+
     /// Roughly the bytes a clone comes to hold alone: the list of the newest sealed chunks,
     /// which the original copies when it next seals one. The tail is shared, and becomes a
     /// sealed chunk with no copy; the lists of groups change once per `GROUP` chunks.
@@ -581,6 +594,34 @@ mod tests {
         assert!(!Arc::ptr_eq(
             other.tail.as_ref().unwrap(),
             &follower.chunk(0).unwrap().0
+        ));
+    }
+
+    #[test]
+    fn runs_end_with_their_chunk_and_shared_ones_lie_at_one_address() {
+        let mut leader: Chunked<usize> = Chunked::default();
+        leader.extend(0..2 * CHUNK + 5);
+        assert_eq!(leader.run_at(3), &(3..CHUNK).collect::<Vec<_>>()[..]);
+        assert_eq!(
+            leader.run_at(2 * CHUNK + 1),
+            &[2 * CHUNK + 1, 2 * CHUNK + 2, 2 * CHUNK + 3, 2 * CHUNK + 4]
+        );
+        assert!(leader.run_at(2 * CHUNK + 5).is_empty());
+        assert!(leader.run_at(10 * CHUNK).is_empty());
+        let items: Vec<usize> = (0..2 * CHUNK + 3).collect();
+        let mut follower: Chunked<usize> = Chunked::default();
+        follower.extend_shared(&leader, &items);
+        for i in [0, CHUNK + 7, 2 * CHUNK + 1] {
+            let (l, f) = (leader.run_at(i), follower.run_at(i));
+            assert!(std::ptr::eq(l.as_ptr(), f.as_ptr()));
+            assert_eq!(f.len(), l.len().min(2 * CHUNK + 3 - i));
+        }
+        // Copied items lie elsewhere.
+        let mut copy: Chunked<usize> = Chunked::default();
+        copy.extend(0..2 * CHUNK + 5);
+        assert!(!std::ptr::eq(
+            copy.run_at(1).as_ptr(),
+            leader.run_at(1).as_ptr()
         ));
     }
 
