@@ -212,12 +212,24 @@ fn check_committed_agree(
     views: &[super::cluster::BrokerView],
 ) {
     let i = partition.ordinal as usize;
-    let log_end = |k: usize| {
-        replicas
-            .get(partition.replicas[k])
-            .expect("replica entity")
-            .log_end_offset()
+    // Each replica looked up once: on the stack for up to eight, as a partition has three or so.
+    let mut few = [None; 8];
+    let many: Vec<Option<&Replica>>;
+    let logs: &[Option<&Replica>] = if partition.replicas.len() <= few.len() {
+        for (slot, &r) in few.iter_mut().zip(&partition.replicas) {
+            *slot = replicas.get(r).ok();
+        }
+        &few[..partition.replicas.len()]
+    } else {
+        many = partition
+            .replicas
+            .iter()
+            .map(|&r| replicas.get(r).ok())
+            .collect();
+        &many
     };
+    let log = |k: usize| logs[k].expect("replica entity");
+    let log_end = |k: usize| log(k).log_end_offset();
     let agreed = &mut invariants.agreed[i];
     if agreed.upto.len() != partition.assignment.len() {
         *agreed = Agreed {
@@ -242,16 +254,14 @@ fn check_committed_agree(
     };
     // The leader agrees with itself.
     agreed.upto[leader_k] = log_end(leader_k);
-    let leader = replicas
-        .get(partition.replicas[leader_k])
-        .expect("replica entity");
+    let leader = log(leader_k);
     let hw = leader.high_watermark;
     let mut found = Vec::new();
     for (k, &broker) in partition.assignment.iter().enumerate() {
         if k == leader_k || !partition.in_isr(broker) || !views[broker as usize].alive {
             continue;
         }
-        let follower = replicas.get(partition.replicas[k]).expect("replica entity");
+        let follower = log(k);
         let from = agreed.upto[k];
         let to = hw.min(follower.log_end_offset());
         if from >= to {
