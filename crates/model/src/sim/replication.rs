@@ -178,8 +178,10 @@ fn time_out_fetches(broker: &mut Broker, now: u64, config: &ClusterConfig) {
     }
 }
 
-/// A fetcher's next deadline: its fetch's timeout, or the end of its back-off.
-fn wake_fetchers(broker: &Broker, now: u64, config: &ClusterConfig, wake: &mut Wake) {
+/// The fetchers' next deadline: a fetch's timeout, or the end of a back-off. Returns it, or
+/// `u64::MAX` if none is ahead.
+fn wake_fetchers(broker: &Broker, now: u64, config: &ClusterConfig, wake: &mut Wake) -> u64 {
+    let mut next = u64::MAX;
     for (_, f) in &broker.fetchers {
         let at = if f.in_flight.is_some() {
             f.sent_ms + config.replica_socket_timeout_ms
@@ -187,9 +189,11 @@ fn wake_fetchers(broker: &Broker, now: u64, config: &ClusterConfig, wake: &mut W
             f.backoff_until_ms
         };
         if at > now {
-            wake.at(at);
+            next = next.min(at);
         }
     }
+    wake.at(next);
+    next
 }
 
 /// The replication phase's rules, with what they borrow for one step.
@@ -239,6 +243,9 @@ pub(super) struct Followed {
     assignments_version: u64,
     /// By broker id - 1: (leader, [(partition, the follower's replica)]), by leader.
     by_broker: Vec<Vec<(BrokerId, Followers)>>,
+    /// By broker id - 1: the next deadline of its fetchers when it last looked at them (0: look
+    /// at the next step).
+    next_ms: Vec<u64>,
 }
 
 /// The partitions one follower fetches from one leader: (partition, the follower's replica).
@@ -251,6 +258,7 @@ impl Followed {
             seen: seen.to_vec(),
             assignments_version: cluster.assignments_version,
             by_broker: vec![Vec::new(); cluster.brokers.len()],
+            next_ms: vec![0; cluster.brokers.len()],
         };
         for (&p, partition) in cluster
             .partitions
@@ -492,11 +500,19 @@ impl ReplicationPhase<'_, '_> {
             .map(|e| brokers.get(*e).expect("broker entity").metadata_offset)
             .collect();
         followed.refresh(cluster, partitions, &seen);
-        for &broker_entity in &cluster.brokers {
+        for (i, &broker_entity) in cluster.brokers.iter().enumerate() {
             let mut broker = brokers.get_mut(broker_entity).expect("broker entity");
+            // Once a broker has looked, each fetcher it follows with is in flight or backing off:
+            // nothing is due before their next deadline unless the broker changed since (an
+            // answer taken at this step, a connection refused, a restart) or whom it follows did.
+            let next = &mut followed.next_ms[i];
+            if clock.skip_idle_rules && now < *next && !broker.is_changed() {
+                wake.at(*next);
+                continue;
+            }
             time_out_fetches(&mut broker, now, &cluster.config);
             if !broker.alive {
-                wake_fetchers(&broker, now, &cluster.config, wake);
+                *next = wake_fetchers(&broker, now, &cluster.config, wake);
                 continue;
             }
             let follower = broker.id;
@@ -529,7 +545,7 @@ impl ReplicationPhase<'_, '_> {
                 fetcher.in_flight = Some(wire.id);
                 fetcher.sent_ms = now;
             }
-            wake_fetchers(&broker, now, &cluster.config, wake);
+            followed.next_ms[i] = wake_fetchers(&broker, now, &cluster.config, wake);
         }
     }
 }
