@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use kafkascope_model::assignor::{Assignor, Member, assign, to_json};
 use kafkascope_model::report::Report;
+use kafkascope_model::scenario::Scenario;
 use serde_json::json;
 
 fn member(id: &str, topics: &[&str]) -> Member {
@@ -904,6 +905,21 @@ fn consumer_protocol_members_revoke_before_they_are_assigned_and_never_share_a_p
     no_violations(&Report::of(&sim));
 }
 
+/// One consumer of a single broker that takes 20 s over every message, to and from the group
+/// coordinator too: its JoinGroup's answer comes back 43 s after it left, after the client gave
+/// up on it at 30 s.
+pub fn late_join_answer() -> Scenario {
+    crate::scenario(
+        r#"(
+        name: "late-join-answer", seed: 3, duration_ms: 60000,
+        cluster: (brokers: 1),
+        topics: [(name: "t", partitions: 2)],
+        consumer_groups: [(name: "g", topics: ["t"], max_poll_interval_ms: 10000)],
+        timeline: [(at_ms: 0, action: SlowBroker(1, 20000))],
+    )"#,
+    )
+}
+
 /// A response answers only its own request (`NetworkClient`'s correlation ids): when a JoinGroup
 /// is answered after the client gave up on it (`max(request.timeout.ms, rebalance timeout + 5
 /// s)`, here 30 s) and sent another, the late answer is dropped. Every message to and from the
@@ -912,15 +928,7 @@ fn consumer_protocol_members_revoke_before_they_are_assigned_and_never_share_a_p
 fn a_group_response_to_a_request_given_up_is_dropped() {
     use kafkascope_model::sim::cluster::Cluster;
     use kafkascope_model::sim::consumer::{Consumer, MemberState};
-    let scenario = crate::scenario(
-        r#"(
-        name: "late-join-answer", seed: 3, duration_ms: 60000,
-        cluster: (brokers: 1),
-        topics: [(name: "t", partitions: 2)],
-        consumer_groups: [(name: "g", topics: ["t"], max_poll_interval_ms: 10000)],
-        timeline: [(at_ms: 0, action: SlowBroker(1, 20000))],
-    )"#,
-    );
+    let scenario = late_join_answer();
     let mut sim = kafkascope_model::sim::Sim::new(&scenario);
     let member = |sim: &kafkascope_model::sim::Sim| {
         let world = sim.world();

@@ -104,15 +104,7 @@ fn skipping_idle_instants_and_rules_changes_nothing() {
 /// leaves long idle stretches that only a request's timeout ends.
 #[test]
 fn skipping_idle_rules_steps_the_same_instants() {
-    let late_answer = crate::scenario(
-        r#"(
-        name: "late-join-answer", seed: 3, duration_ms: 60000,
-        cluster: (brokers: 1),
-        topics: [(name: "t", partitions: 2)],
-        consumer_groups: [(name: "g", topics: ["t"], max_poll_interval_ms: 10000)],
-        timeline: [(at_ms: 0, action: SlowBroker(1, 20000))],
-    )"#,
-    );
+    let late_answer = crate::consumers::late_join_answer();
     let built_in = kafkascope_model::scenario::BUILT_IN
         .iter()
         .map(|b| crate::built_in(b.name));
