@@ -14,7 +14,7 @@ use super::consumer_group::{ConsumerGroup, GroupState};
 use super::events::{EventKind, EventLog};
 use super::invariants::Invariants;
 use super::metadata::Refresh;
-use super::network::{Network, Node, Wire};
+use super::network::{Network, Node};
 use super::protocol::{
     ConsumerFetch, ConsumerFetchResponse, GroupError, GroupRequest, GroupRequestBody,
     GroupResponse, GroupResponseBody, KafkaError,
@@ -193,10 +193,6 @@ fn coordinator_allows(
     }
 }
 
-fn wire_from_broker(wire: &Wire) -> Option<u32> {
-    wire.from.broker()
-}
-
 /// The consumers' rules, with what they borrow for one step.
 #[derive(SystemParam)]
 pub(super) struct ConsumersPhase<'w, 's> {
@@ -294,7 +290,7 @@ impl ConsumersPhase<'_, '_> {
                             consumer.assigned_partitions = Some(topics.values().sum());
                             assignor::assign(group.config.assignor(), &topics, members)
                         });
-                    let Some(coordinator) = wire_from_broker(wire) else {
+                    let Some(coordinator) = wire.from.broker() else {
                         continue;
                     };
                     let request = GroupRequest {

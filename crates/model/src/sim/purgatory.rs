@@ -71,7 +71,8 @@ pub(super) struct LogEnds {
 type ReplicaEnd = ((u64, usize, Option<(u32, u64)>), u64);
 
 impl LogEnds {
-    /// Notes the log ends of the replicas that changed, and lists in `moved` those whose log did.
+    /// Notes the log ends and high watermarks of the replicas that changed, and lists in `moved`
+    /// those whose log moved and in `readable` those whose high watermark moved or log shrank.
     pub(super) fn update<'a>(
         &mut self,
         cluster: &Cluster,

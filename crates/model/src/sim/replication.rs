@@ -505,14 +505,14 @@ impl ReplicationPhase<'_, '_> {
             // Once a broker has looked, each fetcher it follows with is in flight or backing off:
             // nothing is due before their next deadline unless the broker changed since (an
             // answer taken at this step, a connection refused, a restart) or whom it follows did.
-            let next = &mut followed.next_ms[i];
-            if clock.skip_idle_rules && now < *next && !broker.is_changed() {
-                wake.at(*next);
+            let next = followed.next_ms[i];
+            if clock.skip_idle_rules && now < next && !broker.is_changed() {
+                wake.at(next);
                 continue;
             }
             time_out_fetches(&mut broker, now, &cluster.config);
             if !broker.alive {
-                *next = wake_fetchers(&broker, now, &cluster.config, wake);
+                followed.next_ms[i] = wake_fetchers(&broker, now, &cluster.config, wake);
                 continue;
             }
             let follower = broker.id;

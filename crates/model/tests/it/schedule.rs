@@ -98,10 +98,11 @@ fn skipping_idle_instants_and_rules_changes_nothing() {
 }
 
 /// The same with the clock jumping over idle instants: a rule that skips the steps at which
-/// nothing is due for it (the controller between its deadlines, the periodic ISR check) must
-/// still ask the clock for every instant it would have asked for at every step, so that the run
-/// steps the same instants and sends the same messages. In the run below, a slow coordinator
-/// leaves long idle stretches that only a request's timeout ends.
+/// nothing is due for it (the controller between its deadlines, the periodic ISR check, a broker
+/// whose fetchers are all in flight or backing off) must still ask the clock for every instant it
+/// would have asked for at every step, so that the run steps the same instants and sends the same
+/// messages. In the run below, a slow coordinator leaves long idle stretches that only a request's
+/// timeout ends.
 #[test]
 fn skipping_idle_rules_steps_the_same_instants() {
     let late_answer = crate::consumers::late_join_answer();
