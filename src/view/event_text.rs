@@ -1,6 +1,6 @@
 //! The event log in words, as the overlay's log and the timeline's markers show it.
 
-use crate::sim::EventKind;
+use crate::sim::{EventKind, ResetReason};
 
 /// What kind of mark an event gets on the timeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -285,11 +285,18 @@ pub fn describe(kind: &EventKind) -> (Severity, String) {
             partition,
             from,
             to,
+            reason,
         } => (
             Bad,
-            format!(
-                "group {group}: {member}'s position {from} in {topic}-{partition} is past the log's end (truncated): auto.offset.reset moves it to {to}"
-            ),
+            match reason {
+                ResetReason::PastLogEnd => format!(
+                    "group {group}: {member}'s position {from} in {topic}-{partition} is past the log's end (truncated): auto.offset.reset moves it to {to}"
+                ),
+                ResetReason::BelowLogStart => format!(
+                    "group {group}: {member}'s position {from} in {topic}-{partition} is below the log start (retention deleted it): auto.offset.reset moves it to {to}, skipping {}",
+                    to.saturating_sub(*from)
+                ),
+            },
         ),
         E::GroupEpochBumped {
             group,
@@ -317,6 +324,32 @@ pub fn describe(kind: &EventKind) -> (Severity, String) {
             Bad,
             format!(
                 "{topic}-{partition}: broker {broker} truncates its log from {from_offset} to {to_offset}"
+            ),
+        ),
+        E::SegmentsDeleted {
+            broker,
+            topic,
+            partition,
+            segments,
+            from_offset,
+            to_offset,
+        } => (
+            Info,
+            format!(
+                "{topic}-{partition}: broker {broker}'s retention deletes {segments} segment{}: the log starts at {to_offset} (was {from_offset})",
+                if *segments == 1 { "" } else { "s" }
+            ),
+        ),
+        E::TruncatedFully {
+            broker,
+            topic,
+            partition,
+            from_offset,
+            start_offset,
+        } => (
+            Bad,
+            format!(
+                "{topic}-{partition}: broker {broker}'s log ends at {from_offset}, below the leader's log start: it drops it and starts at {start_offset}"
             ),
         ),
     }

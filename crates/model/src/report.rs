@@ -132,6 +132,9 @@ pub struct PartitionReport {
     pub high_watermark: u64,
     /// The leader's (0 when there is none).
     pub log_end_offset: u64,
+    /// The leader's: below it retention deleted the records. Left out while 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub log_start_offset: u64,
     pub replicas: Vec<ReplicaReport>,
 }
 
@@ -140,6 +143,13 @@ pub struct ReplicaReport {
     pub broker: u32,
     pub log_end_offset: u64,
     pub high_watermark: u64,
+    /// Left out while 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub log_start_offset: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -176,6 +186,7 @@ impl Report {
                             broker: r.broker,
                             log_end_offset: r.log_end_offset(),
                             high_watermark: r.high_watermark,
+                            log_start_offset: r.log_start_offset,
                         }
                     })
                     .collect();
@@ -191,6 +202,7 @@ impl Report {
                     elr: p.elr.clone(),
                     high_watermark: leader.map_or(0, |r| r.high_watermark),
                     log_end_offset: leader.map_or(0, |r| r.log_end_offset),
+                    log_start_offset: leader.map_or(0, |r| r.log_start_offset),
                     replicas,
                 }
             })

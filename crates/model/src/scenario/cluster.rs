@@ -75,6 +75,10 @@ pub struct ClusterConfig {
     /// follower in it (KIP-392).
     #[serde(default)]
     pub rack_aware_replica_selector: bool,
+    /// `log.retention.check.interval.ms`: how often each broker deletes the segments retention
+    /// has expired, the first time 30 s after it starts (`log.initial.task.delay.ms`).
+    #[serde(default = "defaults::log_retention_check_interval_ms")]
+    pub log_retention_check_interval_ms: u64,
 }
 
 /// A value given in the file (which makes the field `Some`), written bare as any other field.
@@ -118,6 +122,7 @@ impl Default for ClusterConfig {
             group_consumer_session_timeout_ms: defaults::group_consumer_session_timeout_ms(),
             broker_racks: None,
             rack_aware_replica_selector: false,
+            log_retention_check_interval_ms: defaults::log_retention_check_interval_ms(),
         }
     }
 }
@@ -194,8 +199,18 @@ impl ClusterConfig {
                 "group_consumer_session_timeout_ms",
                 c.group_consumer_session_timeout_ms,
             ),
+            (
+                "log_retention_check_interval_ms",
+                c.log_retention_check_interval_ms,
+            ),
         ] {
             too_long(format!("cluster.{field}"), value)?;
+        }
+        if c.log_retention_check_interval_ms == 0 {
+            return Err(bad(
+                "cluster.log_retention_check_interval_ms".into(),
+                "0 ms: Kafka's minimum is 1 ms".into(),
+            ));
         }
         // `GroupCoordinatorConfig`: group.consumer.heartbeat.interval.ms must be less than
         // group.consumer.session.timeout.ms.

@@ -1,4 +1,5 @@
-//! The topics section: partitions, replication factor, `min.insync.replicas` and placement.
+//! The topics section: partitions, replication factor, `min.insync.replicas`, placement, and
+//! how the log ages (segments, retention, cleanup policy).
 
 use serde::{Deserialize, Serialize};
 
@@ -24,7 +25,57 @@ pub struct TopicConfig {
     /// `unclean.leader.election.enable`.
     #[serde(default)]
     pub unclean_leader_election: bool,
+    /// `retention.ms`: a segment whose newest record is older than this is deleted; -1 keeps
+    /// every segment (7 days by default).
+    #[serde(default = "defaults::retention_ms")]
+    pub retention_ms: i64,
+    /// `retention.bytes`: the oldest segments are deleted while the log holds more than this; -1
+    /// (the default) sets no limit.
+    #[serde(default = "defaults::retention_bytes")]
+    pub retention_bytes: i64,
+    /// `segment.bytes`: the active segment rolls before an append would take it past this size
+    /// (1 GiB by default; Kafka's topic-level minimum is 14 bytes).
+    #[serde(default = "defaults::segment_bytes")]
+    pub segment_bytes: u64,
+    /// `segment.ms`: the active segment rolls once its first record is this much older than the
+    /// records appended (7 days by default).
+    #[serde(default = "defaults::segment_ms")]
+    pub segment_ms: u64,
+    /// `cleanup.policy`: what happens to old segments.
+    #[serde(default)]
+    pub cleanup_policy: CleanupPolicy,
 }
+
+/// `cleanup.policy` (`TopicConfig.CLEANUP_POLICY_CONFIG`): `delete`, `compact`, or both.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CleanupPolicy {
+    /// Retention deletes old segments (Kafka's default).
+    #[default]
+    Delete,
+    /// The log cleaner keeps the latest record of each key; retention deletes nothing.
+    Compact,
+    /// Both: compacted, and old segments deleted too.
+    CompactDelete,
+}
+
+impl CleanupPolicy {
+    /// Whether retention deletes segments (`LogConfig.delete`).
+    pub fn deletes(self) -> bool {
+        matches!(self, CleanupPolicy::Delete | CleanupPolicy::CompactDelete)
+    }
+
+    /// As `kafka-configs` writes it.
+    pub fn as_kafka(self) -> &'static str {
+        match self {
+            CleanupPolicy::Delete => "delete",
+            CleanupPolicy::Compact => "compact",
+            CleanupPolicy::CompactDelete => "compact,delete",
+        }
+    }
+}
+
+/// `segment.bytes`' minimum for a topic (`LogConfig`'s `atLeast(LegacyRecord.RECORD_OVERHEAD_V0)`).
+pub const MIN_SEGMENT_BYTES: u64 = 14;
 
 impl Scenario {
     /// The replicas of each partition of a topic: the file's assignment, or Kafka's rack-unaware
@@ -124,6 +175,36 @@ pub(super) fn validate(s: &Scenario, check: &Check) -> Result<(), ScenarioError>
                     limits::REPLICAS
                 ),
             ));
+        }
+        if t.retention_ms < -1 {
+            return Err(bad(
+                at("retention_ms"),
+                format!(
+                    "{}: -1 keeps every segment, otherwise at least 0",
+                    t.retention_ms
+                ),
+            ));
+        }
+        if t.retention_bytes < -1 {
+            return Err(bad(
+                at("retention_bytes"),
+                format!(
+                    "{}: -1 sets no limit, otherwise at least 0",
+                    t.retention_bytes
+                ),
+            ));
+        }
+        if t.segment_bytes < MIN_SEGMENT_BYTES {
+            return Err(bad(
+                at("segment_bytes"),
+                format!(
+                    "{}: Kafka's minimum for a topic is {MIN_SEGMENT_BYTES} bytes",
+                    t.segment_bytes
+                ),
+            ));
+        }
+        if t.segment_ms == 0 {
+            return Err(bad(at("segment_ms"), "0: Kafka's minimum is 1 ms".into()));
         }
         if t.min_insync_replicas == 0 {
             return Err(bad(

@@ -53,11 +53,13 @@ pub enum Standing {
     Controller,
     /// The leader's periodic ISR check.
     IsrCheck,
+    /// The brokers' retention checks.
+    Retention,
 }
 
 impl Standing {
     /// How many there are: the last one's index plus one (keep it the last).
-    const COUNT: usize = Standing::IsrCheck as usize + 1;
+    const COUNT: usize = Standing::Retention as usize + 1;
 }
 
 impl Default for Wake {

@@ -7,6 +7,8 @@ use bevy_ecs::prelude::*;
 
 use crate::scenario::ClusterConfig;
 
+use super::segments::{LogConfig, Segments};
+
 /// Brokers are numbered from 1, as `node.id`s usually are.
 pub type BrokerId = u32;
 
@@ -42,6 +44,8 @@ pub struct Broker {
     /// The controller's CONTROLLED_SHUTDOWN state of the broker (`BrokerHeartbeatManager`): it
     /// may no longer lead or join an ISR.
     pub in_controlled_shutdown: bool,
+    /// When its log manager next deletes what retention no longer keeps.
+    pub next_retention_check_ms: u64,
 }
 
 impl Broker {
@@ -60,6 +64,7 @@ impl Broker {
             leaderships_applied: 0,
             pending_shutdown: None,
             in_controlled_shutdown: false,
+            next_retention_check_ms: super::retention::INITIAL_TASK_DELAY_MS,
         }
     }
 
@@ -275,6 +280,8 @@ pub struct Partition {
     /// the partition counts as online (OfflinePartitionsCount 0), yet nothing can write to it.
     pub dead_leader_since_ms: Option<u64>,
     pub min_insync_replicas: u32,
+    /// The topic's `segment.*`, `retention.*` and `cleanup.policy`.
+    pub log: LogConfig,
     /// Its leadership changes in the controller's metadata log, oldest first: a broker or client
     /// that has seen the log up to some offset sees the last of them at or below it.
     pub history: Vec<LeaderRecord>,
@@ -356,6 +363,8 @@ pub struct TopicSettings {
     pub min_insync_replicas: u32,
     /// `unclean.leader.election.enable`.
     pub unclean_leader_election: bool,
+    /// Segments, retention and cleanup policy.
+    pub log: LogConfig,
 }
 
 impl Partition {
@@ -386,6 +395,7 @@ impl Partition {
         let TopicSettings {
             min_insync_replicas,
             unclean_leader_election,
+            log,
         } = settings;
         Partition {
             topic,
@@ -408,6 +418,7 @@ impl Partition {
             assignment,
             replicas,
             min_insync_replicas,
+            log,
         }
     }
 
@@ -685,6 +696,10 @@ pub struct Replica {
     pub broker: BrokerId,
     pub log: super::chunked::Chunked<Record>,
     pub high_watermark: u64,
+    /// The first offset it serves: below it, retention deleted the segments (`logStartOffset`).
+    pub log_start_offset: u64,
+    /// Where its records lie on disk.
+    pub segments: Segments,
     /// Leader epoch history: `(epoch, start offset)`, oldest first (`LeaderEpochFileCache`).
     pub epochs: Vec<(u32, u64)>,
     /// Idempotent producers' recent batches, by producer index.
@@ -708,6 +723,8 @@ impl Replica {
             broker,
             log: Default::default(),
             high_watermark: 0,
+            log_start_offset: 0,
+            segments: Segments::default(),
             epochs: vec![(0, 0)],
             producer_batches: Vec::new(),
         }
@@ -771,12 +788,20 @@ impl Replica {
     /// many records went. The epoch history is cut back to the log's end even when no record
     /// goes (`UnifiedLog.truncateTo`): an epoch this broker started as leader and wrote nothing
     /// in would otherwise be sent with every fetch, and diverge at every answer.
-    pub fn truncate_to(&mut self, offset: u64) -> u64 {
+    pub fn truncate_to(&mut self, offset: u64, now: u64) -> u64 {
         let leo = self.log_end_offset();
         self.epochs.retain(|(_, start)| *start < offset.min(leo));
         if offset >= leo {
             return 0;
         }
+        let log = &self.log;
+        self.segments.truncate_to(offset, now, |from, to| {
+            (from..to)
+                .filter_map(|o| log.get(o as usize))
+                .map(|r| u64::from(r.bytes()))
+                .sum()
+        });
+        self.log_start_offset = self.log_start_offset.min(offset);
         self.log.truncate(offset as usize);
         for (_, batches) in &mut self.producer_batches {
             batches.retain(|b| b.first_offset < offset);
@@ -789,6 +814,8 @@ impl Replica {
     pub fn wipe(&mut self) {
         self.log.clear();
         self.high_watermark = 0;
+        self.log_start_offset = 0;
+        self.segments = Segments::default();
         self.epochs.clear();
         self.producer_batches.clear();
     }
@@ -800,24 +827,103 @@ impl Replica {
             .map(|(_, b)| b)
     }
 
-    /// Appends records at the end of the log (the leader's, or the follower's copy) and keeps
-    /// the producers' batch metadata up to date, as both leader and follower do.
-    pub fn append(&mut self, records: impl IntoIterator<Item = Record>) {
+    /// Appends records at the end of the log (the leader's, or the follower's copy), the
+    /// largest of whose timestamps is `max_timestamp`, into its active segment or a new one
+    /// (`UnifiedLog.append`), and keeps the producers' batch metadata up to date, as both leader
+    /// and follower do. Returns the new segment's base offset if the log rolled.
+    pub fn append(
+        &mut self,
+        records: impl IntoIterator<Item = Record>,
+        config: &LogConfig,
+        now: u64,
+        max_timestamp: u64,
+    ) -> Option<u64> {
+        let start = self.log_end_offset();
+        let mut bytes = 0;
         for record in records {
+            bytes += u64::from(record.bytes());
             self.note_appended(&record, self.log_end_offset());
             self.log.push(record);
         }
+        self.segments
+            .append(config, now, start, max_timestamp, bytes)
     }
 
     /// A follower appends what it fetched from its leader, whose log `leader` holds the same
     /// records at the same offsets: it keeps the leader's copies instead of its own
-    /// ([`super::chunked::Chunked::extend_shared`]).
-    pub fn append_fetched(&mut self, records: &[Record], leader: &Replica) {
+    /// ([`super::chunked::Chunked::extend_shared`]). The records are one append, as Kafka's
+    /// follower appends a partition's fetched records at once (`appendAsFollower`).
+    pub fn append_fetched(
+        &mut self,
+        records: &[Record],
+        leader: &Replica,
+        config: &LogConfig,
+        now: u64,
+        max_timestamp: u64,
+    ) -> Option<u64> {
         let start = self.log_end_offset();
+        let mut bytes = 0;
         for (offset, record) in (start..).zip(records) {
+            bytes += u64::from(record.bytes());
             self.note_appended(record, offset);
         }
         self.log.extend_shared(&leader.log, records);
+        self.segments
+            .append(config, now, start, max_timestamp, bytes)
+    }
+
+    /// `UnifiedLog.maybeIncrementLogStartOffset`: the log start moves forward to `offset` (never
+    /// back, and never past the high watermark), and the epoch history forgets what lies before
+    /// it (`LeaderEpochFileCache.truncateFromStart`). Returns whether it moved.
+    pub fn increment_log_start_offset(&mut self, offset: u64) -> bool {
+        let offset = offset.min(self.high_watermark);
+        if offset <= self.log_start_offset {
+            return false;
+        }
+        self.log_start_offset = offset;
+        // The latest epoch that starts below the new start now starts at it; older ones go.
+        if let Some(i) = self.epochs.iter().rposition(|(_, start)| *start < offset) {
+            self.epochs.drain(..i);
+            self.epochs[0].1 = offset;
+        }
+        true
+    }
+
+    /// `UnifiedLog.deleteOldSegments`: the segments this replica no longer keeps go, and its log
+    /// start moves past them. Returns what went.
+    pub fn delete_old_segments(
+        &mut self,
+        config: &LogConfig,
+        now: u64,
+    ) -> Option<super::segments::Deleted> {
+        let mut start = self.log_start_offset;
+        let (high_watermark, log_end) = (self.high_watermark, self.log_end_offset());
+        let deleted =
+            self.segments
+                .delete_old_segments(config, now, &mut start, high_watermark, log_end)?;
+        self.increment_log_start_offset(start);
+        Some(deleted)
+    }
+
+    /// `UnifiedLog.truncateFullyAndStartAt`: a follower fallen behind its leader's log start
+    /// drops its whole log, history and producer state, and starts again at `offset`. A log's
+    /// offsets are its places, so the places below the new start hold the leader's records,
+    /// shared and never read: below its log start a replica serves nothing. Returns how many
+    /// records it held from its old log start.
+    pub fn truncate_fully_and_start_at(&mut self, offset: u64, leader: &Replica, now: u64) -> u64 {
+        let removed = self.log_end_offset().saturating_sub(self.log_start_offset);
+        self.log.clear();
+        while (self.log.len() as u64) < offset {
+            let run = leader.log.run_at(self.log.len());
+            let take = run.len().min(offset as usize - self.log.len());
+            self.log.extend_shared(&leader.log, &run[..take]);
+        }
+        self.epochs.clear();
+        self.producer_batches.clear();
+        self.segments.truncate_fully_and_start_at(offset, now);
+        self.log_start_offset = offset;
+        self.high_watermark = offset;
+        removed
     }
 
     /// What appending `record` at `offset` changes besides the log: the leader epochs' start

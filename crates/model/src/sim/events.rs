@@ -243,9 +243,10 @@ pub enum EventKind {
         member: String,
         epoch: u32,
     },
-    /// A consumer's position was past the log's end (its partition's log was truncated): it
-    /// starts again where `auto.offset.reset` says, and its next commit takes the group's
-    /// committed offset back.
+    /// A consumer's position was out of range (OFFSET_OUT_OF_RANGE): below the log start, as
+    /// retention deleted what it had not read, or past the log's end, as the log was truncated.
+    /// It starts again where `auto.offset.reset` says; after a truncation its next commit takes
+    /// the group's committed offset back.
     OffsetReset {
         group: String,
         member: String,
@@ -253,6 +254,7 @@ pub enum EventKind {
         partition: u32,
         from: u64,
         to: u64,
+        reason: ResetReason,
     },
     /// A follower cut its log back to where it agrees with its leader.
     Truncated {
@@ -262,6 +264,34 @@ pub enum EventKind {
         from_offset: u64,
         to_offset: u64,
     },
+    /// A broker's retention check deleted a replica's oldest segments: its log start offset
+    /// moved from `from_offset` to `to_offset` (`UnifiedLog.deleteOldSegments`).
+    SegmentsDeleted {
+        broker: u32,
+        topic: String,
+        partition: u32,
+        segments: u32,
+        from_offset: u64,
+        to_offset: u64,
+    },
+    /// A follower whose log ended below its leader's log start dropped it and starts again at
+    /// the leader's log start (`truncateFullyAndStartAt`).
+    TruncatedFully {
+        broker: u32,
+        topic: String,
+        partition: u32,
+        from_offset: u64,
+        start_offset: u64,
+    },
+}
+
+/// Why a consumer's position was out of range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum ResetReason {
+    /// Below the serving replica's log start offset: retention deleted those records.
+    BelowLogStart,
+    /// Past the log's end: the log was truncated below it.
+    PastLogEnd,
 }
 
 #[derive(Clone, Resource, Debug, Default)]

@@ -72,13 +72,14 @@ fn write_records(
     let mut log = replicas.get_mut(leader).expect("replica");
     if !records.is_empty() {
         let epoch = offsets.leader_epoch;
-        log.append(records.iter().map(|offset| {
+        let written = records.iter().map(|offset| {
             let written = CoordinatorRecord {
                 group: group.index,
                 offset: *offset,
             };
             Record::coordinator(written, epoch)
-        }));
+        });
+        log.append(written, &offsets.log, now, now);
         // Followers' fetches held at this leader finish once it has appended (`DelayedFetch`):
         // the next step's delayed phase answers them, so it must run.
         wake.at(now + 1);

@@ -24,8 +24,8 @@ fn broker_of(node: Node) -> u32 {
 /// The broker leads by its own metadata: a leader cut off from the controller goes on appending
 /// in its old epoch after another was elected (`ReplicaManager` acts on the metadata it has).
 fn append_batch(
-    broker: u32,
-    seen: u64,
+    (broker, seen): (u32, u64),
+    now: u64,
     acks: Acks,
     batch: &WireBatch,
     partition: &Partition,
@@ -78,7 +78,7 @@ fn append_batch(
     }
 
     let base = leader.log_end_offset();
-    leader.append(batch.records.iter().enumerate().map(|(i, r)| {
+    let records = batch.records.iter().enumerate().map(|(i, r)| {
         Record::produced(
             r.id,
             r.key,
@@ -88,7 +88,8 @@ fn append_batch(
             i,
             r.bytes,
         )
-    }));
+    });
+    leader.append(records, &partition.log, now, batch.max_timestamp);
     metrics.records_appended += count;
     wait_or_done(acks, base, count)
 }
@@ -210,7 +211,15 @@ impl AppendPhase<'_, '_> {
                 .map(|batch| {
                     let partition = partitions.get(batch.partition).expect("partition entity");
                     let seen = views[broker as usize].metadata_offset;
-                    append_batch(broker, seen, acks, batch, partition, replicas, metrics)
+                    append_batch(
+                        (broker, seen),
+                        now,
+                        acks,
+                        batch,
+                        partition,
+                        replicas,
+                        metrics,
+                    )
                 })
                 .collect();
             request.outcomes = outcomes;

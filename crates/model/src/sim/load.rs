@@ -80,6 +80,13 @@ pub fn load(world: &mut World, scenario: &Scenario) {
         min_insync_replicas: 1,
         assignment: None,
         unclean_leader_election: false,
+        // `offsets.retention.*` expire a group's offsets, not segments: the topic is compacted.
+        retention_ms: 604_800_000,
+        retention_bytes: -1,
+        // `offsets.topic.segment.bytes`.
+        segment_bytes: 104_857_600,
+        segment_ms: 604_800_000,
+        cleanup_policy: crate::scenario::CleanupPolicy::Compact,
     };
     let offsets_assignment = scenario.assignment(&offsets_config);
     let mut offsets_partitions: Vec<(u32, Entity)> = Vec::new();
@@ -249,6 +256,7 @@ fn spawn_partition(
             TopicSettings {
                 min_insync_replicas: config.min_insync_replicas,
                 unclean_leader_election: config.unclean_leader_election,
+                log: super::segments::LogConfig::of(config),
             },
             0,
         ),

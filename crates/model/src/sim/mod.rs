@@ -45,7 +45,9 @@ mod purgatory;
 pub mod quorum;
 pub mod reads;
 pub mod replication;
+mod retention;
 mod run;
+pub mod segments;
 mod sender;
 pub mod timeline;
 pub mod trace;
@@ -53,7 +55,7 @@ pub mod wires;
 
 pub use clock::{SimClock, SimRng, Wake};
 pub use cluster::{Broker, BrokerId, BrokerViews, Cluster, Partition, Record, Replica};
-pub use events::{Event, EventKind, EventLog, Metrics};
+pub use events::{Event, EventKind, EventLog, Metrics, ResetReason};
 pub use network::Message;
 pub use network::{Node, Wire, WireState};
 pub use protocol::Payload;
@@ -76,6 +78,8 @@ pub enum Phase {
     Append,
     /// The leader's ISR checks: expansion and the periodic shrink; high watermarks.
     Isr,
+    /// Each broker's periodic retention check: segments deleted, log start offsets moved.
+    Retention,
     /// Requests held at a leader (acks=all produces, fetches waiting for data) that can finish.
     Delayed,
     /// Group coordinators: joins, syncs, heartbeats, sessions, offset commits.
@@ -94,13 +98,14 @@ pub enum Phase {
 
 impl Phase {
     /// Every phase, in the order a step runs them.
-    pub const ALL: [Phase; 13] = [
+    pub const ALL: [Phase; 14] = [
         Phase::Timeline,
         Phase::Network,
         Phase::Controller,
         Phase::Replication,
         Phase::Append,
         Phase::Isr,
+        Phase::Retention,
         Phase::Delayed,
         Phase::Groups,
         Phase::Consumers,
@@ -121,6 +126,7 @@ impl Phase {
             Phase::Replication => boxed(replication::phase),
             Phase::Append => boxed(leader::phase),
             Phase::Isr => boxed(isr::phase),
+            Phase::Retention => boxed(retention::phase),
             Phase::Delayed => boxed(purgatory::phase),
             Phase::Groups => boxed(group_coordinator::phase),
             Phase::Consumers => boxed(poll::phase),
@@ -210,6 +216,7 @@ fn due(
         Phase::Timeline => timeline::actions_due(clock, world.resource()),
         Phase::Network => faults::any_fault(clock, world.resource(), brokers.iter(world)),
         Phase::Controller => controller_due(clock, world.resource(), world.resource()),
+        Phase::Retention => retention::retention_due(clock, world.resource(), world.resource()),
         // Scenarios without consumer groups skip the consumer side altogether.
         Phase::Groups | Phase::Consumers | Phase::Lag => groups,
         Phase::Replication

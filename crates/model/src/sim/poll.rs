@@ -11,7 +11,7 @@ use bevy_ecs::system::SystemParam;
 
 use super::cluster::{Broker, BrokerViews, Cluster, Partition, Replica};
 use super::consumer_group::{ConsumerGroup, GroupState};
-use super::events::{EventKind, EventLog};
+use super::events::{EventKind, EventLog, ResetReason};
 use super::invariants::Invariants;
 use super::metadata::Refresh;
 use super::network::{Network, Node};
@@ -28,29 +28,52 @@ use super::consumer::*;
 
 /// Where a partition starts for a member that just got it: the group's committed offset, else
 /// `auto.offset.reset` (the offsets lookups are read straight from the model).
-fn start_offset(group: &ConsumerGroup, ordinal: u32, leader_hw: u64) -> u64 {
+fn start_offset(group: &ConsumerGroup, ordinal: u32, leader: LogBounds) -> u64 {
     match group.offset_fetch(ordinal) {
         Some(o) => o,
-        None => match group.config.auto_offset_reset {
-            OffsetReset::Earliest => 0,
-            OffsetReset::Latest => leader_hw,
-        },
+        None => reset_offset(group, leader),
     }
 }
 
-/// The high watermark of a partition's leader, by ordinal (0 while it has none): where a member
-/// with `auto.offset.reset=latest` starts.
-fn leader_hw(
+/// Where `auto.offset.reset` moves a member: the leader's log start (`earliest`, ListOffsets'
+/// EARLIEST_TIMESTAMP) or its high watermark (`latest`: a read_uncommitted consumer's end).
+fn reset_offset(group: &ConsumerGroup, leader: LogBounds) -> u64 {
+    match group.config.auto_offset_reset {
+        OffsetReset::Earliest => leader.log_start,
+        OffsetReset::Latest => leader.high_watermark,
+    }
+}
+
+/// What a consumer's offset lookups (ListOffsets) find on a partition's leader.
+#[derive(Debug, Clone, Copy, Default)]
+struct LogBounds {
+    log_start: u64,
+    high_watermark: u64,
+}
+
+impl LogBounds {
+    fn of(replica: &Replica) -> LogBounds {
+        LogBounds {
+            log_start: replica.log_start_offset,
+            high_watermark: replica.high_watermark,
+        }
+    }
+}
+
+/// The log start and high watermark of a partition's leader, by ordinal (0 while it has none).
+fn leader_bounds(
     cluster: &Cluster,
     partitions: &Query<&Partition>,
     replicas: &Query<&Replica>,
     ordinal: u32,
-) -> u64 {
+) -> LogBounds {
     partitions
         .get(cluster.partitions[ordinal as usize])
         .ok()
         .and_then(|p| p.leader_replica())
-        .map_or(0, |r| replicas.get(r).expect("replica").high_watermark)
+        .map_or(LogBounds::default(), |r| {
+            LogBounds::of(replicas.get(r).expect("replica"))
+        })
 }
 
 /// `ConsumerCoordinator.onJoinComplete`, inside a poll: partitions no longer assigned are given
@@ -61,7 +84,7 @@ fn on_join_complete(
     c: &mut Consumer,
     assignment: Vec<u32>,
     group: &ConsumerGroup,
-    leader_hw: &impl Fn(u32) -> u64,
+    leader: &impl Fn(u32) -> LogBounds,
 ) -> bool {
     let before = c.assigned.len();
     c.assigned.retain(|o, _| assignment.contains(o));
@@ -75,7 +98,7 @@ fn on_join_complete(
     c.last_assignment.clone_from(&assignment);
     for o in assignment {
         c.assigned.entry(o).or_insert_with(|| {
-            let start = start_offset(group, o, leader_hw(o));
+            let start = start_offset(group, o, leader(o));
             Progress {
                 position: start,
                 handed: start,
@@ -98,7 +121,7 @@ fn on_join_complete(
 fn reconcile(
     c: &mut Consumer,
     group: &ConsumerGroup,
-    leader_hw: &impl Fn(u32) -> u64,
+    leader: &impl Fn(u32) -> LogBounds,
     now: u64,
     may_send: bool,
     mut commit: impl FnMut(&mut Consumer),
@@ -149,7 +172,7 @@ fn reconcile(
     }
     c.prepare_until_ms = None;
     c.revoking.clear();
-    let took = on_join_complete(c, target, group, leader_hw);
+    let took = on_join_complete(c, target, group, leader);
     c.rejoin_requested = false;
     c.target_assignment = None;
     c.heartbeat_now = true;
@@ -500,13 +523,19 @@ impl ConsumersPhase<'_, '_> {
             progress.fetch_in_flight = None;
             match response.error {
                 Some(KafkaError::OffsetOutOfRange) => {
-                    let hw = partition
+                    let leader = partition
                         .leader_replica()
-                        .map_or(0, |r| replicas.get(r).expect("replica").high_watermark);
-                    let reset = match group.config.auto_offset_reset {
-                        OffsetReset::Earliest => 0,
-                        OffsetReset::Latest => hw,
+                        .map_or(LogBounds::default(), |r| {
+                            LogBounds::of(replicas.get(r).expect("replica"))
+                        });
+                    // Below the log start, retention deleted what it asked for; otherwise it was
+                    // past the end of a truncated log.
+                    let reason = if progress.position < response.log_start_offset {
+                        ResetReason::BelowLogStart
+                    } else {
+                        ResetReason::PastLogEnd
                     };
+                    let reset = reset_offset(group, leader);
                     events.push(
                         now,
                         EventKind::OffsetReset {
@@ -516,6 +545,7 @@ impl ConsumersPhase<'_, '_> {
                             partition: partition.index,
                             from: progress.position,
                             to: reset,
+                            reason,
                         },
                     );
                     // Its next commit may take the group's committed offset back: Kafka lets it
@@ -752,7 +782,7 @@ impl ConsumersPhase<'_, '_> {
                     took = reconcile(
                         &mut c,
                         group,
-                        &|o| leader_hw(cluster, partitions, replicas, o),
+                        &|o| leader_bounds(cluster, partitions, replicas, o),
                         now,
                         may_send,
                         |c| commit_now(c, &mut send_group),
@@ -762,7 +792,7 @@ impl ConsumersPhase<'_, '_> {
                 c.last_poll_ms = now;
                 if let Some(assignment) = c.pending_assignment.take() {
                     took = on_join_complete(&mut c, assignment, group, &|o| {
-                        leader_hw(cluster, partitions, replicas, o)
+                        leader_bounds(cluster, partitions, replicas, o)
                     });
                 }
                 if c.rejoin_requested

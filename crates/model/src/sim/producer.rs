@@ -46,6 +46,8 @@ pub struct Batch {
     pub records: Vec<PendingRecord>,
     pub bytes: u32,
     pub created_ms: u64,
+    /// When its newest record was sent: the largest of their timestamps.
+    pub max_timestamp: u64,
     /// Sends so far that failed; 0 for a batch never retried.
     pub attempts: u32,
     /// A retried batch waits until then.
@@ -72,6 +74,7 @@ impl Batch {
             records: Vec::new(),
             bytes: 0,
             created_ms,
+            max_timestamp: created_ms,
             attempts: 0,
             retry_at_ms: 0,
             base_sequence: None,
@@ -482,6 +485,7 @@ impl Producer {
         });
         self.records_made += 1;
         batch.bytes += bytes;
+        batch.max_timestamp = now;
         self.stats.sent += 1;
     }
 

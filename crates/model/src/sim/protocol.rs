@@ -71,6 +71,9 @@ pub struct WireBatch {
     pub base_sequence: Option<i32>,
     pub producer_epoch: u16,
     pub records: Vec<PendingRecord>,
+    /// The largest of its records' timestamps (`maxTimestamp`; `CreateTime`, the time of each
+    /// record's `send()`).
+    pub max_timestamp: u64,
 }
 
 /// Where the leader is with one batch of a produce request.
@@ -156,6 +159,11 @@ pub struct FetchedPartition {
     /// The offset of its first record (a batch's `baseOffset`).
     pub base_offset: u64,
     pub high_watermark: u64,
+    /// The leader's log start offset (`PartitionData.logStartOffset`).
+    pub log_start_offset: u64,
+    /// The largest timestamp of the leader's segment that its last record lies in: the model
+    /// keeps timestamps per segment, not per record.
+    pub max_timestamp: u64,
     pub error: Option<KafkaError>,
     /// Set when the follower's log diverges: it truncates before fetching again.
     pub diverging: Option<Diverging>,
@@ -369,6 +377,8 @@ pub struct ConsumerFetchResponse {
     pub count: u64,
     /// The serving replica's high watermark when it answered.
     pub high_watermark: u64,
+    /// The serving replica's log start offset (`PartitionData.logStartOffset`).
+    pub log_start_offset: u64,
     pub error: Option<KafkaError>,
     /// With NOT_LEADER_OR_FOLLOWER, the leader and epoch the broker knows of (KIP-951's
     /// `CurrentLeader`).

@@ -53,7 +53,9 @@ fn answer(
     if !may_serve(&seen, partition, broker, cluster) {
         return Some((request.offset, 0, Some(KafkaError::NotLeaderOrFollower)));
     }
-    if request.offset > replica.log_end_offset() {
+    // Past the log's end (it was truncated), or below its start (retention deleted it):
+    // `UnifiedLog.read`, `checkLogStartOffset`.
+    if request.offset > replica.log_end_offset() || request.offset < replica.log_start_offset {
         return Some((request.offset, 0, Some(KafkaError::OffsetOutOfRange)));
     }
     let count = replica
@@ -127,11 +129,19 @@ impl DelayedPhase<'_, '_> {
             let partition = partitions.get(request.partition).expect("partition entity");
             let answered = match served_by(request, partition, replicas) {
                 Some(replica) => answer(&wire, request, partition, replica, cluster, views, now)
-                    .map(|(from, count, error)| (from, count, error, replica.high_watermark)),
+                    .map(|(from, count, error)| {
+                        let bounds = (replica.log_start_offset, replica.high_watermark);
+                        (from, count, error, bounds)
+                    }),
                 // A reassignment removed the replica while the fetch was on its way or held.
-                None => Some((request.offset, 0, Some(KafkaError::NotLeaderOrFollower), 0)),
+                None => Some((
+                    request.offset,
+                    0,
+                    Some(KafkaError::NotLeaderOrFollower),
+                    (0, 0),
+                )),
             };
-            let Some((from, count, error, high_watermark)) = answered else {
+            let Some((from, count, error, (log_start_offset, high_watermark))) = answered else {
                 if !wire.held() {
                     wires.hold(id, now + FETCH_MAX_WAIT_MS);
                 }
@@ -158,6 +168,7 @@ impl DelayedPhase<'_, '_> {
                     from,
                     count,
                     high_watermark,
+                    log_start_offset,
                     error,
                     current_leader,
                 },

@@ -74,6 +74,8 @@ fn answer_partition(
         records: 0..0,
         base_offset: fetch.fetch_offset,
         high_watermark: 0,
+        log_start_offset: 0,
+        max_timestamp: 0,
         error: None,
         diverging: None,
     };
@@ -86,9 +88,21 @@ fn answer_partition(
         return answer;
     };
     answer.high_watermark = leader.high_watermark;
+    answer.log_start_offset = leader.log_start_offset;
     answer.diverging = divergence(leader, fetch.fetch_offset, fetch.last_fetched_epoch);
-    if answer.diverging.is_none() && fetch.fetch_offset < leader.log_end_offset() {
+    if answer.diverging.is_some() {
+        return answer;
+    }
+    // Below the log start retention deleted the records (`UnifiedLog.read`,
+    // `checkLogStartOffset`).
+    if fetch.fetch_offset < leader.log_start_offset {
+        answer.error = Some(KafkaError::OffsetOutOfRange);
+        return answer;
+    }
+    if fetch.fetch_offset < leader.log_end_offset() {
         answer.records = read_log(leader, fetch.fetch_offset, max_bytes, records);
+        let last = fetch.fetch_offset + u64::from(answer.records.end - answer.records.start) - 1;
+        answer.max_timestamp = leader.segments.holding(last).largest_timestamp();
     }
     answer
 }
@@ -157,6 +171,43 @@ fn truncates_to(follower: &Replica, d: Diverging) -> u64 {
         // (`AbstractFetcherThread.handleOutOfRangeError`).
         None => d.end_offset,
     }
+}
+
+/// `AbstractFetcherThread.fetchOffsetAndTruncate` after OFFSET_OUT_OF_RANGE: a follower whose
+/// log ends below its leader's log start (it was away longer than the topic's retention) drops
+/// its log and starts again at the leader's log start. Kafka's follower asks the leader for its
+/// log start (`fetchEarliestOffset`); the model takes it from the fetch response, which carries
+/// it (`PartitionData.logStartOffset`).
+fn start_at_leader_log_start(
+    fetched: &FetchedPartition,
+    partition: &Partition,
+    leader: BrokerId,
+    replicas: &mut Query<&mut Replica>,
+    now: u64,
+    (cluster, events): (&Cluster, &mut EventLog),
+) {
+    let Some(leader) = partition.replica_on(leader) else {
+        return;
+    };
+    let [mut follower, leader] = replicas
+        .get_many_mut([fetched.replica, leader])
+        .expect("a follower and its leader are two replicas");
+    let from_offset = follower.log_end_offset();
+    // A follower whose log reaches the leader's log start fetches on from its own end.
+    if fetched.log_start_offset <= from_offset {
+        return;
+    }
+    follower.truncate_fully_and_start_at(fetched.log_start_offset, &leader, now);
+    events.push(
+        now,
+        EventKind::TruncatedFully {
+            broker: follower.broker,
+            topic: cluster.topics[partition.topic].name.clone(),
+            partition: partition.index,
+            from_offset,
+            start_offset: fetched.log_start_offset,
+        },
+    );
 }
 
 /// Where `follower`'s log would be cut at its next fetch from `leader`, by the rules above; `None`
@@ -420,6 +471,20 @@ impl ReplicationPhase<'_, '_> {
             fetcher.in_flight = None;
             for fetched in &response.partitions {
                 let partition = partitions.get(fetched.partition).expect("partition entity");
+                if fetched.error == Some(KafkaError::OffsetOutOfRange)
+                    && partition.leader_seen(seen).leader == Some(leader)
+                    && partition.replicas.contains(&fetched.replica)
+                {
+                    start_at_leader_log_start(
+                        fetched,
+                        partition,
+                        leader,
+                        replicas,
+                        now,
+                        (cluster, &mut **events),
+                    );
+                    continue;
+                }
                 if fetched.error.is_some() || partition.leader_seen(seen).leader != Some(leader) {
                     continue; // Leadership moved: the partition is fetched from its new leader.
                 }
@@ -431,7 +496,7 @@ impl ReplicationPhase<'_, '_> {
                 if let Some(d) = fetched.diverging {
                     let to = truncates_to(&replica, d);
                     let from = replica.log_end_offset();
-                    let removed = replica.truncate_to(to);
+                    let removed = replica.truncate_to(to, now);
                     if removed > 0 {
                         metrics.records_truncated += removed;
                         events.push(
@@ -455,22 +520,31 @@ impl ReplicationPhase<'_, '_> {
                     metrics.records_replicated += records.len() as u64;
                     // What it copies is its leader's records: it keeps one copy of them. (A
                     // reassignment may have removed the answering leader's replica since.)
+                    let (log, max_timestamp) = (&partition.log, fetched.max_timestamp);
                     match partition.replica_on(leader) {
                         Some(leader) => {
                             let [mut follower, leader] = replicas
                                 .get_many_mut([fetched.replica, leader])
                                 .expect("a follower and its leader are two replicas");
-                            follower.append_fetched(records, &leader);
+                            follower.append_fetched(records, &leader, log, now, max_timestamp);
                             replica = follower;
                         }
-                        None => replica.append(records.iter().copied()),
+                        None => {
+                            replica.append(records.iter().copied(), log, now, max_timestamp);
+                        }
                     }
                 }
                 // Only a change marks the replica changed: checkpoints share unchanged ones.
                 let high_watermark = fetched.high_watermark.min(replica.log_end_offset());
-                replica
-                    .map_unchanged(|r| &mut r.high_watermark)
-                    .set_if_neq(high_watermark);
+                // The follower's log start follows its leader's (`ReplicaFetcherThread`,
+                // `maybeIncrementLogStartOffset`), after the high watermark that bounds it.
+                let moves_start = fetched.log_start_offset > replica.log_start_offset;
+                if moves_start || replica.high_watermark != high_watermark {
+                    replica.high_watermark = high_watermark;
+                    if moves_start {
+                        replica.increment_log_start_offset(fetched.log_start_offset);
+                    }
+                }
             }
         }
     }

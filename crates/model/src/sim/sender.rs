@@ -132,6 +132,7 @@ fn send_requests(
                     },
                     producer_epoch: b.producer_epoch,
                     records: b.records.clone(),
+                    max_timestamp: b.max_timestamp,
                 })
                 .collect(),
             outcomes: Vec::new(),

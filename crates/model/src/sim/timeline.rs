@@ -387,6 +387,8 @@ fn broker_action(t: &mut Targets, now: u64, action: &Action) -> Outcome {
             broker.failed_registrations = 0;
             broker.incarnation += 1;
             broker.next_heartbeat_ms = now;
+            // Its log manager starts with it (`LogManager.startup`).
+            broker.next_retention_check_ms = now + super::retention::INITIAL_TASK_DELAY_MS;
             EventKind::BrokerRestarted { broker: b }
         }
         Action::ControlledShutdown(_) => {
@@ -631,12 +633,13 @@ fn add_partitions(t: &mut Targets, now: u64, action: &Action) -> Outcome {
     }
     let brokers = t.cluster.brokers.len() as u32;
     let first = t.cluster.topics[topic].partitions[0];
-    let (rf, min_isr, unclean) = {
+    let (rf, min_isr, unclean, log) = {
         let p = t.partitions.get(first).expect("partition entity");
         (
             t.cluster.topics[topic].replication_factor,
             p.min_insync_replicas,
             p.unclean_leader_election,
+            p.log,
         )
     };
     let placement = crate::scenario::rack_unaware_assignment(brokers, *total, rf);
@@ -663,6 +666,7 @@ fn add_partitions(t: &mut Targets, now: u64, action: &Action) -> Outcome {
             TopicSettings {
                 min_insync_replicas: min_isr,
                 unclean_leader_election: unclean,
+                log,
             },
             u64::MAX,
         );

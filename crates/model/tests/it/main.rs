@@ -9,6 +9,7 @@ mod golden;
 mod operations;
 mod partitioner;
 mod replication;
+mod retention;
 mod sandbox;
 mod scenario;
 mod schedule;

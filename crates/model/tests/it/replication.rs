@@ -514,8 +514,9 @@ fn the_invariants_notice_an_in_sync_follower_holding_other_records_than_the_lead
         }
         let mut records: Vec<_> = follower.log.iter_from(hw as usize).cloned().collect();
         records[0].id += 1_000_000;
-        follower.truncate_to(hw);
-        follower.append(records);
+        follower.truncate_to(hw, 0);
+        let log = kafkascope_model::sim::segments::LogConfig::default();
+        follower.append(records, &log, 0, 0);
     }
     sim.run_until(4_000);
     let violations = Report::of(&sim).invariant_violations;

@@ -1,0 +1,99 @@
+//! Retention: every broker's log manager deletes the segments its logs no longer keep
+//! (`LogManager.cleanupLogs`, the `kafka-log-retention` task), first `log.initial.task.delay.ms`
+//! (30 s) after the broker starts and then every `log.retention.check.interval.ms`. It looks at
+//! every replica the broker holds, leader or follower alike, with each topic's own settings
+//! (`UnifiedLog.deleteOldSegments`, in `segments.rs`).
+
+use bevy_ecs::prelude::*;
+use bevy_ecs::system::SystemParam;
+
+use super::clock::Standing;
+use super::cluster::{Broker, Cluster, Partition, Replica};
+use super::events::{EventKind, EventLog};
+use super::timeline::Timeline;
+use super::{SimClock, Wake};
+
+/// `log.initial.task.delay.ms` (`ServerLogConfigs.LOG_INITIAL_TASK_DELAY_MS_DEFAULT`): how long
+/// after a broker starts its first retention check runs.
+pub const INITIAL_TASK_DELAY_MS: u64 = 30_000;
+
+/// Whether any broker's check is due: at its deadline, or after a timeline action (a restarted
+/// broker's first check is set by it).
+pub(super) fn retention_due(clock: &SimClock, wake: &Wake, timeline: &Timeline) -> bool {
+    wake.due(Standing::Retention, clock) || timeline.acted_at(clock.now_ms)
+}
+
+/// The retention phase's rule, with what it borrows for one step.
+#[derive(SystemParam)]
+pub(super) struct RetentionPhase<'w, 's> {
+    clock: Res<'w, SimClock>,
+    cluster: Res<'w, Cluster>,
+    events: ResMut<'w, EventLog>,
+    wake: ResMut<'w, Wake>,
+    brokers: Query<'w, 's, &'static mut Broker>,
+    partitions: Query<'w, 's, &'static Partition>,
+    replicas: Query<'w, 's, &'static mut Replica>,
+}
+
+/// The retention phase: each broker whose check is due deletes what its logs no longer keep.
+pub(super) fn phase(mut rules: RetentionPhase) {
+    rules.delete_old_segments();
+}
+
+impl RetentionPhase<'_, '_> {
+    /// `LogManager.cleanupLogs` on each broker whose check is due, in broker order, each
+    /// replica in partition order.
+    fn delete_old_segments(&mut self) {
+        let Self {
+            clock,
+            cluster,
+            events,
+            wake,
+            brokers,
+            partitions,
+            replicas,
+        } = self;
+        let now = clock.now_ms;
+        let interval = cluster.config.log_retention_check_interval_ms;
+        wake.clear(Standing::Retention);
+        for &entity in &cluster.brokers {
+            let mut broker = brokers.get_mut(entity).expect("broker entity");
+            // A broker whose process is down runs no task; it starts again when it restarts.
+            if !broker.alive && !broker.starting {
+                continue;
+            }
+            if now < broker.next_retention_check_ms {
+                wake.standing_at(Standing::Retention, broker.next_retention_check_ms);
+                continue;
+            }
+            broker.next_retention_check_ms = now + interval;
+            wake.standing_at(Standing::Retention, broker.next_retention_check_ms);
+            let id = broker.id;
+            for partition in partitions.iter_many(&cluster.partitions) {
+                let Some(replica) = partition.replica_on(id) else {
+                    continue;
+                };
+                let mut replica = replicas.get_mut(replica).expect("replica entity");
+                // Only a deletion marks the replica changed: checkpoints share unchanged ones.
+                let Some(deleted) = replica
+                    .bypass_change_detection()
+                    .delete_old_segments(&partition.log, now)
+                else {
+                    continue;
+                };
+                replica.set_changed();
+                events.push(
+                    now,
+                    EventKind::SegmentsDeleted {
+                        broker: id,
+                        topic: cluster.topics[partition.topic].name.clone(),
+                        partition: partition.index,
+                        segments: deleted.segments as u32,
+                        from_offset: deleted.from,
+                        to_offset: deleted.to,
+                    },
+                );
+            }
+        }
+    }
+}
