@@ -881,8 +881,8 @@ impl Replica {
             return false;
         }
         self.log_start_offset = offset;
-        // The latest epoch that starts below the new start now starts at it; older ones go.
-        if let Some(i) = self.epochs.iter().rposition(|(_, start)| *start < offset) {
+        // The latest epoch that starts at or below the new start now starts at it; older ones go.
+        if let Some(i) = self.epochs.iter().rposition(|(_, start)| *start <= offset) {
             self.epochs.drain(..i);
             self.epochs[0].1 = offset;
         }
@@ -983,4 +983,27 @@ pub fn read<D: bevy_ecs::query::QueryData>(world: &World) -> QueryState<D> {
     world
         .try_query::<D>()
         .expect("the model's components are registered when it loads")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_log_start_moving_forward_trims_the_epoch_history_from_its_start() {
+        let mut replica = Replica::new(Entity::PLACEHOLDER, 1);
+        replica.epochs = vec![(0, 0), (1, 100), (2, 200)];
+        replica.high_watermark = 300;
+        // `LeaderEpochFileCache.truncateFromStart`: the entries starting at or below the new start
+        // go, and the last of them comes back starting at it.
+        assert!(replica.increment_log_start_offset(100));
+        assert_eq!(replica.epochs, vec![(1, 100), (2, 200)]);
+        assert!(replica.increment_log_start_offset(150));
+        assert_eq!(replica.epochs, vec![(1, 150), (2, 200)]);
+        // Never back, and never past the high watermark.
+        assert!(!replica.increment_log_start_offset(120));
+        assert!(replica.increment_log_start_offset(400));
+        assert_eq!(replica.log_start_offset, 300);
+        assert_eq!(replica.epochs, vec![(2, 300)]);
+    }
 }
