@@ -1070,7 +1070,12 @@ pub(super) fn paint_scene<S: Side>(
                 Vec2::new(mr.min.x + 6.0, mr.center().y),
                 {
                     // In a narrow box, members go by their number in the group ("#5").
-                    let dead = if m.alive { "" } else { " (dead)" };
+                    let dead = match (m.alive, m.failed) {
+                        (true, _) => String::new(),
+                        // `auto.offset.reset=none`: what `poll()` threw.
+                        (false, Some(error)) => format!(" ({error})"),
+                        (false, None) => " (dead)".to_string(),
+                    };
                     let number = m
                         .name
                         .strip_prefix(&format!("{}-", g.name))

@@ -263,6 +263,18 @@ pub fn describe(kind: &EventKind) -> (Severity, String) {
         E::ConsumerCrashed { group, member } => {
             (Bad, format!("group {group}: {member} dies without a word"))
         }
+        E::ConsumerFailed {
+            group,
+            member,
+            topic,
+            partition,
+            error,
+        } => (
+            Bad,
+            format!(
+                "group {group}: {member} stops: poll() throws {error} for {topic}-{partition} (auto.offset.reset=none)"
+            ),
+        ),
         E::ConsumerRateChanged {
             group,
             records_per_sec,
@@ -324,6 +336,17 @@ pub fn describe(kind: &EventKind) -> (Severity, String) {
             Bad,
             format!(
                 "{topic}-{partition}: broker {broker} truncates its log from {from_offset} to {to_offset}"
+            ),
+        ),
+        E::SegmentRolled {
+            broker,
+            topic,
+            partition,
+            base_offset,
+        } => (
+            Info,
+            format!(
+                "{topic}-{partition}: broker {broker} rolls a new segment at offset {base_offset}"
             ),
         ),
         E::SegmentsDeleted {

@@ -289,6 +289,8 @@ pub struct MemberView {
     /// Index in the cluster's consumers: the node of its messages.
     pub node: u32,
     pub alive: bool,
+    /// With `auto.offset.reset=none`, what stopped it: "OffsetOutOfRange" or "NoOffset".
+    pub failed: Option<&'static str>,
     /// Its generation, or in a consumer-protocol group its member epoch, as it knows it.
     pub epoch: u32,
     /// Partitions it consumes now, by name.
@@ -707,6 +709,7 @@ impl Snapshot {
                         name: c.member_id.clone(),
                         node: c.index,
                         alive: c.alive,
+                        failed: c.failed.map(|(error, _)| error.short_name()),
                         epoch: c.generation,
                         assigned: c.assigned.keys().map(|o| part_name(*o)).collect(),
                         reconciling: reconciling(g, &c.member_id, &part_name),

@@ -75,6 +75,14 @@ pub struct GroupReport {
     /// The current generation's assignment: {member: ["topic-partition", ...]}.
     pub assignment: serde_json::Value,
     pub offsets: Vec<OffsetReport>,
+    /// Times its members' positions were out of range and reset by `auto.offset.reset`. Left
+    /// out while 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub offset_resets: u64,
+    /// The offsets those resets jumped over, which the group will never read: below the log
+    /// start retention deleted them, and `latest` skips the rest up to the end. Left out while 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub records_skipped: u64,
 }
 
 /// A consumer-protocol group's epochs, as `kafka-consumer-groups --describe --members --verbose`
@@ -262,6 +270,13 @@ impl Report {
                 .enumerate()
                 .map(|(i, e)| {
                     let group = groups.get(*e).expect("group");
+                    let (offset_resets, records_skipped) = consumers
+                        .query(world)
+                        .iter_many(&cluster.consumers)
+                        .filter(|c| c.group == group.index)
+                        .fold((0, 0), |(resets, skipped), c| {
+                            (resets + c.offset_resets, skipped + c.records_skipped)
+                        });
                     let lag = monitor.groups.get(i).cloned().unwrap_or_default();
                     let offsets: Vec<OffsetReport> = group
                         .partitions
@@ -327,6 +342,8 @@ impl Report {
                         max_lag: offsets.iter().filter_map(|o| o.max_lag).max(),
                         assignment: crate::assignor::to_json(&assignment),
                         offsets,
+                        offset_resets,
+                        records_skipped,
                     }
                 })
                 .collect::<Vec<_>>()

@@ -260,6 +260,9 @@ pub(super) fn producer_refusal(p: &ProducerConfig) -> Option<(&'static str, Stri
 pub enum OffsetReset {
     Earliest,
     Latest,
+    /// No reset: `poll()` throws (NoOffsetForPartitionException without a committed offset,
+    /// OffsetOutOfRangeException out of range), and the application stops.
+    None,
 }
 
 /// A consumer group: its members share the partitions of its topics.

@@ -841,8 +841,7 @@ impl Replica {
         let start = self.log_end_offset();
         let mut bytes = 0;
         for record in records {
-            bytes += u64::from(record.bytes());
-            self.note_appended(&record, self.log_end_offset());
+            bytes += self.note_appended(&record, self.log_end_offset());
             self.log.push(record);
         }
         self.segments
@@ -862,11 +861,10 @@ impl Replica {
         max_timestamp: u64,
     ) -> Option<u64> {
         let start = self.log_end_offset();
-        let mut bytes = 0;
-        for (offset, record) in (start..).zip(records) {
-            bytes += u64::from(record.bytes());
-            self.note_appended(record, offset);
-        }
+        let bytes = (start..)
+            .zip(records)
+            .map(|(offset, record)| self.note_appended(record, offset))
+            .sum();
         self.log.extend_shared(&leader.log, records);
         self.segments
             .append(config, now, start, max_timestamp, bytes)
@@ -927,8 +925,8 @@ impl Replica {
     }
 
     /// What appending `record` at `offset` changes besides the log: the leader epochs' start
-    /// offsets, and its producer's batches.
-    fn note_appended(&mut self, record: &Record, offset: u64) {
+    /// offsets, and its producer's batches. Returns the record's bytes, which its segment grows by.
+    fn note_appended(&mut self, record: &Record, offset: u64) -> u64 {
         // A record of another leader epoch starts that epoch in this replica's history
         // (`UnifiedLog.append`, `maybeAssignEpochStartOffset`).
         self.assign_epoch(record.leader_epoch, offset);
@@ -968,6 +966,7 @@ impl Replica {
                 last.last_sequence = record.sequence;
             }
         }
+        u64::from(record.bytes())
     }
 }
 

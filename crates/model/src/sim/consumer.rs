@@ -61,6 +61,33 @@ pub struct Progress {
     pub committed_sent: Option<u64>,
 }
 
+/// What `poll()` throws when `auto.offset.reset` is `none`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConsumerError {
+    /// No committed offset to start from.
+    NoOffsetForPartition,
+    /// The position is out of range (below the log start, or past the end).
+    OffsetOutOfRange,
+}
+
+impl ConsumerError {
+    /// The exception's name, as the application sees it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ConsumerError::NoOffsetForPartition => "NoOffsetForPartitionException",
+            ConsumerError::OffsetOutOfRange => "OffsetOutOfRangeException",
+        }
+    }
+
+    /// Short enough for a member's row in the scene.
+    pub fn short_name(self) -> &'static str {
+        match self {
+            ConsumerError::NoOffsetForPartition => "NoOffset",
+            ConsumerError::OffsetOutOfRange => "OffsetOutOfRange",
+        }
+    }
+}
+
 #[derive(Clone, Component, Debug)]
 pub struct Consumer {
     /// Index in `Cluster::consumers`: its node on the wire.
@@ -95,6 +122,14 @@ pub struct Consumer {
     /// What the last poll returned and the application has yet to process: (ordinal, end
     /// offset), in the order `FetchCollector.collectFetch` drained them.
     pub in_hand: VecDeque<(u32, u64)>,
+    /// With `auto.offset.reset=none`, the exception `poll()` threw, and for which partition: the
+    /// application stops.
+    pub failed: Option<(ConsumerError, u32)>,
+    /// Times its position was out of range and reset by `auto.offset.reset`.
+    pub offset_resets: u64,
+    /// Offsets those resets jumped over: records it will never read (for `latest`, records that
+    /// may still exist among them).
+    pub records_skipped: u64,
     /// Thousandths of a record it may process.
     pub(super) budget_milli: u64,
     pub(super) last_process_ms: u64,
@@ -169,6 +204,9 @@ impl Consumer {
             assigned: BTreeMap::new(),
             buffered: VecDeque::new(),
             in_hand: VecDeque::new(),
+            failed: None,
+            offset_resets: 0,
+            records_skipped: 0,
             budget_milli: 0,
             last_process_ms: now,
             next_heartbeat_ms: 0,

@@ -215,6 +215,15 @@ pub enum EventKind {
         group: String,
         member: String,
     },
+    /// With `auto.offset.reset=none`, `poll()` threw and the application stopped, as a crash
+    /// does: `error` is the exception.
+    ConsumerFailed {
+        group: String,
+        member: String,
+        topic: String,
+        partition: u32,
+        error: String,
+    },
     ConsumerRateChanged {
         group: String,
         records_per_sec: u32,
@@ -263,6 +272,14 @@ pub enum EventKind {
         partition: u32,
         from_offset: u64,
         to_offset: u64,
+    },
+    /// A replica's active segment was full or old: a new one starts at `base_offset`
+    /// (`UnifiedLog.roll`).
+    SegmentRolled {
+        broker: u32,
+        topic: String,
+        partition: u32,
+        base_offset: u64,
     },
     /// A broker's retention check deleted a replica's oldest segments: its log start offset
     /// moved from `from_offset` to `to_offset` (`UnifiedLog.deleteOldSegments`).

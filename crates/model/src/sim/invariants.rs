@@ -433,6 +433,21 @@ impl ChecksPhase<'_, '_> {
         touched.extend(changed_partitions.iter());
         for replica in changed_replicas {
             touched.push(replica.partition);
+            if replica.log_start_offset > replica.high_watermark {
+                let p = partitions.get(replica.partition).expect("partition entity");
+                invariants.report(
+                    "log-start-above-hw",
+                    p.ordinal as usize,
+                    replica.broker,
+                    format!(
+                        "{now} ms: {} on broker {}: log start offset {} above the high watermark {}",
+                        name(p),
+                        replica.broker,
+                        replica.log_start_offset,
+                        replica.high_watermark
+                    ),
+                );
+            }
             if replica.high_watermark > replica.log_end_offset() {
                 let p = partitions.get(replica.partition).expect("partition entity");
                 invariants.report(

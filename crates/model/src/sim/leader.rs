@@ -6,8 +6,8 @@ use bevy_ecs::prelude::*;
 use bevy_ecs::system::SystemParam;
 
 use super::SimClock;
-use super::cluster::{Broker, BrokerViews, Partition, Record, Replica};
-use super::events::Metrics;
+use super::cluster::{Broker, BrokerViews, Cluster, Partition, Record, Replica};
+use super::events::{EventKind, EventLog, Metrics};
 use super::network::{Network, Node, Wire, WireState};
 use super::protocol::{
     BatchOutcome, BatchResult, KafkaError, ProduceRequest, ProduceResponse, WireBatch,
@@ -30,7 +30,7 @@ fn append_batch(
     batch: &WireBatch,
     partition: &Partition,
     replicas: &mut Query<&mut Replica>,
-    metrics: &mut Metrics,
+    (metrics, rolled): (&mut Metrics, &mut Vec<(Entity, u64)>),
 ) -> BatchOutcome {
     let Some(epoch) = partition.leads_as_seen(broker, seen) else {
         return BatchOutcome::Done(Err(KafkaError::NotLeaderOrFollower));
@@ -89,7 +89,9 @@ fn append_batch(
             r.bytes,
         )
     });
-    leader.append(records, &partition.log, now, batch.max_timestamp);
+    if let Some(base) = leader.append(records, &partition.log, now, batch.max_timestamp) {
+        rolled.push((batch.partition, base));
+    }
     metrics.records_appended += count;
     wait_or_done(acks, base, count)
 }
@@ -161,8 +163,10 @@ fn respond(
 #[derive(SystemParam)]
 pub(super) struct AppendPhase<'w, 's> {
     clock: Res<'w, SimClock>,
+    cluster: Res<'w, Cluster>,
     network: ResMut<'w, Network>,
     metrics: ResMut<'w, Metrics>,
+    events: ResMut<'w, EventLog>,
     wires: ResMut<'w, Wires>,
     brokers: Query<'w, 's, &'static Broker>,
     /// The brokers as this step's controller phase left them.
@@ -171,6 +175,8 @@ pub(super) struct AppendPhase<'w, 's> {
     replicas: Query<'w, 's, &'static mut Replica>,
     /// The produce requests arriving now, kept between steps.
     due: Local<'s, Vec<u64>>,
+    /// Scratch: the partitions whose leader rolled a segment at this step, with its base offset.
+    rolled: Local<'s, Vec<(Entity, u64)>>,
 }
 
 /// The append phase: leaders append produce requests and answer acks=0/1 ones.
@@ -190,9 +196,13 @@ impl AppendPhase<'_, '_> {
             replicas,
             due,
             views,
+            cluster,
+            events,
+            rolled,
             ..
         } = self;
         let now = clock.now_ms;
+        rolled.clear();
         wires.arriving::<ProduceRequest>(due);
         if due.is_empty() {
             return;
@@ -218,10 +228,23 @@ impl AppendPhase<'_, '_> {
                         batch,
                         partition,
                         replicas,
-                        metrics,
+                        (metrics, rolled),
                     )
                 })
                 .collect();
+            for &(partition, base_offset) in rolled.iter() {
+                let partition = partitions.get(partition).expect("partition entity");
+                events.push(
+                    now,
+                    EventKind::SegmentRolled {
+                        broker,
+                        topic: cluster.topics[partition.topic].name.clone(),
+                        partition: partition.index,
+                        base_offset,
+                    },
+                );
+            }
+            rolled.clear();
             request.outcomes = outcomes;
             let all_done = request
                 .outcomes

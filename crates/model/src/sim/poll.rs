@@ -27,20 +27,24 @@ use crate::scenario::{GroupProtocol, OffsetReset};
 use super::consumer::*;
 
 /// Where a partition starts for a member that just got it: the group's committed offset, else
-/// `auto.offset.reset` (the offsets lookups are read straight from the model).
-fn start_offset(group: &ConsumerGroup, ordinal: u32, leader: LogBounds) -> u64 {
+/// `auto.offset.reset` (the offsets lookups are read straight from the model); `None` when that
+/// is `none`.
+fn start_offset(group: &ConsumerGroup, ordinal: u32, leader: LogBounds) -> Option<u64> {
     match group.offset_fetch(ordinal) {
-        Some(o) => o,
+        Some(o) => Some(o),
         None => reset_offset(group, leader),
     }
 }
 
 /// Where `auto.offset.reset` moves a member: the leader's log start (`earliest`, ListOffsets'
-/// EARLIEST_TIMESTAMP) or its high watermark (`latest`: a read_uncommitted consumer's end).
-fn reset_offset(group: &ConsumerGroup, leader: LogBounds) -> u64 {
+/// EARLIEST_TIMESTAMP) or its high watermark (`latest`: a read_uncommitted consumer's end);
+/// nowhere with `none`, where `poll()` throws instead (`SubscriptionState.resetInitializingPositions`,
+/// `FetchCollector` on OFFSET_OUT_OF_RANGE).
+fn reset_offset(group: &ConsumerGroup, leader: LogBounds) -> Option<u64> {
     match group.config.auto_offset_reset {
-        OffsetReset::Earliest => leader.log_start,
-        OffsetReset::Latest => leader.high_watermark,
+        OffsetReset::Earliest => Some(leader.log_start),
+        OffsetReset::Latest => Some(leader.high_watermark),
+        OffsetReset::None => None,
     }
 }
 
@@ -97,8 +101,18 @@ fn on_join_complete(
     let took = assignment.iter().any(|o| !c.assigned.contains_key(o));
     c.last_assignment.clone_from(&assignment);
     for o in assignment {
-        c.assigned.entry(o).or_insert_with(|| {
-            let start = start_offset(group, o, leader(o));
+        if c.assigned.contains_key(&o) {
+            continue;
+        }
+        // With `auto.offset.reset=none` and no committed offset, `poll()` throws: the partition
+        // is never taken up, and the application stops at its next step.
+        let Some(start) = start_offset(group, o, leader(o)) else {
+            c.failed
+                .get_or_insert((ConsumerError::NoOffsetForPartition, o));
+            continue;
+        };
+        c.assigned.insert(
+            o,
             Progress {
                 position: start,
                 handed: start,
@@ -106,8 +120,8 @@ fn on_join_complete(
                 fetch_in_flight: None,
                 fetch_sent_ms: 0,
                 committed_sent: group.offset_fetch(o),
-            }
-        });
+            },
+        );
     }
     took
 }
@@ -535,7 +549,10 @@ impl ConsumersPhase<'_, '_> {
                     } else {
                         ResetReason::PastLogEnd
                     };
-                    let reset = reset_offset(group, leader);
+                    let Some(reset) = reset_offset(group, leader) else {
+                        consumer.failed = Some((ConsumerError::OffsetOutOfRange, ordinal));
+                        continue;
+                    };
                     events.push(
                         now,
                         EventKind::OffsetReset {
@@ -551,12 +568,15 @@ impl ConsumersPhase<'_, '_> {
                     // Its next commit may take the group's committed offset back: Kafka lets it
                     // (`Fetcher.handleOffsetOutOfRange`, then `auto.offset.reset`).
                     invariants.allow_committed_back(group.index, ordinal);
+                    let skipped = reset.saturating_sub(progress.position);
                     progress.position = reset;
                     progress.handed = reset;
                     progress.processed = reset;
                     // What the application still holds of this partition lay past the log's new
                     // end; it is set aside with the reset.
                     consumer.in_hand.retain(|(o, _)| *o != ordinal);
+                    consumer.offset_resets += 1;
+                    consumer.records_skipped += skipped;
                 }
                 // KIP-951: the leader the broker named is taken at once; with none named, the
                 // consumer asks for metadata.
@@ -583,6 +603,19 @@ impl ConsumersPhase<'_, '_> {
                             response.high_watermark
                         ),
                     );
+                    }
+                    // A position below the log start (a committed offset retention passed) is
+                    // reset before anything is read from it.
+                    if response.count > 0 && response.from < response.log_start_offset {
+                        invariants.report(
+                            "read-below-log-start",
+                            ordinal as usize,
+                            0,
+                            format!(
+                                "{now} ms: {} received offset {} below the log start {} of the replica it fetched from",
+                                member_id, response.from, response.log_start_offset
+                            ),
+                        );
                     }
                     if response.from == progress.position && response.count > 0 {
                         progress.position = end;
@@ -671,6 +704,7 @@ impl ConsumersPhase<'_, '_> {
             groups,
             consumers,
             views,
+            events,
             ..
         } = self;
         let now = clock.now_ms;
@@ -685,6 +719,25 @@ impl ConsumersPhase<'_, '_> {
                 continue;
             }
             let group = groups.get(cluster.groups[c.group as usize]).expect("group");
+            // `poll()` threw (`auto.offset.reset=none`): the application stops, sending nothing
+            // more, as in a crash; its coordinator drops it when its session runs out.
+            if let Some((error, ordinal)) = c.failed {
+                c.alive = false;
+                let partition = partitions
+                    .get(cluster.partitions[ordinal as usize])
+                    .expect("partition entity");
+                events.push(
+                    now,
+                    EventKind::ConsumerFailed {
+                        group: group.name.clone(),
+                        member: c.member_id.clone(),
+                        topic: cluster.topics[partition.topic].name.clone(),
+                        partition: partition.index,
+                        error: error.name().to_string(),
+                    },
+                );
+                continue;
+            }
             let config = &group.config;
             let node = Node::Consumer(c.index);
             let coordinator = partitions

@@ -521,17 +521,28 @@ impl ReplicationPhase<'_, '_> {
                     // What it copies is its leader's records: it keeps one copy of them. (A
                     // reassignment may have removed the answering leader's replica since.)
                     let (log, max_timestamp) = (&partition.log, fetched.max_timestamp);
-                    match partition.replica_on(leader) {
+                    let rolled = match partition.replica_on(leader) {
                         Some(leader) => {
                             let [mut follower, leader] = replicas
                                 .get_many_mut([fetched.replica, leader])
                                 .expect("a follower and its leader are two replicas");
-                            follower.append_fetched(records, &leader, log, now, max_timestamp);
+                            let rolled =
+                                follower.append_fetched(records, &leader, log, now, max_timestamp);
                             replica = follower;
+                            rolled
                         }
-                        None => {
-                            replica.append(records.iter().copied(), log, now, max_timestamp);
-                        }
+                        None => replica.append(records.iter().copied(), log, now, max_timestamp),
+                    };
+                    if let Some(base_offset) = rolled {
+                        events.push(
+                            now,
+                            EventKind::SegmentRolled {
+                                broker: replica.broker,
+                                topic: cluster.topics[partition.topic].name.clone(),
+                                partition: partition.index,
+                                base_offset,
+                            },
+                        );
                     }
                 }
                 // Only a change marks the replica changed: checkpoints share unchanged ones.
