@@ -44,6 +44,10 @@ pub const BUILT_IN_TOURS: &[BuiltInTour] = &[
         name: "lab-rolling-restart",
         source: include_str!("../scenarios/tours/lab-rolling-restart.ron"),
     },
+    BuiltInTour {
+        name: "lab-retention",
+        source: include_str!("../scenarios/tours/lab-retention.ron"),
+    },
 ];
 
 /// The slowest the playback goes: a millisecond's messages take a second to cross a link.
@@ -142,6 +146,12 @@ pub enum LabMetric {
     PausedTime(String),
     Pauses(String),
     MaxLag(String),
+    /// The group's committed lag now, summed over its partitions.
+    Lag(String),
+    /// Times the group's members were out of range and reset by `auto.offset.reset`.
+    OffsetResets(String),
+    /// The offsets those resets jumped over: records the group will never read.
+    RecordsSkipped(String),
     /// Keys whose records are in more than one partition of a topic.
     KeysSplit(String),
 }
@@ -185,7 +195,10 @@ impl LabMetric {
             LabMetric::Rebalances(g)
             | LabMetric::PausedTime(g)
             | LabMetric::Pauses(g)
-            | LabMetric::MaxLag(g) => group(g),
+            | LabMetric::MaxLag(g)
+            | LabMetric::Lag(g)
+            | LabMetric::OffsetResets(g)
+            | LabMetric::RecordsSkipped(g) => group(g),
             LabMetric::KeysSplit(t) => {
                 (scenario.topic_index(t).is_none()).then(|| format!("no topic named {t:?}"))
             }
@@ -326,6 +339,10 @@ pub enum Expect {
     /// A consumer read records from a follower (KIP-392).
     ReadFromFollowers,
     PartitionsAdded(String),
+    /// Retention deleted segments of the topic.
+    SegmentsDeleted(String),
+    /// A member of the group was out of range and reset by `auto.offset.reset`.
+    OffsetReset(String),
     /// In a lab's run other than the first (from 1): what that run does.
     Run(usize, Box<Expect>),
 }
@@ -858,7 +875,8 @@ impl Names<'_> {
             Expect::Crashed(b) | Expect::Wiped(b) | Expect::Fenced(b) | Expect::Stopped(b) => {
                 broker(*b)
             }
-            Expect::Rebalanced(g) => self.group(g),
+            Expect::Rebalanced(g) | Expect::OffsetReset(g) => self.group(g),
+            Expect::SegmentsDeleted(t) => self.partition(t, 0),
             Expect::ReadFromFollowers => Ok(()),
             Expect::PartitionsAdded(t) => self.partition(t, 0),
             Expect::Run(n, inner) => {

@@ -19,9 +19,9 @@ use super::playback::{Shown, TwinShown};
 use super::presenter::PreviewShown;
 use crate::sim::network::{Node, WireState};
 use crate::view::layout::{BROKER_HEADER, Layout, MEMBER_ROW, MEMBERS_TOP, text};
-use crate::view::log_strip::{Cell, StripPlace, beyond, epoch_starts, strip};
+use crate::view::log_strip::{Cell, StripPlace, beyond, epoch_starts, segment_starts, strip};
 use crate::view::palette::{Palette, ReplicaRole};
-use crate::view::snapshot::{MessageKind, MessageView, PartitionView, Reconciling};
+use crate::view::snapshot::{MessageKind, MessageView, PartitionView, Reconciling, ReplicaView};
 
 /// How long a state change takes on screen (wall time).
 const CHANGE: Duration = Duration::from_millis(450);
@@ -153,6 +153,83 @@ fn clear_side<S: Side>(
         commands.entity(e).despawn();
     }
     *built = Built::default();
+}
+
+/// A tall row's segments, once its log has more than one or retention has deleted some: a block
+/// per segment, newest on the right, under the row's name. The active segment (still taking
+/// appends) is outlined, the ones it closed are filled, and left of them faint blocks stand for
+/// what retention deleted, so the log start moving shows as blocks going faint from the left.
+fn segment_bar(
+    paint: &mut Paint,
+    palette: &Palette,
+    r: &ReplicaView,
+    row: Rect,
+    strip_rect: Rect,
+    scale: f32,
+) {
+    if r.segment_starts.len() < 2 && r.log_start_offset == 0 {
+        return;
+    }
+    // Centred between the name's line and the numbers' line over the log, however tall the row.
+    let (above, below) = (row.min.y + 22.0 * scale, strip_rect.min.y - 18.0 * scale);
+    let h = ((below - above) * 0.6).min(16.0 * scale);
+    if h < 10.0 * scale {
+        return;
+    }
+    let top = (above + below - h) / 2.0;
+    let slot = 18.0 * scale;
+    // Room on the left for the log start's label, when retention moved it.
+    let label = (r.log_start_offset > 0).then(|| format!("start {}", r.log_start_offset));
+    let label_w = label
+        .as_ref()
+        .map_or(0.0, |l| text::width(l, text::SMALL * scale) + 6.0);
+    let slots = ((strip_rect.width() - label_w + 3.0) / slot)
+        .floor()
+        .max(3.0) as usize;
+    let deleted = if r.log_start_offset > 0 {
+        2.min(slots / 3)
+    } else {
+        0
+    };
+    let kept = r.segment_starts.len().min(slots - deleted);
+    let role_c = srgba(palette.replica(r.role));
+    let block = |i: usize| {
+        let x = strip_rect.max.x - (slots - i) as f32 * slot + 3.0;
+        Rect::new(x, top, x + slot - 3.0, top + h)
+    };
+    let first = slots - kept - deleted;
+    for i in first..first + deleted {
+        paint.rect(block(i), with_alpha(palette.muted, 0.3), 2.0);
+    }
+    for (k, i) in (first + deleted..slots).enumerate() {
+        let active = k + 1 == kept;
+        if active {
+            paint.frame(block(i), 2.0, role_c, 2.0);
+        } else {
+            paint.rect(block(i), role_c, 2.0);
+        }
+    }
+    // The log start: the edge between what is gone and what is kept, and its offset.
+    if deleted > 0 {
+        let x = block(first + deleted).min.x - 1.5;
+        paint.rect(
+            Rect::new(x - 1.0, top - 3.0 * scale, x + 1.0, top + h + 3.0 * scale),
+            srgba(palette.text),
+            2.2,
+        );
+        if let Some(label) = label
+            && block(first).min.x - strip_rect.min.x >= label_w
+        {
+            paint.text(
+                Vec2::new(block(first).min.x - 6.0, top + h / 2.0),
+                label,
+                text::SMALL * scale,
+                palette.readable(palette.muted),
+                Anchor::CENTER_RIGHT,
+                5.0,
+            );
+        }
+    }
 }
 
 fn srgba(c: Srgba) -> Color {
@@ -581,10 +658,20 @@ fn paint_partition_row(
                 format!("LEO {}: truncates to {to}", r.log_end_offset),
                 format!("truncates to {to}"),
             ],
-            None => vec![
-                format!("HW {}  LEO {}", r.high_watermark, r.log_end_offset),
-                format!("HW {} LEO {}", r.high_watermark, r.log_end_offset),
-            ],
+            // The log start once retention moved it, where there is room.
+            None => [
+                (r.log_start_offset > 0).then(|| {
+                    format!(
+                        "start {}  HW {}  LEO {}",
+                        r.log_start_offset, r.high_watermark, r.log_end_offset
+                    )
+                }),
+                Some(format!("HW {}  LEO {}", r.high_watermark, r.log_end_offset)),
+                Some(format!("HW {} LEO {}", r.high_watermark, r.log_end_offset)),
+            ]
+            .into_iter()
+            .flatten()
+            .collect(),
         };
         let numbers = first_fitting(&numbers, room, text::SMALL * scale);
         let numbers = if width(&name_line, size) + width(&tag, text::SMALL) <= room {
@@ -630,7 +717,7 @@ fn paint_partition_row(
     let st = strip(
         first,
         cells,
-        r.log_end_offset,
+        (r.log_start_offset, r.log_end_offset),
         r.high_watermark,
         r.truncates_to,
     );
@@ -643,6 +730,8 @@ fn paint_partition_row(
             Cell::Committed => paint.rect(c, srgba(role_c), 2.0),
             Cell::Uncommitted => paint.frame(c, 2.0, srgba(role_c), 2.0),
             Cell::Missing => paint.frame(c, 1.0, srgba(palette.muted), 2.0),
+            // Gone: a faint shadow where the segment was, with no outline.
+            Cell::Deleted => paint.rect(c, with_alpha(palette.muted, 0.25), 2.0),
             Cell::Diverged => {
                 paint.frame(c, 2.0, srgba(palette.lost), 2.0);
                 let y = c.center().y;
@@ -653,6 +742,24 @@ fn paint_partition_row(
                 );
             }
         }
+    }
+    // Where its segments start inside the window: a tick over the boundary, as a segment is what
+    // retention deletes whole.
+    for at in segment_starts(&r.segment_starts, r.log_start_offset, first, cells) {
+        let x = place.boundary_x(at);
+        paint.rect(
+            Rect::new(
+                x - 1.0,
+                strip_rect.min.y - 4.0 * scale,
+                x + 1.0,
+                strip_rect.min.y,
+            ),
+            srgba(palette.muted),
+            3.05,
+        );
+    }
+    if place.tall {
+        segment_bar(paint, palette, r, rect, strip_rect, scale);
     }
     // Where leader epochs start inside the window: the boundaries a truncation goes back to.
     for (epoch, at) in epoch_starts(&r.epochs, first, cells) {

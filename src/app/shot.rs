@@ -452,7 +452,7 @@ fn places(
         let st = strip(
             place.first,
             place.cells,
-            r.log_end_offset,
+            (r.log_start_offset, r.log_end_offset),
             r.high_watermark,
             r.truncates_to,
         );
@@ -483,6 +483,7 @@ fn places(
                         Cell::Uncommitted => "uncommitted",
                         Cell::Missing => "missing",
                         Cell::Diverged => "diverged",
+                        Cell::Deleted => "deleted",
                     },
                     rect: layout_rect(place.cell(i)),
                 })

@@ -289,7 +289,9 @@ fn matches_event(expect: &Expect, kind: &EventKind) -> bool {
         | (Expect::Stopped(x), EventKind::BrokerShutDown { broker }) => x == broker,
         (Expect::Rebalanced(g), EventKind::RebalanceCompleted { group, .. })
         | (Expect::Rebalanced(g), EventKind::GroupEpochBumped { group, .. }) => g == group,
-        (Expect::PartitionsAdded(t), EventKind::PartitionsCreated { topic, .. }) => t == topic,
+        (Expect::PartitionsAdded(t), EventKind::PartitionsCreated { topic, .. })
+        | (Expect::SegmentsDeleted(t), EventKind::SegmentsDeleted { topic, .. }) => t == topic,
+        (Expect::OffsetReset(g), EventKind::OffsetReset { group, .. }) => g == group,
         _ => false,
     }
 }

@@ -144,6 +144,9 @@ fn value(metric: &LabMetric, s: &Snapshot, r: &Report, sim: &Sim) -> u64 {
         LabMetric::PausedTime(g) => group(g).map_or(0, |g| g.paused_ms),
         LabMetric::Pauses(g) => group(g).map_or(0, |g| g.offsets.iter().map(|o| o.pauses).sum()),
         LabMetric::MaxLag(g) => group(g).and_then(|g| g.max_lag).unwrap_or(0),
+        LabMetric::Lag(g) => group(g).map_or(0, |g| g.offsets.iter().filter_map(|o| o.lag).sum()),
+        LabMetric::OffsetResets(g) => group(g).map_or(0, |g| g.offset_resets),
+        LabMetric::RecordsSkipped(g) => group(g).map_or(0, |g| g.records_skipped),
         LabMetric::KeysSplit(topic) => keys_split(sim, topic),
     }
 }
@@ -202,6 +205,9 @@ impl LabMetric {
             LabMetric::PausedTime(g) => format!("Partition time {g} did not consume"),
             LabMetric::Pauses(g) => format!("Partition pauses in {g}"),
             LabMetric::MaxLag(g) => format!("Largest lag of {g} (records)"),
+            LabMetric::Lag(g) => format!("Lag of {g} now (records)"),
+            LabMetric::OffsetResets(g) => format!("Offset resets in {g}"),
+            LabMetric::RecordsSkipped(g) => format!("Records {g} skipped, never read"),
             LabMetric::KeysSplit(t) => format!("Keys in two partitions of {t}"),
         }
     }

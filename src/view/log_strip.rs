@@ -1,7 +1,8 @@
 //! What a replica's log strip shows: a window of the partition's offsets as a row of cells, each
 //! committed (below the replica's high watermark), appended but not yet committed, missing (the
-//! replica does not have it yet), or diverged (it holds a record there the leader does not, which
-//! it will truncate), with the high watermark, the log end offset and the leader epochs marked.
+//! replica does not have it yet), diverged (it holds a record there the leader does not, which
+//! it will truncate), or deleted (below its log start: retention removed the segment), with the
+//! high watermark, the log end offset, the leader epochs and the segments' starts marked.
 //!
 //! The window ends at the leader's log end offset (without a leader, the furthest live replica's),
 //! so the live log is what is shown, and a replica ahead of it (a crashed old leader) is marked by
@@ -174,6 +175,16 @@ pub fn epoch_starts(epochs: &[(u32, u64)], first: u64, cells: usize) -> Vec<(u32
         .collect()
 }
 
+/// The segments that start inside a window of `cells` offsets from `first`, above the log start:
+/// their cell boundaries.
+pub fn segment_starts(starts: &[u64], log_start: u64, first: u64, cells: usize) -> Vec<usize> {
+    starts
+        .iter()
+        .filter(|s| **s > first && **s < first + cells as u64 && **s > log_start)
+        .map(|s| (s - first) as usize)
+        .collect()
+}
+
 /// How far a replica's log end is outside the window: ahead of its end (positive) or behind its
 /// start (negative); `None` inside it.
 pub fn beyond(first: u64, cells: usize, log_end: u64) -> Option<i64> {
@@ -198,6 +209,8 @@ pub enum Cell {
     Missing,
     /// In this replica's log past where it leaves the leader's: it will be truncated.
     Diverged,
+    /// Below this replica's log start: retention deleted its segment.
+    Deleted,
 }
 
 /// The strip of one replica.
@@ -213,16 +226,18 @@ pub struct Strip {
 }
 
 /// A replica's strip in the partition's window; past `truncates_to` its records diverge from the
-/// leader's.
+/// leader's, and below `log_start` they were deleted.
 pub fn strip(
     first_offset: u64,
     cells: usize,
-    log_end: u64,
+    (log_start, log_end): (u64, u64),
     high_watermark: u64,
     truncates_to: Option<u64>,
 ) -> Strip {
     let cell = |offset: u64| {
-        if offset >= log_end {
+        if offset < log_start {
+            Cell::Deleted
+        } else if offset >= log_end {
             Cell::Missing
         } else if truncates_to.is_some_and(|at| offset >= at) {
             Cell::Diverged
@@ -255,14 +270,14 @@ mod tests {
         // The leader has offsets up to 41 (LEO 42), committed up to 39 (HW 40); a follower has
         // up to 40 and knows HW 38.
         let (first, cells) = (32, 10);
-        let leader = strip(first, cells, 42, 40, None);
+        let leader = strip(first, cells, (0, 42), 40, None);
         assert_eq!(leader.cells[..8], [Cell::Committed; 8]);
         assert_eq!(leader.cells[8..], [Cell::Uncommitted; 2]);
         assert_eq!(
             (leader.high_watermark_at, leader.log_end_at),
             (Some(8), Some(10))
         );
-        let follower = strip(first, cells, 41, 38, None);
+        let follower = strip(first, cells, (0, 41), 38, None);
         assert_eq!(
             follower.cells[6..],
             [
@@ -277,11 +292,11 @@ mod tests {
 
     #[test]
     fn a_short_log_and_markers_outside_the_window() {
-        let s = strip(0, 8, 3, 3, None);
+        let s = strip(0, 8, (0, 3), 3, None);
         assert_eq!(s.cells.iter().filter(|c| **c == Cell::Committed).count(), 3);
         assert_eq!(s.cells.iter().filter(|c| **c == Cell::Missing).count(), 5);
         // A far-behind replica: its markers are left of the window.
-        let lagging = strip(100, 10, 50, 40, None);
+        let lagging = strip(100, 10, (0, 50), 40, None);
         assert_eq!(
             (lagging.high_watermark_at, lagging.log_end_at),
             (None, None)
@@ -296,12 +311,24 @@ mod tests {
     fn a_diverged_replica_shows_what_it_will_truncate() {
         // After an unclean election at 749 (epoch 1), the old leader holds offsets to 2998 of
         // epoch 0: past 749 they are the records it will cut.
-        let old = strip(740, 20, 2999, 2999, Some(749));
+        let old = strip(740, 20, (0, 2999), 2999, Some(749));
         assert_eq!(old.cells[..9], [Cell::Committed; 9]);
         assert_eq!(old.cells[9..], [Cell::Diverged; 11]);
-        let leader = strip(740, 20, 752, 749, None);
+        let leader = strip(740, 20, (0, 752), 749, None);
         assert_eq!(leader.cells[9..12], [Cell::Uncommitted; 3]);
         assert_eq!(leader.cells[12..], [Cell::Missing; 8]);
         assert_eq!(epoch_starts(&[(0, 0), (1, 749)], 740, 20), vec![(1, 9)]);
+    }
+
+    #[test]
+    fn retention_deleted_the_cells_below_the_log_start() {
+        // Segments of ten records from 0; retention moved the log start to 30.
+        let s = strip(25, 20, (30, 45), 43, None);
+        assert_eq!(s.cells[..5], [Cell::Deleted; 5]);
+        assert_eq!(s.cells[5..18], [Cell::Committed; 13]);
+        assert_eq!(s.cells[18..], [Cell::Uncommitted, Cell::Uncommitted]);
+        // The starts of the segments kept, inside the window; the log start's own is the edge
+        // of the deleted cells.
+        assert_eq!(segment_starts(&[30, 40], 30, 25, 20), vec![15]);
     }
 }

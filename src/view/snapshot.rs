@@ -128,6 +128,10 @@ pub struct ReplicaView {
     pub broker: u32,
     pub log_end_offset: u64,
     pub high_watermark: u64,
+    /// Below it retention deleted the records.
+    pub log_start_offset: u64,
+    /// Where its segments begin, oldest first (the first at or below the log start).
+    pub segment_starts: Vec<u64>,
     pub role: ReplicaRole,
     /// Its broker runs.
     pub alive: bool,
@@ -598,6 +602,8 @@ impl Snapshot {
                             broker: r.broker,
                             log_end_offset: r.log_end_offset(),
                             high_watermark: r.high_watermark,
+                            log_start_offset: r.log_start_offset,
+                            segment_starts: r.segments.iter().map(|s| s.base_offset).collect(),
                             role: ReplicaRole::of(r.broker, p.leader, &p.isr, alive(r.broker)),
                             alive: alive(r.broker),
                             epochs: r.epochs.clone(),

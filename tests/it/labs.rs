@@ -27,7 +27,7 @@ fn every_built_in_lab_loads_and_names_its_runs() {
         .map(|b| b.name)
         .filter(|n| n.starts_with("lab-"))
         .collect();
-    assert_eq!(labs.len(), 6, "{labs:?}");
+    assert_eq!(labs.len(), 7, "{labs:?}");
     for name in labs {
         let (tour, scenario) = Tour::built_in(name).unwrap_or_else(|e| panic!("{e}"));
         let lab = tour.lab.as_ref().expect("a lab");
@@ -134,4 +134,29 @@ fn a_controlled_rolling_restart_leaves_no_dead_leader_and_a_crashing_one_does() 
         assert_eq!(now(&t, LabMetric::AckedLost, run), 0);
         assert_eq!(now(&t, LabMetric::OfflinePartitionsCount, run), 0);
     }
+}
+
+#[test]
+fn a_group_behind_retention_resets_and_skips_what_it_never_read() {
+    let t = lab("lab-retention");
+    for run in 0..2 {
+        let (was, _) = t
+            .get(&LabMetric::OffsetResets("reports".into()), run)
+            .unwrap();
+        assert_eq!(was, 0, "no reset before the first retention check (30 s)");
+        assert!(now(&t, LabMetric::OffsetResets("reports".into()), run) > 0);
+        assert!(now(&t, LabMetric::RecordsSkipped("reports".into()), run) > 0);
+        // The lag has a ceiling: each reset skips instead of catching up.
+        let max_lag = now(&t, LabMetric::MaxLag("reports".into()), run);
+        assert!((50..200).contains(&max_lag), "run {run}: {max_lag}");
+    }
+    // earliest lands at the log start and soon falls behind again: more resets, each skipping
+    // only what was deleted; latest skips everything up to the end, and falls behind later.
+    let resets = |run| now(&t, LabMetric::OffsetResets("reports".into()), run);
+    let skipped = |run| now(&t, LabMetric::RecordsSkipped("reports".into()), run);
+    assert!(resets(0) > resets(1), "{} against {}", resets(0), resets(1));
+    assert!(
+        skipped(0) / resets(0) < skipped(1) / resets(1),
+        "a latest reset skips more"
+    );
 }

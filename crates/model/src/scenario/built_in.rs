@@ -124,6 +124,10 @@ pub const BUILT_IN: &[BuiltIn] = &[
         source: include_str!("../../../../scenarios/leader-reads.ron"),
     },
     BuiltIn {
+        name: "retention",
+        source: include_str!("../../../../scenarios/retention.ron"),
+    },
+    BuiltIn {
         name: "throughput",
         source: include_str!("../../../../scenarios/throughput.ron"),
     },

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Acks, Assignor, GroupProtocol, Keys, Scenario};
+use super::{Acks, Assignor, GroupProtocol, Keys, OffsetReset, Scenario};
 
 /// The most brokers, partitions per topic and members per group the sandbox's controls offer:
 /// enough to see every rule at work, few enough to read on screen.
@@ -46,6 +46,8 @@ pub enum Edit {
     GroupRack(String, Option<String>),
     /// A group's members at the start (0 to [`MAX_MEMBERS`]).
     Members(String, u32),
+    /// A group's `auto.offset.reset`.
+    AutoOffsetReset(String, OffsetReset),
 }
 
 impl Edit {
@@ -76,6 +78,12 @@ impl Edit {
             Edit::GroupRack(g, Some(r)) => format!("{g}: client.rack={r}"),
             Edit::GroupRack(g, None) => format!("{g}: no client.rack"),
             Edit::Members(g, n) => format!("{g}: {n} members"),
+            Edit::AutoOffsetReset(g, reset) => {
+                format!(
+                    "{g}: auto.offset.reset={}",
+                    format!("{reset:?}").to_lowercase()
+                )
+            }
         }
     }
 }
@@ -214,6 +222,10 @@ impl Scenario {
             Edit::GroupRack(name, rack) => {
                 let g = group(&s, name)?;
                 s.consumer_groups[g].rack = rack.clone();
+            }
+            Edit::AutoOffsetReset(name, reset) => {
+                let g = group(&s, name)?;
+                s.consumer_groups[g].auto_offset_reset = *reset;
             }
             Edit::Members(name, n) => {
                 let g = group(&s, name)?;
