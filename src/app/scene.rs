@@ -1117,19 +1117,26 @@ pub(super) fn paint_scene<S: Side>(
             Some(_) => format!("epoch {}", g.generation),
             None => format!("gen {}", g.generation),
         };
+        // Behind the log start: retention deleted records it has not read, said before all else.
+        let behind = g.offsets.iter().any(|o| o.behind_log_start);
+        let status = if behind {
+            vec![
+                format!("{}, behind the log start", g.state),
+                "behind the log start".to_string(),
+                "behind log start".to_string(),
+            ]
+        } else {
+            vec![
+                format!("{}, {epochs}, lag {}", g.state, lag),
+                format!("{}, {epochs}", g.state),
+                format!("{}, lag {}", g.state, lag),
+            ]
+        };
         paint.text(
             Vec2::new(r.min.x + 10.0, r.min.y + 50.0 * t),
-            first_fitting(
-                &[
-                    format!("{}, {epochs}, lag {}", g.state, lag),
-                    format!("{}, {epochs}", g.state),
-                    format!("{}, lag {}", g.state, lag),
-                ],
-                r.width() - 20.0,
-                text::SMALL * t,
-            ),
+            first_fitting(&status, r.width() - 20.0, text::SMALL * t),
             text::SMALL * t,
-            if g.state == "Stable" {
+            if g.state == "Stable" && !behind {
                 muted
             } else {
                 srgba(palette.readable(palette.out_of_sync))

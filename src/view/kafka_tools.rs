@@ -41,8 +41,8 @@ pub enum GroupTable {
 }
 
 /// Kafka's defaults of the topic settings the model has: a topic prints those that differ in
-/// `Configs` (`TopicDescription.printDescription` keeps entries whose source is not the
-/// default).
+/// `Configs` (`TopicCommand`'s description keeps entries whose source is not the default), in
+/// name order (Kafka's order is that of a hash map on the broker, `ConfigHelper.allConfigs`).
 const DEFAULT_MIN_INSYNC_REPLICAS: u32 = 1;
 
 /// `kafka-topics.sh --describe [--topic NAME]`: a topic line, then a line per partition, for
@@ -96,8 +96,28 @@ pub fn describe_topics(s: &Snapshot, topic: Option<&str>) -> Result<String, Stri
                 .map(String::from),
             );
             partition_count = s.offsets_topic_partitions as usize;
-        } else if first.min_insync_replicas != DEFAULT_MIN_INSYNC_REPLICAS {
-            configs.push(format!("min.insync.replicas={}", first.min_insync_replicas));
+        } else {
+            // The settings set on the topic, by name.
+            let log = &first.log;
+            let kafka = crate::sim::segments::LogConfig::default();
+            if log.cleanup_policy != kafka.cleanup_policy {
+                configs.push(format!("cleanup.policy={}", log.cleanup_policy.as_kafka()));
+            }
+            if first.min_insync_replicas != DEFAULT_MIN_INSYNC_REPLICAS {
+                configs.push(format!("min.insync.replicas={}", first.min_insync_replicas));
+            }
+            if log.retention_bytes != kafka.retention_bytes {
+                configs.push(format!("retention.bytes={}", log.retention_bytes));
+            }
+            if log.retention_ms != kafka.retention_ms {
+                configs.push(format!("retention.ms={}", log.retention_ms));
+            }
+            if log.segment_bytes != kafka.segment_bytes {
+                configs.push(format!("segment.bytes={}", log.segment_bytes));
+            }
+            if log.segment_ms != kafka.segment_ms {
+                configs.push(format!("segment.ms={}", log.segment_ms));
+            }
         }
         if first.unclean_leader_election {
             configs.push("unclean.leader.election.enable=true".to_string());

@@ -166,6 +166,8 @@ pub struct PartitionView {
     pub isr: Vec<u32>,
     pub assignment: Vec<u32>,
     pub min_insync_replicas: u32,
+    /// The topic's `segment.*`, `retention.*` and `cleanup.policy`.
+    pub log: crate::sim::segments::LogConfig,
     pub replicas: Vec<ReplicaView>,
     /// The leader's view of its followers, in assignment order (none without a leader).
     pub followers: Vec<FollowerView>,
@@ -330,6 +332,9 @@ pub struct OffsetRow {
     pub consumer_lag: Option<u64>,
     /// No live member consumes it now (after the group's start-up).
     pub paused: bool,
+    /// Its committed offset, or its owner's position, is below the leader's log start: retention
+    /// deleted records the group has not read.
+    pub behind_log_start: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -640,6 +645,7 @@ impl Snapshot {
                     isr: p.isr.clone(),
                     assignment: p.assignment.clone(),
                     min_insync_replicas: p.min_insync_replicas,
+                    log: p.log,
                     replicas,
                     followers,
                     internal: cluster.topics[p.topic].name == crate::sim::cluster::OFFSETS_TOPIC,
@@ -738,10 +744,15 @@ impl Snapshot {
                             .find(|(group, ordinal, _)| (*group, ordinal) == (g.index, o))
                             .map(|(.., position)| position);
                         let p = &partitions[*o as usize];
-                        let (log_end_offset, high_watermark) = p
-                            .leader_replica()
-                            .map_or((0, 0), |r| (r.log_end_offset, r.high_watermark));
+                        let (log_end_offset, high_watermark, log_start) =
+                            p.leader_replica().map_or((0, 0, 0), |r| {
+                                (r.log_end_offset, r.high_watermark, r.log_start_offset)
+                            });
                         let committed = g.committed().get(o).copied();
+                        let behind_log_start = committed
+                            .into_iter()
+                            .chain(position)
+                            .any(|at| at < log_start);
                         OffsetRow {
                             ordinal: *o,
                             partition: p.name(),
@@ -755,6 +766,7 @@ impl Snapshot {
                             paused: history
                                 .and_then(|h| h.partitions.get(k))
                                 .is_some_and(|p| p.is_paused()),
+                            behind_log_start,
                         }
                     })
                     .collect();

@@ -227,3 +227,17 @@ fn the_tables_keep_kafkas_column_widths() {
             .contains("Topic 'Optional[nope]' does not exist as expected")
     );
 }
+
+#[test]
+fn a_topic_describes_the_log_settings_set_on_it() {
+    let scenario = kafkascope::scenario::Scenario::built_in("retention").expect("built in");
+    let mut sim = Sim::new(&scenario);
+    sim.run_until(1_000);
+    let s = Snapshot::of(sim.world_mut());
+    let topic = describe_topics(&s, Some("events")).unwrap();
+    // Only what differs from Kafka's defaults, by name.
+    assert!(
+        topic.contains("\tConfigs: min.insync.replicas=2,retention.ms=10000,segment.bytes=1000\n"),
+        "{topic:?}"
+    );
+}
