@@ -12,9 +12,10 @@ use bevy_egui::egui::{self, RichText};
 
 use super::playback::Control;
 use crate::scenario::{
-    Acks, Action, Assignor, Edit, GroupProtocol, Keys, MAX_BROKERS, MAX_MEMBERS, MAX_PARTITIONS,
-    ProducerSettings, Scenario, Stop, reassignment_refusal,
+    Acks, Action, Assignor, Edit, GroupProtocol, Keys, LogSetting, MAX_BROKERS, MAX_MEMBERS,
+    MAX_PARTITIONS, MIN_SEGMENT_BYTES, ProducerSettings, Scenario, Stop, reassignment_refusal,
 };
+use crate::sim::segments::LogConfig;
 use crate::view::snapshot::Snapshot;
 
 /// What a sandbox control asks for.
@@ -212,6 +213,30 @@ fn stepper(
     to
 }
 
+/// A setting with buttons that halve it (not below `least`) and double it; -1 (no limit) only
+/// doubles into a week's worth, Kafka's default. The new value when one was pressed.
+fn halve_or_double(ui: &mut egui::Ui, label: String, v: i64, least: i64) -> Option<i64> {
+    let mut to = None;
+    ui.horizontal(|ui| {
+        ui.label(label);
+        let half = ui.add_enabled(v / 2 >= least, egui::Button::new("/2"));
+        if half
+            .on_disabled_hover_text(format!("Kafka's minimum is {least}"))
+            .clicked()
+        {
+            to = Some(v / 2);
+        }
+        if ui.button("x2").clicked() {
+            to = Some(if v < 0 {
+                604_800_000
+            } else {
+                v.saturating_mul(2)
+            });
+        }
+    });
+    to
+}
+
 /// A records-a-second field; the new rate when it was changed.
 fn rate_field(ui: &mut egui::Ui, label: &str, rate: u32) -> Option<u32> {
     let mut rate = rate;
@@ -395,7 +420,7 @@ fn live(ui: &mut egui::Ui, s: &Snapshot, form: &mut OperationsForm) -> Option<Ac
     }
 
     // Topics: each shown by its first partition's settings, which all its partitions share.
-    let mut topics: Vec<(&str, u32, u32, bool)> = Vec::new();
+    let mut topics: Vec<(&str, u32, u32, bool, LogConfig)> = Vec::new();
     for p in s.partitions.iter().filter(|p| !p.internal) {
         match topics.iter_mut().find(|(t, ..)| *t == p.topic) {
             Some(t) => t.1 += 1,
@@ -404,10 +429,11 @@ fn live(ui: &mut egui::Ui, s: &Snapshot, form: &mut OperationsForm) -> Option<Ac
                 1,
                 p.min_insync_replicas,
                 p.unclean_leader_election,
+                p.log,
             )),
         }
     }
-    for (topic, partitions, min_isr, unclean) in topics {
+    for (topic, partitions, min_isr, unclean, log) in topics {
         ui.separator();
         ui.label(RichText::new(format!("Topic {topic}")).strong());
         ui.horizontal(|ui| {
@@ -435,6 +461,37 @@ fn live(ui: &mut egui::Ui, s: &Snapshot, form: &mut OperationsForm) -> Option<Ac
             .changed()
         {
             act = Some(Action::SetUncleanElection(topic.to_string(), on));
+        }
+        // kafka-configs --alter: halved or doubled, as a speaker would try them live.
+        let ms = |v: i64| {
+            if v < 0 {
+                "-1 (forever)".to_string()
+            } else {
+                format!("{v}")
+            }
+        };
+        if let Some(v) = halve_or_double(
+            ui,
+            format!("retention.ms {}", ms(log.retention_ms)),
+            log.retention_ms,
+            1,
+        ) {
+            act = Some(Action::SetTopicConfig(
+                topic.to_string(),
+                LogSetting::RetentionMs(v),
+            ));
+        }
+        let bytes = log.segment_bytes as i64;
+        if let Some(v) = halve_or_double(
+            ui,
+            format!("segment.bytes {bytes}"),
+            bytes,
+            MIN_SEGMENT_BYTES as i64,
+        ) {
+            act = Some(Action::SetTopicConfig(
+                topic.to_string(),
+                LogSetting::SegmentBytes(v as u64),
+            ));
         }
     }
 

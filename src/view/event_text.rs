@@ -338,6 +338,10 @@ pub fn describe(kind: &EventKind) -> (Severity, String) {
                 "{topic}-{partition}: broker {broker} truncates its log from {from_offset} to {to_offset}"
             ),
         ),
+        E::TopicConfigChanged { topic, config } => (
+            Info,
+            format!("{topic}: kafka-configs --alter sets {config}"),
+        ),
         E::SegmentRolled {
             broker,
             topic,

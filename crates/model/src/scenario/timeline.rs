@@ -58,6 +58,9 @@ pub enum Action {
     SetMinIsr(String, u32),
     /// A topic's `unclean.leader.election.enable`.
     SetUncleanElection(String, bool),
+    /// One of a topic's log settings (`kafka-configs --alter --add-config`): every broker takes it
+    /// at once, and each applies it at its next append or retention check.
+    SetTopicConfig(String, LogSetting),
     /// Eligible leader replicas (KIP-966) on or off for the cluster.
     SetEligibleLeaderReplicas(bool),
     /// Restart a producer with other settings; those left out stay.
@@ -142,6 +145,7 @@ impl fmt::Display for Action {
             SetGroupMembers(g, n) => write!(f, "{g}: {n} members"),
             SetMinIsr(t, n) => write!(f, "{t}: min.insync.replicas={n}"),
             SetUncleanElection(t, on) => write!(f, "{t}: unclean.leader.election.enable={on}"),
+            SetTopicConfig(t, setting) => write!(f, "{t}: {setting}"),
             SetEligibleLeaderReplicas(on) => write!(
                 f,
                 "eligible leader replicas (KIP-966) {}",
@@ -347,6 +351,14 @@ pub(super) fn validate(
                     return Err(bad(field, format!("no topic named {topic:?}")));
                 }
             }
+            Action::SetTopicConfig(topic, setting) => {
+                if s.topic_index(topic).is_none() {
+                    return Err(bad(field, format!("no topic named {topic:?}")));
+                }
+                if let Err(why) = setting.check() {
+                    return Err(bad(field, why));
+                }
+            }
             Action::SetEligibleLeaderReplicas(_)
             | Action::RollingRestart(_)
             | Action::AddBroker => {}
@@ -432,6 +444,45 @@ pub(super) fn validate(
         }
     }
     Ok(())
+}
+
+/// A topic's log setting, as `kafka-configs --alter --add-config` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LogSetting {
+    RetentionMs(i64),
+    RetentionBytes(i64),
+    SegmentBytes(u64),
+    SegmentMs(u64),
+    CleanupPolicy(super::CleanupPolicy),
+}
+
+impl LogSetting {
+    /// Refuses what Kafka's `LogConfig` refuses.
+    pub fn check(&self) -> Result<(), String> {
+        match *self {
+            LogSetting::RetentionMs(v) | LogSetting::RetentionBytes(v) if v < -1 => {
+                Err(format!("{v}: -1 for no limit, otherwise at least 0"))
+            }
+            LogSetting::SegmentBytes(v) if v < super::MIN_SEGMENT_BYTES => Err(format!(
+                "{v}: Kafka's minimum for a topic is {} bytes",
+                super::MIN_SEGMENT_BYTES
+            )),
+            LogSetting::SegmentMs(0) => Err("0: Kafka's minimum is 1 ms".into()),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl std::fmt::Display for LogSetting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LogSetting::RetentionMs(v) => write!(f, "retention.ms={v}"),
+            LogSetting::RetentionBytes(v) => write!(f, "retention.bytes={v}"),
+            LogSetting::SegmentBytes(v) => write!(f, "segment.bytes={v}"),
+            LogSetting::SegmentMs(v) => write!(f, "segment.ms={v}"),
+            LogSetting::CleanupPolicy(p) => write!(f, "cleanup.policy={}", p.as_kafka()),
+        }
+    }
 }
 
 #[cfg(test)]

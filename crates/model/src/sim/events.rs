@@ -273,6 +273,11 @@ pub enum EventKind {
         from_offset: u64,
         to_offset: u64,
     },
+    /// A topic's log setting changed (`kafka-configs --alter`).
+    TopicConfigChanged {
+        topic: String,
+        config: String,
+    },
     /// A replica's active segment was full or old: a new one starts at `base_offset`
     /// (`UnifiedLog.roll`).
     SegmentRolled {

@@ -30,6 +30,19 @@ impl Default for LogConfig {
 }
 
 impl LogConfig {
+    /// The settings with one changed (`kafka-configs --alter`).
+    pub fn with(mut self, setting: crate::scenario::LogSetting) -> LogConfig {
+        use crate::scenario::LogSetting::*;
+        match setting {
+            RetentionMs(v) => self.retention_ms = v,
+            RetentionBytes(v) => self.retention_bytes = v,
+            SegmentBytes(v) => self.segment_bytes = v,
+            SegmentMs(v) => self.segment_ms = v,
+            CleanupPolicy(p) => self.cleanup_policy = p,
+        }
+        self
+    }
+
     pub fn of(topic: &TopicConfig) -> LogConfig {
         LogConfig {
             retention_ms: topic.retention_ms,

@@ -184,6 +184,7 @@ pub(super) fn apply_actions(
             Action::PreferredElection
             | Action::SetMinIsr(..)
             | Action::SetUncleanElection(..)
+            | Action::SetTopicConfig(..)
             | Action::SetEligibleLeaderReplicas(_) => controller_action(&mut targets, &action),
             Action::SetAcks(..)
             | Action::SetRate(..)
@@ -459,7 +460,9 @@ fn controller_action(t: &mut Targets, action: &Action) -> Outcome {
                 .preferred_election_requested = true;
             EventKind::PreferredElectionRequested
         }
-        Action::SetMinIsr(topic, _) | Action::SetUncleanElection(topic, _)
+        Action::SetMinIsr(topic, _)
+        | Action::SetUncleanElection(topic, _)
+        | Action::SetTopicConfig(topic, _)
             if t.cluster.topics.iter().all(|tp| tp.name != *topic) =>
         {
             return Err(format!("no topic named {topic:?}"));
@@ -484,6 +487,15 @@ fn controller_action(t: &mut Targets, action: &Action) -> Outcome {
             EventKind::UncleanElectionChanged {
                 topic: topic.clone(),
                 enabled: *enabled,
+            }
+        }
+        Action::SetTopicConfig(topic, setting) => {
+            setting.check()?;
+            // Each broker reads it at its next append (a roll) or retention check.
+            for_each_partition(t, topic, |p| p.log = p.log.with(*setting));
+            EventKind::TopicConfigChanged {
+                topic: topic.clone(),
+                config: setting.to_string(),
             }
         }
         Action::SetEligibleLeaderReplicas(enabled) => {

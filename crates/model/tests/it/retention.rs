@@ -234,3 +234,39 @@ fn with_auto_offset_reset_none_the_consumer_stops_instead() {
     assert_eq!(report.consumer_groups[0].offset_resets, 0);
     assert!(report.invariant_violations.is_empty());
 }
+
+#[test]
+fn a_topic_config_altered_live_applies_at_the_next_check() {
+    // kafka-configs --alter --add-config retention.ms=2000 at 20 s: the first check, at 30 s,
+    // deletes the segments whose newest record is more than 2 s old.
+    let source = aging("Earliest").replace(
+        "consumer_groups:",
+        r#"timeline: [(at_ms: 20000, action: SetTopicConfig("t", RetentionMs(2000)))],
+    consumer_groups:"#,
+    );
+    let mut sim = Sim::new(&crate::scenario(&source));
+    sim.run_until(30_001);
+    let report = Report::of(&sim);
+    assert!(report.events.iter().any(|e| matches!(
+        &e.kind,
+        EventKind::TopicConfigChanged { topic, config } if topic == "t" && config == "retention.ms=2000"
+    )));
+    // Record n is sent at n * 10 ms: [2790, 2799], newest at 27.99 s, is more than 2 s old at
+    // 30 s; [2800, 2809], newest at 28.09 s, is not.
+    assert!(
+        starts(&mut sim).iter().all(|&(_, start, _)| start == 2_800),
+        "{:?}",
+        starts(&mut sim)
+    );
+    // A value Kafka refuses is refused.
+    let bad = aging("Earliest").replace(
+        "consumer_groups:",
+        r#"timeline: [(at_ms: 20000, action: SetTopicConfig("t", SegmentBytes(10)))],
+    consumer_groups:"#,
+    );
+    let error = kafkascope_model::scenario::Scenario::parse(&bad, "bad.ron").unwrap_err();
+    assert!(
+        error.to_string().contains("minimum for a topic is 14"),
+        "{error}"
+    );
+}
