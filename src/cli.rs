@@ -269,6 +269,9 @@ enum Command {
         /// run's records or its checkpoints fill the memory a run may take, whichever comes first.
         #[arg(long)]
         open_ended: bool,
+        /// A soak: open-ended, printing the process's peak memory every simulated 10 minutes.
+        #[arg(long)]
+        soak: bool,
     },
 }
 
@@ -358,6 +361,9 @@ fn app_options(scenario: Scenario, at_ms: u64, look: &Look) -> Result<crate::app
 /// What `bench-frames` opens for a name, and what it calls it: `tour:NAME`, playing the tour's
 /// fastest beat (the most sim time a frame), or a scenario from `at_ms` (at most 10 s before
 /// its end).
+/// How often a soak prints its memory, in simulated time.
+const SOAK_EVERY_MS: u64 = 600_000;
+
 fn bench_options(name: &str, at_ms: u64) -> Result<(String, crate::app::Options), String> {
     if let Some(tour) = name.strip_prefix("tour:") {
         let (tour, scenario, _) = load_tour(tour, None)?;
@@ -946,7 +952,9 @@ fn run(cli: Cli) -> Result<(), String> {
             scenario,
             sim_seconds,
             open_ended,
+            soak,
         }) => {
+            let open_ended = open_ended || soak;
             let scenario = Scenario::load(&scenario).map_err(|e| e.to_string())?;
             let asked = sim_seconds * 1000;
             // An open-ended run is checked as the sandbox loads it, for its own length: the
@@ -977,6 +985,20 @@ fn run(cli: Cli) -> Result<(), String> {
                         break;
                     }
                     steps += model.sim.run_until((model.sim.now_ms() + 1000).min(asked));
+                    let now = model.sim.now_ms();
+                    if soak && now % SOAK_EVERY_MS == 0 {
+                        let (checkpoints, _) = model.sim.checkpoint_spacing();
+                        outln!(
+                            "  {:>6.1} min: peak memory {}, {checkpoints} checkpoints, about {:.0} MB; {:.0} s wall",
+                            now as f64 / 60_000.0,
+                            peak_memory().map_or("unknown".to_string(), |kb| format!(
+                                "{:.0} MB",
+                                kb as f64 / 1e3
+                            )),
+                            model.sim.checkpoint_bytes() as f64 / 1e6,
+                            started.elapsed().as_secs_f64(),
+                        );
+                    }
                 }
                 steps
             } else {

@@ -128,6 +128,10 @@ pub const BUILT_IN: &[BuiltIn] = &[
         source: include_str!("../../../../scenarios/retention.ron"),
     },
     BuiltIn {
+        name: "soak",
+        source: include_str!("../../../../scenarios/soak.ron"),
+    },
+    BuiltIn {
         name: "throughput",
         source: include_str!("../../../../scenarios/throughput.ron"),
     },

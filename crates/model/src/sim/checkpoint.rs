@@ -221,6 +221,7 @@ impl HeapBytes for FollowerStates {
 impl HeapBytes for Replica {
     fn heap_bytes(&self) -> usize {
         self.log.unshared_bytes()
+            + self.segments.len() * size_of::<super::segments::Segment>()
             + vec_bytes(&self.epochs)
             + vec_bytes(&self.producer_batches)
             + self
