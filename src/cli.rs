@@ -986,7 +986,7 @@ fn run(cli: Cli) -> Result<(), String> {
                     }
                     steps += model.sim.run_until((model.sim.now_ms() + 1000).min(asked));
                     let now = model.sim.now_ms();
-                    if soak && now % SOAK_EVERY_MS == 0 {
+                    if soak && now.is_multiple_of(SOAK_EVERY_MS) {
                         let (checkpoints, _) = model.sim.checkpoint_spacing();
                         outln!(
                             "  {:>6.1} min: peak memory {}, {checkpoints} checkpoints, about {:.0} MB; {:.0} s wall",
