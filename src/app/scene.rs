@@ -163,9 +163,9 @@ fn segment_bar(
     paint: &mut Paint,
     palette: &Palette,
     r: &ReplicaView,
-    row: Rect,
-    strip_rect: Rect,
+    (row, strip_rect): (Rect, Rect),
     scale: f32,
+    now_ms: u64,
 ) {
     if r.segment_starts.len() < 2 && r.log_start_offset == 0 {
         return;
@@ -200,6 +200,19 @@ fn segment_bar(
     let first = slots - kept - deleted;
     for i in first..first + deleted {
         paint.rect(block(i), with_alpha(palette.muted, 0.3), 2.0);
+    }
+    // The segment retention deleted last fades out, over FADE_MS of simulated time.
+    const FADE_MS: u64 = 3_000;
+    if deleted > 0
+        && let Some(age) = r.segments_deleted_ms.map(|at| now_ms.saturating_sub(at))
+        && age < FADE_MS
+    {
+        let left = 1.0 - age as f32 / FADE_MS as f32;
+        paint.rect(
+            block(first + deleted - 1),
+            with_alpha(palette.replica(r.role), left),
+            2.01,
+        );
     }
     for (k, i) in (first + deleted..slots).enumerate() {
         let active = k + 1 == kept;
@@ -599,6 +612,7 @@ fn paint_partition_row(
     rect: Rect,
     p: &PartitionView,
     broker: u32,
+    now_ms: u64,
 ) {
     let Some(r) = p.replicas.iter().find(|r| r.broker == broker) else {
         return;
@@ -759,7 +773,7 @@ fn paint_partition_row(
         );
     }
     if place.tall {
-        segment_bar(paint, palette, r, rect, strip_rect, scale);
+        segment_bar(paint, palette, r, (rect, strip_rect), scale, now_ms);
     }
     // Where leader epochs start inside the window: the boundaries a truncation goes back to.
     for (epoch, at) in epoch_starts(&r.epochs, first, cells) {
@@ -1019,7 +1033,7 @@ pub(super) fn paint_scene<S: Side>(
     }
     for slot in &layout.replicas {
         let p = &s.partitions[slot.ordinal as usize];
-        paint_partition_row(&mut paint, &palette, t, slot.rect, p, slot.broker);
+        paint_partition_row(&mut paint, &palette, t, slot.rect, p, slot.broker, s.now_ms);
     }
 
     // Cut links, each label clear of the others.

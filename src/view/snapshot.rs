@@ -132,6 +132,8 @@ pub struct ReplicaView {
     pub log_start_offset: u64,
     /// Where its segments begin, oldest first (the first at or below the log start).
     pub segment_starts: Vec<u64>,
+    /// When retention last deleted some of its segments.
+    pub segments_deleted_ms: Option<u64>,
     pub role: ReplicaRole,
     /// Its broker runs.
     pub alive: bool,
@@ -609,6 +611,7 @@ impl Snapshot {
                             high_watermark: r.high_watermark,
                             log_start_offset: r.log_start_offset,
                             segment_starts: r.segments.iter().map(|s| s.base_offset).collect(),
+                            segments_deleted_ms: r.segments.last_deleted_ms(),
                             role: ReplicaRole::of(r.broker, p.leader, &p.isr, alive(r.broker)),
                             alive: alive(r.broker),
                             epochs: r.epochs.clone(),

@@ -107,13 +107,14 @@ impl Segment {
     }
 }
 
-/// A replica's segments, oldest first; the last is the active one. There is always one.
+/// A replica's segments, oldest first; the last is the active one. There is always one. With
+/// them, when retention last deleted some (the view fades what went).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Segments(Vec<Segment>);
+pub struct Segments(Vec<Segment>, Option<u64>);
 
 impl Default for Segments {
     fn default() -> Self {
-        Segments(vec![Segment::new(0, 0)])
+        Segments(vec![Segment::new(0, 0)], None)
     }
 }
 
@@ -128,6 +129,11 @@ pub struct Deleted {
 impl Segments {
     pub fn iter(&self) -> impl Iterator<Item = &Segment> {
         self.0.iter()
+    }
+
+    /// When retention last deleted segments of this log.
+    pub fn last_deleted_ms(&self) -> Option<u64> {
+        self.1
     }
 
     pub fn len(&self) -> usize {
@@ -305,6 +311,7 @@ impl Segments {
         }
         self.0.drain(..n);
         *log_start = (*log_start).max(self.0[0].base_offset);
+        self.1 = Some(now);
         n
     }
 }
