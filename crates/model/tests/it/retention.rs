@@ -107,10 +107,7 @@ fn resets(report: &Report) -> Vec<(u64, u64, u64, ResetReason)> {
 #[test]
 fn a_consumer_below_the_log_start_resets_by_auto_offset_reset() {
     for reset in ["Earliest", "Latest"] {
-        let scenario = crate::scenario(&aging(reset));
-        let mut sim = Sim::new(&scenario);
-        sim.run_until(60_000);
-        let report = Report::of(&sim);
+        let report = crate::run(&crate::scenario(&aging(reset)));
         let resets = resets(&report);
         assert!(
             !resets.is_empty(),
@@ -145,10 +142,7 @@ fn a_consumer_below_the_log_start_resets_by_auto_offset_reset() {
 #[test]
 fn the_group_counts_its_resets_and_the_offsets_they_skipped() {
     for reset in ["Earliest", "Latest"] {
-        let scenario = crate::scenario(&aging(reset));
-        let mut sim = Sim::new(&scenario);
-        sim.run_until(60_000);
-        let report = Report::of(&sim);
+        let report = crate::run(&crate::scenario(&aging(reset)));
         let resets = resets(&report);
         let group = &report.consumer_groups[0];
         assert_eq!(group.offset_resets, resets.len() as u64, "{reset}");
