@@ -598,6 +598,7 @@ fn add_broker(t: &mut Targets, now: u64) -> Outcome {
     broker.fenced = true;
     broker.incarnation = 1;
     broker.next_heartbeat_ms = now;
+    broker.next_retention_check_ms = now + super::retention::INITIAL_TASK_DELAY_MS;
     let entity = t
         .commands
         .spawn((Name::new(format!("broker {id}")), broker))
