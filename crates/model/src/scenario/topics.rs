@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Check, Scenario, ScenarioError, defaults, limits};
+use super::{Check, LogSetting, Scenario, ScenarioError, defaults, limits};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -176,35 +176,17 @@ pub(super) fn validate(s: &Scenario, check: &Check) -> Result<(), ScenarioError>
                 ),
             ));
         }
-        if t.retention_ms < -1 {
-            return Err(bad(
-                at("retention_ms"),
-                format!(
-                    "{}: -1 keeps every segment, otherwise at least 0",
-                    t.retention_ms
-                ),
-            ));
-        }
-        if t.retention_bytes < -1 {
-            return Err(bad(
-                at("retention_bytes"),
-                format!(
-                    "{}: -1 sets no limit, otherwise at least 0",
-                    t.retention_bytes
-                ),
-            ));
-        }
-        if t.segment_bytes < MIN_SEGMENT_BYTES {
-            return Err(bad(
-                at("segment_bytes"),
-                format!(
-                    "{}: Kafka's minimum for a topic is {MIN_SEGMENT_BYTES} bytes",
-                    t.segment_bytes
-                ),
-            ));
-        }
-        if t.segment_ms == 0 {
-            return Err(bad(at("segment_ms"), "0: Kafka's minimum is 1 ms".into()));
+        // The same refusals as a live change (`kafka-configs --alter`).
+        for (field, setting) in [
+            ("retention_ms", LogSetting::RetentionMs(t.retention_ms)),
+            (
+                "retention_bytes",
+                LogSetting::RetentionBytes(t.retention_bytes),
+            ),
+            ("segment_bytes", LogSetting::SegmentBytes(t.segment_bytes)),
+            ("segment_ms", LogSetting::SegmentMs(t.segment_ms)),
+        ] {
+            setting.check().map_err(|why| bad(at(field), why))?;
         }
         if t.min_insync_replicas == 0 {
             return Err(bad(
