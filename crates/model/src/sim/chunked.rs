@@ -1,7 +1,9 @@
 //! An append-mostly vector whose clones share its items, the newest included: logs and the ledger
 //! of acknowledged writes grow all run long, and a checkpoint of the model must not copy them.
 //! Two vectors that hold the same items (a follower's log and its leader's) share their buffers
-//! too, until a truncation parts them.
+//! too, until a truncation parts them. The items before its front ([`Chunked::drop_front`]: a log's
+//! start, as retention moves it) are no longer read, and the chunks that hold only those are let
+//! go: a log that retention keeps short keeps its memory short too, whatever its length.
 
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
@@ -102,12 +104,12 @@ impl<T> Drop for Buf<T> {
     }
 }
 
-/// A sealed chunk: a full buffer.
-struct Chunk<T>(Arc<Buf<T>>);
+/// A sealed chunk: a full buffer, or `None` once every item in it is before the front.
+struct Chunk<T>(Option<Arc<Buf<T>>>);
 
 impl<T> Clone for Chunk<T> {
     fn clone(&self) -> Self {
-        Chunk(Arc::clone(&self.0))
+        Chunk(self.0.clone())
     }
 }
 
@@ -115,18 +117,25 @@ impl<T> std::ops::Deref for Chunk<T> {
     type Target = [T];
 
     fn deref(&self) -> &[T] {
-        // SAFETY: a chunk is sealed only once its holder has written every slot.
-        unsafe { self.0.items(CHUNK) }
+        match &self.0 {
+            // SAFETY: a chunk is sealed only once its holder has written every slot.
+            Some(buf) => unsafe { buf.items(CHUNK) },
+            None => &[],
+        }
     }
 }
 
 #[cfg(test)]
 impl<T> Chunk<T> {
     fn ptr_eq(a: &Self, b: &Self) -> bool {
-        Arc::ptr_eq(&a.0, &b.0)
+        match (&a.0, &b.0) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
     }
 }
 
+/// `GROUP` chunks; empty once all of them are let go.
 type Group<T> = Arc<[Chunk<T>]>;
 
 /// The lists of pointers are shared with clones too, and copied by whichever side next changes
@@ -142,6 +151,10 @@ pub struct Chunked<T> {
     tail: Option<Arc<Buf<T>>>,
     /// How many of the tail's items are this vector's (fewer than `CHUNK`).
     tail_len: usize,
+    /// The items before this index are no longer read.
+    front: usize,
+    /// The sealed chunks before this one are let go: empty groups and super-groups, or `None`.
+    freed: usize,
 }
 
 impl<T> Default for Chunked<T> {
@@ -152,6 +165,8 @@ impl<T> Default for Chunked<T> {
             sealed: Default::default(),
             tail: None,
             tail_len: 0,
+            front: 0,
+            freed: 0,
         }
     }
 }
@@ -168,29 +183,30 @@ impl<T: Clone> Chunked<T> {
         self.supers.len() * SUPER + self.groups.len() * GROUP + self.sealed.len()
     }
 
-    /// Sealed chunk `k`.
+    /// Sealed chunk `k`; `None` past them, or where it was let go with its group.
     fn chunk(&self, k: usize) -> Option<&Chunk<T>> {
         let in_supers = self.supers.len() * SUPER;
         if k < in_supers {
-            return Some(&self.supers[k / SUPER][k % SUPER / GROUP][k % GROUP]);
+            return self.supers[k / SUPER]
+                .get(k % SUPER / GROUP)?
+                .get(k % GROUP);
         }
         let k = k - in_supers;
         let in_groups = self.groups.len() * GROUP;
         if k < in_groups {
-            Some(&self.groups[k / GROUP][k % GROUP])
+            self.groups[k / GROUP].get(k % GROUP)
         } else {
             self.sealed.get(k - in_groups)
         }
     }
 
-    /// Every sealed chunk, in order.
-    fn all_chunks(&self) -> impl DoubleEndedIterator<Item = &Chunk<T>> {
-        self.supers
-            .iter()
-            .flat_map(|s| s.iter())
-            .chain(self.groups.iter())
-            .flat_map(|g| g.iter())
-            .chain(self.sealed.iter())
+    /// The items of sealed chunk `k`, or of the tail after them: empty where they were let go.
+    fn piece(&self, k: usize) -> &[T] {
+        match self.chunk(k) {
+            Some(c) => c,
+            None if k == self.chunks() => self.tail(),
+            None => &[],
+        }
     }
 
     /// The items after the sealed chunks.
@@ -210,26 +226,28 @@ impl<T: Clone> Chunked<T> {
         self.len() == 0
     }
 
+    /// The first index still read: none before it is ([`Chunked::drop_front`]).
+    pub fn front(&self) -> usize {
+        self.front
+    }
+
+    /// Item `i`; `None` past the end or before the front.
     pub fn get(&self, i: usize) -> Option<&T> {
-        let (k, at) = (i / CHUNK, i % CHUNK);
-        match self.chunk(k) {
-            Some(c) => c.get(at),
-            None if k == self.chunks() => self.tail().get(at),
-            None => None,
+        if i < self.front {
+            return None;
         }
+        self.piece(i / CHUNK).get(i % CHUNK)
     }
 
     /// The items from index `i` to the end of its chunk (or of the tail): a run in one piece of
     /// memory, which another vector sharing that chunk holds at the same address. Empty past the
-    /// end.
+    /// end and before the front.
     pub fn run_at(&self, i: usize) -> &[T] {
-        let (k, at) = (i / CHUNK, i % CHUNK);
-        let items = match self.chunk(k) {
-            Some(c) => &c[..],
-            None if k == self.chunks() => self.tail(),
-            None => &[],
-        };
-        &items[at.min(items.len())..]
+        if i < self.front {
+            return &[];
+        }
+        let items = self.piece(i / CHUNK);
+        &items[(i % CHUNK).min(items.len())..]
     }
 
     /// Roughly the bytes a clone comes to hold alone: the list of the newest sealed chunks,
@@ -241,6 +259,67 @@ impl<T: Clone> Chunked<T> {
 
     pub fn last(&self) -> Option<&T> {
         self.len().checked_sub(1).and_then(|i| self.get(i))
+    }
+
+    /// The items before `front` are no longer read (a log's start moved past them): the chunks
+    /// that hold only those are let go, so that they are freed once no clone holds them either.
+    /// The front only moves forward, and never past the end. The chunk of the last item is kept,
+    /// so that a truncation has an item to copy ([`Chunked::truncate`]).
+    pub fn drop_front(&mut self, front: usize) {
+        self.front = self.front.max(front.min(self.len()));
+        let free_to = self.front.min(self.len().saturating_sub(1)) / CHUNK;
+        while self.freed < free_to {
+            let k = self.freed;
+            let in_supers = self.supers.len() * SUPER;
+            if k < in_supers {
+                let (s, g) = (k / SUPER, k % SUPER / GROUP);
+                let supers = Arc::make_mut(&mut self.supers);
+                if k.is_multiple_of(SUPER) && k + SUPER <= free_to {
+                    supers[s] = Arc::from([]);
+                    self.freed += SUPER;
+                } else if k.is_multiple_of(GROUP) && k + GROUP <= free_to {
+                    Arc::make_mut(&mut supers[s])[g] = Arc::from([]);
+                    self.freed += GROUP;
+                } else {
+                    Arc::make_mut(&mut Arc::make_mut(&mut supers[s])[g])[k % GROUP] = Chunk(None);
+                    self.freed += 1;
+                }
+                continue;
+            }
+            let k = k - in_supers;
+            let in_groups = self.groups.len() * GROUP;
+            if k < in_groups {
+                let groups = Arc::make_mut(&mut self.groups);
+                if k.is_multiple_of(GROUP) && k + GROUP <= free_to - in_supers {
+                    groups[k / GROUP] = Arc::from([]);
+                    self.freed += GROUP;
+                } else {
+                    Arc::make_mut(&mut groups[k / GROUP])[k % GROUP] = Chunk(None);
+                    self.freed += 1;
+                }
+                continue;
+            }
+            Arc::make_mut(&mut self.sealed)[k - in_groups] = Chunk(None);
+            self.freed += 1;
+        }
+    }
+
+    /// Makes this vector `len` items long, all of them before its front: a log that starts
+    /// again at `len` (a follower that fell behind its leader's log start). The places before
+    /// it are copies of `filler`, in the chunk `len` is in only, and never read.
+    pub fn start_at(&mut self, len: usize, filler: &T) {
+        self.clear();
+        let chunks = len / CHUNK;
+        self.supers = Arc::new((0..chunks / SUPER).map(|_| Arc::from([])).collect());
+        self.groups = Arc::new((0..chunks % SUPER / GROUP).map(|_| Arc::from([])).collect());
+        self.sealed = Arc::new((0..chunks % GROUP).map(|_| Chunk(None)).collect());
+        let rest = len % CHUNK;
+        self.set_tail(
+            Some(Buf::copy_of(&vec![filler.clone(); rest])).filter(|_| rest > 0),
+            rest,
+        );
+        self.front = len;
+        self.freed = chunks;
     }
 
     pub fn push(&mut self, item: T) {
@@ -267,7 +346,7 @@ impl<T: Clone> Chunked<T> {
         }
         let full = self.tail.take().expect("a tail being filled");
         self.tail_len = 0;
-        Arc::make_mut(&mut self.sealed).push(Chunk(full));
+        Arc::make_mut(&mut self.sealed).push(Chunk(Some(full)));
         if self.sealed.len() == GROUP {
             let group = self.sealed.iter().cloned().collect();
             self.sealed = Default::default();
@@ -293,7 +372,7 @@ impl<T: Clone> Chunked<T> {
             let (now, rest) = items.split_at(items.len().min(CHUNK - at));
             items = rest;
             let theirs = match other.chunk(k) {
-                Some(chunk) => Some((&chunk.0, CHUNK)),
+                Some(chunk) => chunk.0.as_ref().map(|buf| (buf, CHUNK)),
                 None if k == other.chunks() => other.tail.as_ref().map(|b| (b, other.tail_len)),
                 None => None,
             };
@@ -316,19 +395,28 @@ impl<T: Clone> Chunked<T> {
         }
     }
 
-    /// Keeps the first `len` items.
+    /// Keeps the first `len` items. Cut before the front, it starts again at `len`
+    /// ([`Chunked::start_at`]).
     pub fn truncate(&mut self, len: usize) {
         if len >= self.len() {
             return;
         }
+        if len < self.front {
+            // The last item's chunk is never let go: its last item fills the places.
+            let filler = self.piece((self.len() - 1) / CHUNK).last().cloned();
+            self.start_at(len, &filler.expect("the last item is kept"));
+            return;
+        }
         let (keep, rest) = (len / CHUNK, len % CHUNK);
+        self.freed = self.freed.min(keep);
         let Some(cut) = self.chunk(keep).cloned() else {
             // Within the tail.
             self.set_tail(self.tail.clone(), rest);
             return;
         };
-        // The chunk cut into becomes the tail; the next push copies what is kept of it.
-        self.set_tail(Some(cut.0), rest);
+        // The chunk cut into becomes the tail; the next push copies what is kept of it. It is
+        // at or after the front, so it was not let go.
+        self.set_tail(cut.0, rest);
         // Keep `keep` sealed chunks: the level that holds chunk `keep` is opened up into the
         // levels below it.
         let in_supers = self.supers.len() * SUPER;
@@ -363,19 +451,18 @@ impl<T: Clone> Chunked<T> {
         self.sealed = Default::default();
         self.tail = None;
         self.tail_len = 0;
+        self.front = 0;
+        self.freed = 0;
     }
 
-    /// The items from index `from` on.
-    pub fn iter_from(&self, from: usize) -> impl Iterator<Item = &T> {
+    /// The items from index `from` on, or from the front if that is later.
+    pub fn iter_from(&self, from: usize) -> impl DoubleEndedIterator<Item = &T> {
+        let from = from.max(self.front);
         let (first, skip) = (from / CHUNK, from % CHUNK);
-        let chunks = self.chunks();
         // Straight to the first chunk wanted: a log's newest records are read far more often
         // than its oldest, and stepping over every chunk before them grew with the log.
-        (first..=chunks).flat_map(move |k| {
-            let items = match self.chunk(k) {
-                Some(chunk) => &chunk[..],
-                None => self.tail(),
-            };
+        (first..=self.chunks()).flat_map(move |k| {
+            let items = self.piece(k);
             if k == first {
                 &items[skip.min(items.len())..]
             } else {
@@ -384,12 +471,9 @@ impl<T: Clone> Chunked<T> {
         })
     }
 
-    /// All items, from either end.
+    /// All items from the front, from either end.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = &T> {
-        self.all_chunks()
-            .map(|c| &c[..])
-            .chain(std::iter::once(self.tail()))
-            .flatten()
+        self.iter_from(0)
     }
 }
 
@@ -478,7 +562,10 @@ mod tests {
         assert!(shared(&c, &kept), "a clone copies no items");
         c.extend(CHUNK + 5..2 * CHUNK + 3);
         assert!(
-            Arc::ptr_eq(&c.chunk(1).unwrap().0, kept.tail.as_ref().unwrap()),
+            Arc::ptr_eq(
+                c.chunk(1).unwrap().0.as_ref().unwrap(),
+                kept.tail.as_ref().unwrap()
+            ),
             "the shared tail became the sealed chunk"
         );
         assert!(
@@ -593,7 +680,7 @@ mod tests {
         assert!(other.iter().copied().eq([5, 6, 7]));
         assert!(!Arc::ptr_eq(
             other.tail.as_ref().unwrap(),
-            &follower.chunk(0).unwrap().0
+            follower.chunk(0).unwrap().0.as_ref().unwrap()
         ));
     }
 
@@ -726,5 +813,84 @@ mod tests {
             kept.chunk(k).unwrap()
         ));
         assert!(follower.iter().eq(kept.iter()));
+    }
+
+    /// Past the front nothing is read, and the chunks wholly before it are let go: a clone made
+    /// earlier keeps them until it is dropped, and then they are freed.
+    #[test]
+    fn a_dropped_front_is_not_read_and_its_chunks_are_freed() {
+        let token = Arc::new(());
+        // Over a super-group and a group, so that every level lets go of chunks.
+        let len = SUPER * CHUNK + 3 * GROUP * CHUNK + 5 * CHUNK + 9;
+        let mut c: Chunked<(usize, Arc<()>)> = Chunked::default();
+        c.extend((0..len).map(|i| (i, Arc::clone(&token))));
+        let earlier = c.clone();
+        let count = || Arc::strong_count(&token) - 1;
+        for front in [
+            7,
+            CHUNK,
+            GROUP * CHUNK + 1,
+            SUPER * CHUNK + 2 * GROUP * CHUNK + 3,
+            SUPER * CHUNK + 3 * GROUP * CHUNK + 4 * CHUNK,
+            len - 2,
+        ] {
+            c.drop_front(front);
+            assert_eq!(c.front(), front);
+            assert_eq!(c.len(), len, "the places stay where they were");
+            assert_eq!(c.get(front - 1).map(|x| x.0), None, "front {front}");
+            assert_eq!(c.get(front).map(|x| x.0), Some(front));
+            assert!(c.iter().map(|x| x.0).eq(front..len), "front {front}");
+            assert!(c.iter().rev().map(|x| x.0).eq((front..len).rev()));
+            assert!(c.iter_from(0).map(|x| x.0).eq(front..len));
+            assert!(c.run_at(front - 1).is_empty());
+            assert!(
+                earlier.iter().map(|x| x.0).eq(0..len),
+                "a clone sees it all"
+            );
+        }
+        assert_eq!(count(), len, "the clone holds every item");
+        drop(earlier);
+        // Only the last two items' chunk is left.
+        assert_eq!(count(), len % CHUNK);
+        // The front never moves back, and goes no further than the end.
+        c.drop_front(3);
+        assert_eq!(c.front(), len - 2);
+        c.drop_front(len + 10);
+        assert_eq!(c.front(), len);
+        assert_eq!(c.iter().count(), 0);
+        // It goes on from where it was.
+        c.push((len, Arc::clone(&token)));
+        assert_eq!(c.last().map(|x| x.0), Some(len));
+        assert!(c.iter().map(|x| x.0).eq([len]));
+    }
+
+    /// A vector started again at an offset holds nothing before it, and goes on from it; one
+    /// cut before its front starts again where it was cut.
+    #[test]
+    fn starts_again_at_an_offset() {
+        for at in [0, 5, CHUNK, GROUP * CHUNK + 3, SUPER * CHUNK + CHUNK + 1] {
+            let mut c: Chunked<usize> = Chunked::default();
+            c.extend(0..10);
+            c.start_at(at, &usize::MAX);
+            assert_eq!((c.len(), c.front()), (at, at));
+            assert_eq!(c.iter().count(), 0);
+            c.extend(at..at + 2 * CHUNK);
+            assert!(c.iter().copied().eq(at..at + 2 * CHUNK), "at {at}");
+            assert_eq!(c.get(at + 1), Some(&(at + 1)));
+            if at > 0 {
+                assert_eq!(c.get(at - 1), None);
+            }
+        }
+        let mut c: Chunked<usize> = Chunked::default();
+        c.extend(0..5 * CHUNK);
+        c.drop_front(3 * CHUNK + 2);
+        c.truncate(CHUNK + 1);
+        assert_eq!((c.len(), c.front()), (CHUNK + 1, CHUNK + 1));
+        c.push(70);
+        assert!(c.iter().copied().eq([70]));
+        // Cut after the front, it keeps what it had there.
+        c.extend(71..80);
+        c.truncate(CHUNK + 5);
+        assert!(c.iter().copied().eq(70..74));
     }
 }

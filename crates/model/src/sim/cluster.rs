@@ -789,6 +789,12 @@ impl Replica {
     /// goes (`UnifiedLog.truncateTo`): an epoch this broker started as leader and wrote nothing
     /// in would otherwise be sent with every fetch, and diverge at every answer.
     pub fn truncate_to(&mut self, offset: u64, now: u64) -> u64 {
+        if offset < self.log_start_offset {
+            // Below the log start there is nothing to keep (`UnifiedLog.truncateTo`).
+            let leo = self.log_end_offset();
+            self.truncate_fully_and_start_at(offset, now);
+            return leo - offset;
+        }
         let leo = self.log_end_offset();
         self.epochs.retain(|(_, start)| *start < offset.min(leo));
         if offset >= leo {
@@ -879,6 +885,9 @@ impl Replica {
             return false;
         }
         self.log_start_offset = offset;
+        // Nothing below the log start is read again: its records are freed once no other
+        // replica or checkpoint holds them.
+        self.log.drop_front(offset as usize);
         // The latest epoch that starts at or below the new start now starts at it; older ones go.
         if let Some(i) = self.epochs.iter().rposition(|(_, start)| *start <= offset) {
             self.epochs.drain(..i);
@@ -905,17 +914,19 @@ impl Replica {
 
     /// `UnifiedLog.truncateFullyAndStartAt`: a follower fallen behind its leader's log start
     /// drops its whole log, history and producer state, and starts again at `offset`. A log's
-    /// offsets are its places, so the places below the new start hold the leader's records,
-    /// shared and never read: below its log start a replica serves nothing. Returns how many
-    /// records it held from its old log start.
-    pub fn truncate_fully_and_start_at(&mut self, offset: u64, leader: &Replica, now: u64) -> u64 {
+    /// offsets are its places: the log holds nothing below its new start
+    /// ([`super::chunked::Chunked::start_at`]), and below its log start a replica serves nothing.
+    /// Returns how many records it held from its old log start.
+    pub fn truncate_fully_and_start_at(&mut self, offset: u64, now: u64) -> u64 {
         let removed = self.log_end_offset().saturating_sub(self.log_start_offset);
-        self.log.clear();
-        while (self.log.len() as u64) < offset {
-            let run = leader.log.run_at(self.log.len());
-            let take = run.len().min(offset as usize - self.log.len());
-            self.log.extend_shared(&leader.log, &run[..take]);
-        }
+        let filler = Record::coordinator(
+            CoordinatorRecord {
+                group: 0,
+                offset: None,
+            },
+            0,
+        );
+        self.log.start_at(offset as usize, &filler);
         self.epochs.clear();
         self.producer_batches.clear();
         self.segments.truncate_fully_and_start_at(offset, now);

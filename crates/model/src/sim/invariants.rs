@@ -340,7 +340,8 @@ fn check_send_order(
         return;
     }
     let mut found = Vec::new();
-    let checked = order.checked;
+    // Retention may have moved the log start past where the check had reached.
+    let checked = order.checked.max(replica.log.front() as u64);
     for (offset, record) in (checked..).zip(replica.log.iter_from(checked as usize)) {
         if let Some(later) = order.see(record) {
             found.push((record.producer(), offset, record.id, later));

@@ -117,6 +117,11 @@ impl AckLedger {
         }
     }
 
+    /// How many of the oldest records it has forgotten.
+    pub fn forgotten(&self) -> usize {
+        self.rows.front()
+    }
+
     /// How many records it holds.
     pub fn len(&self) -> usize {
         self.rows.len()
@@ -126,11 +131,11 @@ impl AckLedger {
         self.rows.is_empty()
     }
 
-    /// The `i`th record acknowledged.
+    /// The `i`th record acknowledged; `None` once forgotten ([`AckLedger::forget_expired`]).
     pub fn get(&self, i: usize) -> Option<AckedRecord> {
         let row = self.rows.get(i)?;
         // The last batch starting at or before `i`.
-        let (mut lo, mut hi) = (0, self.batches.len());
+        let (mut lo, mut hi) = (self.batches.front(), self.batches.len());
         while hi - lo > 1 {
             let mid = lo + (hi - lo) / 2;
             if u64::from(self.batches.get(mid)?.first) <= i as u64 {
@@ -142,16 +147,52 @@ impl AckLedger {
         Some(self.batches.get(lo)?.record(row, i as u64))
     }
 
-    /// Every record, in order.
+    /// Every record not forgotten, in order.
     pub fn iter(&self) -> impl Iterator<Item = AckedRecord> + '_ {
         let mut batches = self.batches.iter().peekable();
         let mut batch = None;
-        self.rows.iter().zip(0u64..).map(move |(row, i)| {
+        let front = self.rows.front() as u64;
+        self.rows.iter().zip(front..).map(move |(row, i)| {
             while let Some(next) = batches.next_if(|b| u64::from(b.first) <= i) {
                 batch = Some(next);
             }
             batch.expect("every row is in a batch").record(row, i)
         })
+    }
+
+    /// Forgets the oldest records while every replica of their partition has deleted them:
+    /// `log_starts` gives, by partition index, the lowest log start offset of its replicas.
+    /// Retention deleted them as configured, so they are neither lost nor unavailable, and a
+    /// long run's ledger keeps only what its logs keep. It stops at the first record still held
+    /// somewhere, and at one sent with acks=0, whose offset nobody was told.
+    pub fn forget_expired(&mut self, log_starts: &[u64]) {
+        loop {
+            let b = self.batches.front();
+            let Some(&batch) = self.batches.get(b) else {
+                return;
+            };
+            if batch.base_offset == NO_BASE_OFFSET {
+                return;
+            }
+            let end = self
+                .batches
+                .get(b + 1)
+                .map_or(self.rows.len() as u64, |next| u64::from(next.first));
+            let log_start = log_starts
+                .get(usize::from(batch.partition))
+                .copied()
+                .unwrap_or(0);
+            let deleted = log_start.saturating_sub(u64::from(batch.base_offset));
+            let expired_to = u64::from(batch.first).saturating_add(deleted).min(end);
+            if expired_to <= self.rows.front() as u64 {
+                return;
+            }
+            self.rows.drop_front(expired_to as usize);
+            if expired_to < end {
+                return;
+            }
+            self.batches.drop_front(b + 1);
+        }
     }
 
     /// The ids of the records from the `from`th on.
@@ -181,4 +222,52 @@ pub fn producer_of(record_id: u64) -> u32 {
 /// The id of a producer's `send_number`th record.
 pub fn record_id(producer: u32, send_number: u64) -> u64 {
     (u64::from(producer) << SEND_NUMBER_BITS) | send_number
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::keys::Key;
+
+    /// Batches of three records to partitions 0 and 1 in turn, answered at offsets 0, 3, 6...
+    /// of each, then one acks=0 batch to partition 0.
+    fn ledger() -> AckLedger {
+        let mut ledger = AckLedger::default();
+        let key = Key::NONE;
+        for n in 0..20u64 {
+            let (partition, base) = ((n % 2) as u32, n / 2 * 3);
+            let ids = (0..3).map(|i| (n * 3 + i, key));
+            ledger.add_batch(partition, Some(base), Acks::All, ids);
+        }
+        ledger.add_batch(0, None, Acks::Zero, [(1000, key)]);
+        ledger
+    }
+
+    #[test]
+    fn forgets_the_records_every_replica_deleted_from_the_oldest_on() {
+        let mut ledger = ledger();
+        // Partition 1 keeps everything: nothing goes past its first batch.
+        ledger.forget_expired(&[30, 0]);
+        assert_eq!(ledger.iter().next().map(|r| r.id), Some(3));
+        assert_eq!(ledger.get(2).map(|r| r.id), None);
+        assert_eq!(
+            ledger.get(3).map(|r| (r.partition, r.offset())),
+            Some((1, Some(0)))
+        );
+        // Partition 1 deleted its first four records: its first batch goes, and one record of
+        // its second; partition 0's second batch, below 30, goes between them.
+        ledger.forget_expired(&[30, 4]);
+        let kept: Vec<_> = ledger
+            .iter()
+            .take(3)
+            .map(|r| (r.partition, r.offset()))
+            .collect();
+        assert_eq!(kept, [(1, Some(4)), (1, Some(5)), (0, Some(6))]);
+        assert_eq!(ledger.len(), 61, "its places stay");
+        assert_eq!(ledger.get(60).map(|r| r.id), Some(1000));
+        // A record sent with acks=0 has no offset to judge by: the ledger keeps it.
+        ledger.forget_expired(&[u64::MAX, u64::MAX]);
+        let ids: Vec<u64> = ledger.iter().map(|r| r.id).collect();
+        assert_eq!(ids, [1000]);
+    }
 }

@@ -1,7 +1,7 @@
 //! Which acknowledged writes a run lost: the records of the ledger that the log which will serve
 //! their partition no longer holds, and why.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use bevy_ecs::prelude::*;
 use serde::Serialize;
@@ -200,10 +200,15 @@ impl<'a> Judge<'a> {
     fn judge(&self, record: &AckedRecord) -> Option<(Missing, String)> {
         let (each, offline) = match &self.way {
             Way::Serving { log, why } => {
-                return (!log.has(record)).then(|| (Missing::Lost, why.clone()));
+                return (!log.has(record) && !log.expired(record))
+                    .then(|| (Missing::Lost, why.clone()));
             }
             Way::Offline { each, offline } => (each, offline),
         };
+        // Retention deleted it from every replica that could serve it again.
+        if each.iter().all(|(_, _, log)| log.expired(record)) {
+            return None;
+        }
         let down: Vec<String> = each
             .iter()
             .filter(|(_, may_lead, log)| *may_lead && log.has(record))
@@ -264,12 +269,39 @@ fn missing(
 struct Holds<'a> {
     replica: &'a Replica,
     ids: Option<HashSet<u64>>,
+    /// For acks=0 records: each producer's first record the log still keeps, by id.
+    first_kept: Option<HashMap<u32, u64>>,
 }
 
 impl<'a> Holds<'a> {
     fn new(replica: &'a Replica, by_id: bool) -> Self {
         let ids = by_id.then(|| replica.log.iter().map(|r| r.id).collect());
-        Holds { replica, ids }
+        let first_kept = (by_id && replica.log_start_offset > 0).then(|| {
+            let mut first = HashMap::new();
+            for record in replica.log.iter() {
+                first.entry(record.producer()).or_insert(record.id);
+            }
+            first
+        });
+        Holds {
+            replica,
+            ids,
+            first_kept,
+        }
+    }
+
+    /// Whether retention deleted it: it lies below the log start. An acks=0 record's offset is
+    /// unknown: it counts as deleted if its producer sent it before the first of its records
+    /// the log keeps (or the log keeps none of them), once retention has deleted anything.
+    fn expired(&self, record: &AckedRecord) -> bool {
+        match record.offset() {
+            Some(offset) => offset < self.replica.log_start_offset,
+            None => self.first_kept.as_ref().is_some_and(|first| {
+                first
+                    .get(&record.producer())
+                    .is_none_or(|kept| record.id < *kept)
+            }),
+        }
     }
 
     fn has(&self, record: &AckedRecord) -> bool {

@@ -186,18 +186,16 @@ fn start_at_leader_log_start(
     now: u64,
     (cluster, events): (&Cluster, &mut EventLog),
 ) {
-    let Some(leader) = partition.replica_on(leader) else {
+    if partition.replica_on(leader).is_none() {
         return;
-    };
-    let [mut follower, leader] = replicas
-        .get_many_mut([fetched.replica, leader])
-        .expect("a follower and its leader are two replicas");
+    }
+    let mut follower = replicas.get_mut(fetched.replica).expect("replica entity");
     let from_offset = follower.log_end_offset();
     // A follower whose log reaches the leader's log start fetches on from its own end.
     if fetched.log_start_offset <= from_offset {
         return;
     }
-    follower.truncate_fully_and_start_at(fetched.log_start_offset, &leader, now);
+    follower.truncate_fully_and_start_at(fetched.log_start_offset, now);
     events.push(
         now,
         EventKind::TruncatedFully {

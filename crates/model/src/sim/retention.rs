@@ -10,6 +10,7 @@ use bevy_ecs::system::SystemParam;
 use super::clock::Standing;
 use super::cluster::{Broker, Cluster, Partition, Replica};
 use super::events::{EventKind, EventLog};
+use super::ledger::AckLedger;
 use super::timeline::Timeline;
 use super::{SimClock, Wake};
 
@@ -29,21 +30,25 @@ pub(super) struct RetentionPhase<'w, 's> {
     clock: Res<'w, SimClock>,
     cluster: Res<'w, Cluster>,
     events: ResMut<'w, EventLog>,
+    ledger: ResMut<'w, AckLedger>,
     wake: ResMut<'w, Wake>,
     brokers: Query<'w, 's, &'static mut Broker>,
     partitions: Query<'w, 's, &'static Partition>,
     replicas: Query<'w, 's, &'static mut Replica>,
 }
 
-/// The retention phase: each broker whose check is due deletes what its logs no longer keep.
+/// The retention phase: each broker whose check is due deletes what its logs no longer keep,
+/// and the ledger forgets the records that no replica keeps.
 pub(super) fn phase(mut rules: RetentionPhase) {
-    rules.delete_old_segments();
+    if rules.delete_old_segments() {
+        rules.forget_expired();
+    }
 }
 
 impl RetentionPhase<'_, '_> {
     /// `LogManager.cleanupLogs` on each broker whose check is due, in broker order, each
-    /// replica in partition order.
-    fn delete_old_segments(&mut self) {
+    /// replica in partition order. Returns whether any broker checked.
+    fn delete_old_segments(&mut self) -> bool {
         let Self {
             clock,
             cluster,
@@ -52,7 +57,9 @@ impl RetentionPhase<'_, '_> {
             brokers,
             partitions,
             replicas,
+            ..
         } = self;
+        let mut checked = false;
         let now = clock.now_ms;
         let interval = cluster.config.log_retention_check_interval_ms;
         wake.clear(Standing::Retention);
@@ -67,6 +74,7 @@ impl RetentionPhase<'_, '_> {
                 continue;
             }
             broker.next_retention_check_ms = now + interval;
+            checked = true;
             wake.standing_at(Standing::Retention, broker.next_retention_check_ms);
             let id = broker.id;
             for partition in partitions.iter_many(&cluster.partitions) {
@@ -95,5 +103,25 @@ impl RetentionPhase<'_, '_> {
                 );
             }
         }
+        checked
+    }
+
+    /// The ledger forgets the acknowledged records below every replica's log start: followers
+    /// take their leader's log start from their fetches, so by the next check they have
+    /// caught up with this one's deletions.
+    fn forget_expired(&mut self) {
+        let log_starts: Vec<u64> = self
+            .partitions
+            .iter_many(&self.cluster.partitions)
+            .map(|p| {
+                p.replicas
+                    .iter()
+                    .filter_map(|r| self.replicas.get(*r).ok())
+                    .map(|r| r.log_start_offset)
+                    .min()
+                    .unwrap_or(0)
+            })
+            .collect();
+        self.ledger.forget_expired(&log_starts);
     }
 }

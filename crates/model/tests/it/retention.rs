@@ -3,7 +3,9 @@
 //! `auto.offset.reset`.
 
 use kafkascope_model::report::Report;
-use kafkascope_model::sim::{Cluster, EventKind, Replica, ResetReason, Sim};
+use kafkascope_model::scenario::Action;
+use kafkascope_model::sim::ledger::AckLedger;
+use kafkascope_model::sim::{Cluster, EventKind, Partition, Replica, ResetReason, Sim};
 
 /// One partition on three brokers, 100 records a second of 100 bytes, segments of ten records,
 /// 10 s of retention checked every 5 s; a group reading 20 records a second.
@@ -263,4 +265,107 @@ fn a_topic_config_altered_live_applies_at_the_next_check() {
         error.to_string().contains("minimum for a topic is 14"),
         "{error}"
     );
+}
+
+/// Each replica of `t-0`: (broker, log start offset, first offset its log still holds).
+fn fronts(sim: &mut Sim) -> Vec<(u32, u64, usize)> {
+    let world = sim.world_mut();
+    let partition = world.resource::<Cluster>().topics[0].partitions[0];
+    let mut replicas = world.query::<&Replica>();
+    let mut fronts: Vec<_> = replicas
+        .iter(world)
+        .filter(|r| r.partition == partition)
+        .map(|r| (r.broker, r.log_start_offset, r.log.front()))
+        .collect();
+    fronts.sort_unstable();
+    fronts
+}
+
+#[test]
+fn deleted_records_are_freed_and_leave_the_ledger_without_counting_as_lost() {
+    let scenario = crate::scenario(&aging("Earliest"));
+    let mut sim = Sim::new(&scenario);
+    sim.run_until(45_001);
+    for (broker, start, front) in fronts(&mut sim) {
+        assert!(start >= 3_000, "broker {broker}: {start}");
+        // No replica reads below its log start again: its records there are let go.
+        assert_eq!(front as u64, start, "broker {broker}");
+    }
+    let min_start = fronts(&mut sim).iter().map(|f| f.1).min().unwrap();
+    let world = sim.world();
+    let ledger = world.resource::<AckLedger>();
+    let first = ledger.iter().next().expect("records kept");
+    // The ledger forgets, at each check, what every replica had deleted by then: followers take
+    // their leader's log start from their next fetch, so the ledger trails by one check.
+    let offset = first.offset().unwrap();
+    assert!(
+        offset > 0 && offset <= min_start && min_start - offset <= 500,
+        "the ledger starts at {offset}, the logs at {min_start}"
+    );
+    assert_eq!(ledger.get(0).map(|r| r.id), None, "forgotten");
+    assert_eq!(
+        ledger.len() as u64,
+        Report::of(&sim).producers[0].stats.acked,
+        "the ledger keeps its places"
+    );
+    let report = Report::of(&sim);
+    assert_eq!(report.acked_records_lost, 0, "{:?}", report.lost_records);
+    assert!(report.invariant_violations.is_empty());
+}
+
+/// `AbstractFetcherThread`'s out-of-range handling: a follower away for longer than the
+/// retention comes back with a log that ends below its leader's log start, drops it whole, and
+/// starts again at the leader's log start, then catches up and rejoins the ISR.
+#[test]
+fn a_follower_back_after_retention_starts_again_at_the_leaders_log_start() {
+    let scenario = crate::scenario(&aging("Earliest"));
+    let mut sim = Sim::new(&scenario);
+    sim.run_until(1_000);
+    let leader = {
+        let world = sim.world_mut();
+        let partition = world.resource::<Cluster>().topics[0].partitions[0];
+        world.get::<Partition>(partition).unwrap().leader.unwrap()
+    };
+    let away = if leader == 3 { 2 } else { 3 };
+    sim.act(Action::CrashBroker(away));
+    sim.run_until(40_000);
+    let behind = fronts(&mut sim);
+    let leader_start = behind.iter().find(|f| f.0 == leader).unwrap().1;
+    assert!(leader_start >= 2_500, "{behind:?}");
+    sim.act(Action::RestartBroker(away));
+    sim.run_until(50_000);
+    let report = Report::of(&sim);
+    let truncated: Vec<(u32, u64)> = report
+        .events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::TruncatedFully {
+                broker,
+                start_offset,
+                ..
+            } => Some((broker, start_offset)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(truncated.len(), 1, "{truncated:?}");
+    let (broker, at) = truncated[0];
+    assert_eq!(broker, away);
+    assert!(
+        at >= leader_start,
+        "it starts at the leader's log start: {at}"
+    );
+    let p = &report.partitions[0];
+    assert!(
+        p.isr.contains(&away),
+        "it caught up and rejoined the ISR: {:?}",
+        p.isr
+    );
+    let back = p.replicas.iter().find(|r| r.broker == away).unwrap();
+    assert!(back.log_start_offset >= at);
+    assert!(
+        report.invariant_violations.is_empty(),
+        "{:?}",
+        report.invariant_violations
+    );
+    assert_eq!(report.acked_records_lost, 0);
 }
