@@ -143,6 +143,9 @@ type Group<T> = Arc<[Chunk<T>]>;
 #[derive(Clone)]
 pub struct Chunked<T> {
     supers: Arc<Vec<Arc<[Group<T>]>>>,
+    /// The super-groups before `supers`, let go whole and no longer listed: a day-long ledger
+    /// would otherwise list a thousand, and every checkpoint copy the list.
+    supers_gone: usize,
     /// The groups after the super-groups (fewer than `GROUP`).
     groups: Arc<Vec<Group<T>>>,
     /// The sealed chunks after the groups (fewer than `GROUP`).
@@ -161,6 +164,7 @@ impl<T> Default for Chunked<T> {
     fn default() -> Self {
         Chunked {
             supers: Default::default(),
+            supers_gone: 0,
             groups: Default::default(),
             sealed: Default::default(),
             tail: None,
@@ -180,14 +184,21 @@ impl<T: Clone + std::fmt::Debug> std::fmt::Debug for Chunked<T> {
 impl<T: Clone> Chunked<T> {
     /// How many sealed chunks there are, grouped or not.
     fn chunks(&self) -> usize {
-        self.supers.len() * SUPER + self.groups.len() * GROUP + self.sealed.len()
+        self.in_supers() + self.groups.len() * GROUP + self.sealed.len()
+    }
+
+    /// The chunks in super-groups, those let go included.
+    fn in_supers(&self) -> usize {
+        (self.supers_gone + self.supers.len()) * SUPER
     }
 
     /// Sealed chunk `k`; `None` past them, or where it was let go with its group.
     fn chunk(&self, k: usize) -> Option<&Chunk<T>> {
-        let in_supers = self.supers.len() * SUPER;
+        let in_supers = self.in_supers();
         if k < in_supers {
-            return self.supers[k / SUPER]
+            return self
+                .supers
+                .get((k / SUPER).checked_sub(self.supers_gone)?)?
                 .get(k % SUPER / GROUP)?
                 .get(k % GROUP);
         }
@@ -270,12 +281,11 @@ impl<T: Clone> Chunked<T> {
         let free_to = self.front.min(self.len().saturating_sub(1)) / CHUNK;
         while self.freed < free_to {
             let k = self.freed;
-            let in_supers = self.supers.len() * SUPER;
+            let in_supers = self.in_supers();
             if k < in_supers {
-                let (s, g) = (k / SUPER, k % SUPER / GROUP);
+                let (s, g) = (k / SUPER - self.supers_gone, k % SUPER / GROUP);
                 let supers = Arc::make_mut(&mut self.supers);
                 if k.is_multiple_of(SUPER) && k + SUPER <= free_to {
-                    supers[s] = Arc::from([]);
                     self.freed += SUPER;
                 } else if k.is_multiple_of(GROUP) && k + GROUP <= free_to {
                     Arc::make_mut(&mut supers[s])[g] = Arc::from([]);
@@ -283,6 +293,12 @@ impl<T: Clone> Chunked<T> {
                 } else {
                     Arc::make_mut(&mut Arc::make_mut(&mut supers[s])[g])[k % GROUP] = Chunk(None);
                     self.freed += 1;
+                }
+                // A super-group let go whole leaves the list (it is always the first listed).
+                if self.freed.is_multiple_of(SUPER) {
+                    debug_assert_eq!(s, 0);
+                    supers.remove(0);
+                    self.supers_gone += 1;
                 }
                 continue;
             }
@@ -310,7 +326,7 @@ impl<T: Clone> Chunked<T> {
     pub fn start_at(&mut self, len: usize, filler: &T) {
         self.clear();
         let chunks = len / CHUNK;
-        self.supers = Arc::new((0..chunks / SUPER).map(|_| Arc::from([])).collect());
+        self.supers_gone = chunks / SUPER;
         self.groups = Arc::new((0..chunks % SUPER / GROUP).map(|_| Arc::from([])).collect());
         self.sealed = Arc::new((0..chunks % GROUP).map(|_| Chunk(None)).collect());
         let rest = len % CHUNK;
@@ -419,9 +435,10 @@ impl<T: Clone> Chunked<T> {
         self.set_tail(cut.0, rest);
         // Keep `keep` sealed chunks: the level that holds chunk `keep` is opened up into the
         // levels below it.
-        let in_supers = self.supers.len() * SUPER;
+        let in_supers = self.in_supers();
         if keep < in_supers {
-            let (s, g) = (keep / SUPER, keep % SUPER / GROUP);
+            // At or after the front, so in a super-group still listed.
+            let (s, g) = (keep / SUPER - self.supers_gone, keep % SUPER / GROUP);
             let opened = Arc::clone(&self.supers[s]);
             self.groups = Arc::new(opened[..g].to_vec());
             self.sealed = Arc::new(opened[g][..keep % GROUP].to_vec());
@@ -447,6 +464,7 @@ impl<T: Clone> Chunked<T> {
 
     pub fn clear(&mut self) {
         self.supers = Default::default();
+        self.supers_gone = 0;
         self.groups = Default::default();
         self.sealed = Default::default();
         self.tail = None;
@@ -849,6 +867,11 @@ mod tests {
             );
         }
         assert_eq!(count(), len, "the clone holds every item");
+        assert_eq!(
+            (c.supers_gone, c.supers.len()),
+            (1, 0),
+            "a super-group let go leaves the list"
+        );
         drop(earlier);
         // Only the last two items' chunk is left.
         assert_eq!(count(), len % CHUNK);
