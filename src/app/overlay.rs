@@ -1016,6 +1016,28 @@ fn timeline(
     let played =
         egui::Rect::from_min_max(bar.min, egui::pos2(x_of(shown.snapshot.now_ms), bar.max.y));
     painter.rect_filled(played, 3.0, color(palette.leader).gamma_multiply(0.6));
+    // A long run keeps only its last 30 minutes seekable: what came before is veiled, and a
+    // click there goes to the oldest instant kept.
+    let seekable_from = model.sim.seekable_from_ms();
+    let veiled_to = x_of(seekable_from);
+    if seekable_from > 0 {
+        let veil = egui::Rect::from_min_max(rect.min, egui::pos2(veiled_to, rect.max.y));
+        painter.rect_filled(veil, 0.0, color(palette.background).gamma_multiply(0.75));
+        let label = format!(
+            "older than {} min: not kept",
+            crate::sim::SEEKABLE_MS / 60_000
+        );
+        // Where the veil is wide enough to say so, above the bar.
+        if veil.width() > label.len() as f32 * 7.0 + 12.0 {
+            painter.text(
+                egui::pos2(veil.center().x, rect.top() + 1.0),
+                egui::Align2::CENTER_TOP,
+                label,
+                egui::FontId::proportional(12.0),
+                color(palette.muted),
+            );
+        }
+    }
     // Every action, with what it is for the pointer: the scenario's own as full-height lines,
     // those given in the sandbox as a line under a triangle.
     let mut marks: Vec<(f32, String)> = Vec::new();
@@ -1182,6 +1204,12 @@ fn timeline(
         let text = match (beat_at(at(p)), tour) {
             _ if !near.is_empty() => near.join("\n"),
             (Some(beat), Some(t)) => format!("beat {}: {}", beat + 1, t.tour.beats[beat].title),
+            _ if p.x < veiled_to => format!(
+                "before {}: no longer seekable, as a long run keeps only its last {} minutes (a click goes to {})",
+                clock(seekable_from),
+                crate::sim::SEEKABLE_MS / 60_000,
+                clock(seekable_from)
+            ),
             _ => format!("seek to {}", clock(at(p))),
         };
         response.on_hover_text(text);

@@ -554,6 +554,11 @@ pub fn full(model: &Model, cap: u64) -> Option<String> {
             cap >> 20
         ));
     }
+    if model.sim.ledger_full() {
+        return Some(format!(
+            "Stopped at {at}: the run has acknowledged as many records as its ledger can count. Seek back to see any instant again."
+        ));
+    }
     model.sim.checkpoints_full().then(|| {
         let (count, every_ms) = model.sim.checkpoint_spacing();
         format!(

@@ -517,6 +517,8 @@ pub struct Checkpoint {
     /// Roughly what it costs in memory beyond what it shares with the checkpoint before it
     /// ([`HeapBytes`]).
     pub bytes: usize,
+    /// What retention had freed when it was taken: log records (per replica) and ledger rows.
+    pub freed: (u64, u64),
 }
 
 /// A checkpoint shares an unchanged component with one taken at most this many change ticks
@@ -542,6 +544,7 @@ impl Checkpoint {
             resources,
             taken: (run, tick),
             bytes: 0,
+            freed: (0, 0),
         };
         checkpoint.count_bytes(before);
         checkpoint

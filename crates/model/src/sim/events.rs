@@ -318,14 +318,32 @@ pub enum ResetReason {
 
 #[derive(Clone, Resource, Debug, Default)]
 pub struct EventLog {
-    /// In chunks shared with checkpoints, which would otherwise each copy the whole log.
+    /// In chunks shared with checkpoints, which would otherwise each copy the whole log. Those
+    /// older than the seekable window ([`super::SEEKABLE_MS`]) are forgotten, as the
+    /// checkpoints are: a run left playing all day keeps its memory flat.
     pub events: super::chunked::Chunked<Event>,
 }
 
 impl EventLog {
     pub fn push(&mut self, at_ms: u64, kind: EventKind) {
         self.events.push(Event { at_ms, kind });
+        forget_older(&mut self.events, at_ms, |e| e.at_ms);
     }
+}
+
+/// Forgets the items of a history kept in time order that are older than the seekable window
+/// before `now_ms`.
+pub(super) fn forget_older<T: Clone>(
+    history: &mut super::chunked::Chunked<T>,
+    now_ms: u64,
+    at_ms: impl Fn(&T) -> u64,
+) {
+    let window_starts = now_ms.saturating_sub(super::SEEKABLE_MS);
+    let mut front = history.front();
+    while history.get(front).is_some_and(|e| at_ms(e) < window_starts) {
+        front += 1;
+    }
+    history.drop_front(front);
 }
 
 /// Counters over the whole run.

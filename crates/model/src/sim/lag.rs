@@ -34,7 +34,8 @@ pub struct LagSample {
 #[derive(Debug, Clone, Default)]
 pub struct PartitionLag {
     pub ordinal: u32,
-    /// Chunked, so that a checkpoint shares the history instead of copying it.
+    /// Chunked, so that a checkpoint shares the history instead of copying it; the samples
+    /// older than the seekable window ([`super::SEEKABLE_MS`]) are forgotten.
     pub samples: super::chunked::Chunked<LagSample>,
     /// The greatest known committed lag sampled.
     pub max_lag: Option<u64>,
@@ -260,6 +261,7 @@ impl LagPhase<'_, '_> {
                 );
                 p.max_lag = p.max_lag.max(sample.lag);
                 p.samples.push(sample);
+                super::events::forget_older(&mut p.samples, now, |s| s.at_ms);
             }
         }
     }

@@ -59,7 +59,10 @@ pub use events::{Event, EventKind, EventLog, Metrics, ResetReason};
 pub use network::Message;
 pub use network::{Node, Wire, WireState};
 pub use protocol::Payload;
-pub use run::{CHECKPOINT_BYTES, CHECKPOINT_EVERY_MS, MAX_CHECKPOINTS, Sim, checkpoint_every_ms};
+pub use run::{
+    CHECKPOINT_BYTES, CHECKPOINT_EVERY_MS, MAX_CHECKPOINTS, OPEN_ENDED_THINNING, SEEKABLE_MS, Sim,
+    checkpoint_every_ms,
+};
 pub use wires::Wires;
 
 /// The phases of a step, in the order they run. Each message that arrives at a step is handled in

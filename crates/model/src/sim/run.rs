@@ -1,6 +1,8 @@
 //! A running simulation: the model's world, stepped to where the caller asks, with the
 //! checkpoints that seeking starts from.
 
+use std::collections::VecDeque;
+
 use bevy_app::App;
 use bevy_ecs::prelude::*;
 
@@ -15,11 +17,25 @@ const CLEAR_TRACKERS_EVERY: u64 = 1024;
 /// A run keeps at most this many checkpoints...
 pub const MAX_CHECKPOINTS: usize = 8192;
 /// ...taking together about this many bytes at most ([`super::checkpoint::Checkpoint::bytes`]:
-/// ten simulated minutes of `large` then keep one every 2 s and stay within 400 MB in all).
-/// Beyond either, every other checkpoint is dropped and the spacing doubles, so a long or large
-/// run's memory stays bounded and a seek re-runs at most one (longer) interval. An open-ended run
-/// ([`Sim::set_open_ended`]) keeps its spacing, and says when its checkpoints are full instead.
-pub const CHECKPOINT_BYTES: usize = 128 * 1024 * 1024;
+/// ten simulated minutes of `large` then keep one every 4 s). Beyond either, every other
+/// checkpoint is dropped and the spacing doubles, so a long or large run's memory stays bounded
+/// and a seek re-runs at most one (longer) interval. An open-ended run ([`Sim::set_open_ended`])
+/// thins them no further than [`OPEN_ENDED_THINNING`] times its first spacing, and says when its
+/// checkpoints are full instead.
+pub const CHECKPOINT_BYTES: usize = 64 * 1024 * 1024;
+
+/// How far back a run can seek: checkpoints older than this before the furthest instant
+/// reached are dropped, with the records only they still hold. A long run (a sandbox left
+/// playing all day) then keeps its memory flat once its logs' retention and this window are
+/// full.
+pub const SEEKABLE_MS: u64 = 30 * 60_000;
+
+/// An open-ended run keeps its seeks quick: its checkpoints are at most this many times further
+/// apart than its load's spacing ([`checkpoint_every_ms`]).
+pub const OPEN_ENDED_THINNING: u64 = 8;
+
+/// Acknowledged records a run may count: the ledger's places are 32-bit.
+const LEDGER_PLACES: usize = u32::MAX as usize - 1_000_000;
 
 /// How far apart the checkpoints that seeking starts from are, for a light load.
 pub const CHECKPOINT_EVERY_MS: u64 = 5_000;
@@ -45,11 +61,16 @@ pub struct Sim {
     world: World,
     /// The step's systems, which run on `world`.
     phases: Phases,
-    checkpoints: Vec<checkpoint::Checkpoint>,
+    /// The checkpoints kept, oldest first: the `k`th is at `(first + k) x every_ms`.
+    checkpoints: VecDeque<checkpoint::Checkpoint>,
+    /// The index of the oldest kept: those before it left the seekable window.
+    first: usize,
     /// Actions given while running (the sandbox), with their instants: seeking back replays them.
     actions: Vec<(u64, crate::scenario::Action)>,
     /// Sim time between checkpoints.
     every_ms: u64,
+    /// The spacing the load chose, before any thinning.
+    first_every_ms: u64,
     /// The furthest instant the run has been to.
     reached_ms: u64,
     /// An open-ended run: its checkpoints keep their spacing, so that every seek stays quick.
@@ -67,12 +88,15 @@ impl Sim {
         // Only the step's phases ever run: the app's own loop and its schedules are unused.
         let mut world = std::mem::take(app.world_mut());
         let phases = Phases::new(&mut world);
+        let every_ms = checkpoint_every_ms(scenario);
         let mut sim = Sim {
             world,
             phases,
-            checkpoints: Vec::new(),
+            checkpoints: VecDeque::new(),
+            first: 0,
             actions: Vec::new(),
-            every_ms: checkpoint_every_ms(scenario),
+            every_ms,
+            first_every_ms: every_ms,
             reached_ms: 0,
             open_ended: false,
             run: 0,
@@ -141,12 +165,38 @@ impl Sim {
     }
 
     /// About what the run's records take in memory: every replica's copy and each produced
-    /// record's own share (`scenario::limits`, the estimate a scenario is checked against).
+    /// record's own share (`scenario::limits`, the estimate a scenario is checked against), less
+    /// what retention freed before the oldest checkpoint kept (which holds what it had).
     pub fn record_bytes(&self) -> u64 {
         use crate::scenario::limits::{LOG_RECORD_BYTES, PRODUCED_RECORD_BYTES};
         let m = self.world.resource::<super::Metrics>();
-        (m.records_appended + m.records_replicated) * LOG_RECORD_BYTES
-            + m.records_appended * PRODUCED_RECORD_BYTES
+        let (log_freed, rows_freed) = self.checkpoints.front().map_or((0, 0), |c| c.freed);
+        (m.records_appended + m.records_replicated).saturating_sub(log_freed) * LOG_RECORD_BYTES
+            + m.records_appended.saturating_sub(rows_freed) * PRODUCED_RECORD_BYTES
+    }
+
+    /// Whether the ledger of acknowledged records is out of places: a run stops there.
+    pub fn ledger_full(&self) -> bool {
+        self.world.resource::<super::ledger::AckLedger>().len() >= LEDGER_PLACES
+    }
+
+    /// What retention has freed so far: log records (counted per replica) and ledger rows.
+    fn freed(&mut self) -> (u64, u64) {
+        let mut replicas = self.world.query::<&super::Replica>();
+        let logs = replicas
+            .iter(&self.world)
+            .map(|r| r.log.front() as u64)
+            .sum();
+        let rows = self
+            .world
+            .resource::<super::ledger::AckLedger>()
+            .forgotten();
+        (logs, rows as u64)
+    }
+
+    /// The earliest instant a seek can reach: the oldest checkpoint kept.
+    pub fn seekable_from_ms(&self) -> u64 {
+        self.first as u64 * self.every_ms
     }
 
     fn run_steps_until(&mut self, until_ms: u64) -> u64 {
@@ -167,30 +217,47 @@ impl Sim {
     /// the checkpoints while they are too many or too big.
     fn checkpoint_if_due(&mut self) {
         let now = self.now_ms();
-        let next = self.checkpoints.len() as u64 * self.every_ms;
+        let next = (self.first + self.checkpoints.len()) as u64 * self.every_ms;
         if now != next {
             return;
         }
-        let checkpoint =
-            checkpoint::Checkpoint::capture(&mut self.world, self.run, self.checkpoints.last());
-        self.checkpoints.push(checkpoint);
+        let freed = self.freed();
+        let mut checkpoint =
+            checkpoint::Checkpoint::capture(&mut self.world, self.run, self.checkpoints.back());
+        checkpoint.freed = freed;
+        self.checkpoints.push_back(checkpoint);
+        // Out of the seekable window: the one left first holds alone what it shared.
+        let window_starts = now.saturating_sub(SEEKABLE_MS);
+        let mut dropped = false;
+        while self.checkpoints.len() > 1 && self.seekable_from_ms() < window_starts {
+            self.checkpoints.pop_front();
+            self.first += 1;
+            dropped = true;
+        }
+        if dropped && let Some(oldest) = self.checkpoints.front_mut() {
+            oldest.count_bytes(None);
+        }
         while self.checkpoints.len() > 1 && self.over_budget() {
-            if self.open_ended {
+            if self.open_ended && self.every_ms >= self.first_every_ms * OPEN_ENDED_THINNING {
                 // It keeps its seeks quick: it is full, and its player stops.
                 break;
             }
-            // Checkpoint i is at i x every_ms: keeping the even ones keeps that true at twice
-            // the spacing.
+            // Checkpoint i is at i x every_ms: keeping those of even index keeps that true at
+            // twice the spacing.
+            let first = self.first;
             let mut kept: Vec<checkpoint::Checkpoint> = std::mem::take(&mut self.checkpoints)
                 .into_iter()
-                .step_by(2)
+                .enumerate()
+                .filter(|(k, _)| (first + k).is_multiple_of(2))
+                .map(|(_, c)| c)
                 .collect();
             // Each now holds alone what it shared with the one dropped before it.
-            for i in 1..kept.len() {
+            for i in 0..kept.len() {
                 let (before, rest) = kept.split_at_mut(i);
                 rest[0].count_bytes(before.last());
             }
-            self.checkpoints = kept;
+            self.checkpoints = kept.into();
+            self.first = first.div_ceil(2);
             self.every_ms *= 2;
         }
     }
@@ -225,11 +292,13 @@ impl Sim {
     }
 
     /// Puts the model in its exact state at `at_ms`, forward or back: from the latest checkpoint
-    /// at or before it (taking the missing ones on the way), or by running on from now.
+    /// at or before it (taking the missing ones on the way), or by running on from now. An
+    /// instant before the seekable window ([`Sim::seekable_from_ms`]) goes to the window's start.
     pub fn seek(&mut self, at_ms: u64) {
+        let at_ms = at_ms.max(self.seekable_from_ms());
         let now = self.now_ms();
         let index = (at_ms / self.every_ms) as usize;
-        let from_checkpoint = index.min(self.checkpoints.len().saturating_sub(1));
+        let from_checkpoint = index.clamp(self.first, self.last_index());
         let checkpoint_ms = from_checkpoint as u64 * self.every_ms;
         if !(now <= at_ms && now >= checkpoint_ms) {
             self.restore(from_checkpoint);
@@ -237,9 +306,20 @@ impl Sim {
         self.run_until(at_ms);
     }
 
+    /// The index of the newest checkpoint kept.
+    fn last_index(&self) -> usize {
+        self.first + self.checkpoints.len().saturating_sub(1)
+    }
+
+    /// Keeps the checkpoints up to index `index`.
+    fn keep_checkpoints_to(&mut self, index: usize) {
+        self.checkpoints
+            .truncate((index + 1).saturating_sub(self.first).max(1));
+    }
+
     fn restore(&mut self, index: usize) {
         let checkpoint_ms = index as u64 * self.every_ms;
-        self.checkpoints[index].restore(&mut self.world);
+        self.checkpoints[index - self.first].restore(&mut self.world);
         self.run += 1;
         // The checkpoint's timeline may lack actions given since, or hold some now discarded:
         // it takes those still to come from the list.
@@ -255,8 +335,7 @@ impl Sim {
     /// refused with Kafka's reason, when the run reaches it, as a scenario's timeline would be.
     pub fn act(&mut self, action: crate::scenario::Action) {
         let now = self.now_ms();
-        self.checkpoints
-            .truncate((now / self.every_ms + 1) as usize);
+        self.keep_checkpoints_to((now / self.every_ms) as usize);
         // After those at this instant and before later ones: the order the timeline keeps.
         let at = self.actions.partition_point(|(t, _)| *t <= now);
         self.actions.insert(at, (now, action.clone()));
@@ -281,10 +360,9 @@ impl Sim {
         let dropped = self.actions.len() - kept;
         if dropped > 0 {
             self.actions.truncate(kept);
-            self.checkpoints
-                .truncate((now / self.every_ms + 1) as usize);
+            self.keep_checkpoints_to((now / self.every_ms) as usize);
             // The timeline holds them: start again from the checkpoint, without them.
-            self.restore(self.checkpoints.len() - 1);
+            self.restore(self.last_index());
             self.run_until(now);
         }
         dropped

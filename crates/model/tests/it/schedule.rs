@@ -207,9 +207,9 @@ fn a_long_run_forgets_the_messages_it_despawned() {
 }
 
 #[test]
-fn a_long_run_keeps_few_checkpoints_and_still_seeks_exactly() {
-    // A day at 5 s apart would be 17,280 checkpoints; they are thinned to at most
-    // MAX_CHECKPOINTS, further apart, and seeking back still gives the exact state.
+fn a_long_run_keeps_its_last_30_minutes_seekable_and_still_seeks_exactly() {
+    // A day at 5 s apart would be 17,280 checkpoints; only the last 30 minutes' are kept, and
+    // seeking within them still gives the exact state. Earlier instants go to the window's start.
     let scenario = crate::scenario(
         r#"(name: "x", duration_ms: 86400000, topics: [(name: "t", partitions: 3)],
             producers: [(name: "p", topic: "t", records_per_sec: 1, keys: Sequence("k"))])"#,
@@ -217,24 +217,24 @@ fn a_long_run_keeps_few_checkpoints_and_still_seeks_exactly() {
     let mut sim = kafkascope_model::sim::Sim::new(&scenario);
     sim.run_until(scenario.duration_ms);
     let (count, every) = sim.checkpoint_spacing();
-    assert!(count <= sim::MAX_CHECKPOINTS, "{count} checkpoints");
-    assert!(count > sim::MAX_CHECKPOINTS / 4, "{count} checkpoints");
-    assert_eq!(every % sim::CHECKPOINT_EVERY_MS, 0);
-    assert_eq!(count as u64, scenario.duration_ms / every + 1);
+    assert_eq!(every, sim::CHECKPOINT_EVERY_MS);
+    assert_eq!(count as u64, sim::SEEKABLE_MS / every + 1);
+    let from = sim.seekable_from_ms();
+    assert_eq!(from, scenario.duration_ms - sim::SEEKABLE_MS);
     assert!(sim.checkpoint_bytes() < sim::CHECKPOINT_BYTES);
 
-    let at = 43_210_987;
+    let at = from + 123_457;
     sim.seek(at);
     let mut straight = kafkascope_model::sim::Sim::new(&scenario);
     straight.run_until(at);
     assert!(Report::of(&sim).to_json() == Report::of(&straight).to_json());
+    sim.seek(1_000);
+    assert_eq!(sim.now_ms(), from, "before the window: its start");
 }
 
 #[test]
-fn an_open_ended_run_keeps_its_checkpoint_spacing_and_says_when_they_are_full() {
-    // The sandbox plays on past the scenario's end. Thinning would make every seek re-run a
-    // longer interval, so an open-ended run keeps its spacing and says when its checkpoints are
-    // full; a bounded run thins them.
+fn an_open_ended_run_keeps_its_last_30_minutes_seekable() {
+    // The sandbox plays on past the scenario's end, for as long as it is left playing.
     let scenario = crate::scenario(
         r#"(name: "x", duration_ms: 60000, topics: [(name: "t", partitions: 3)],
             producers: [(name: "p", topic: "t", records_per_sec: 1, keys: Sequence("k"))])"#,
@@ -243,30 +243,20 @@ fn an_open_ended_run_keeps_its_checkpoint_spacing_and_says_when_they_are_full() 
     sim.set_open_ended(true);
     let (_, every) = sim.checkpoint_spacing();
     assert_eq!(every, sim::CHECKPOINT_EVERY_MS, "a light load");
-    // Checkpoint i is at i x every: the last that fits is at (MAX_CHECKPOINTS - 1) x every.
-    let last = (sim::MAX_CHECKPOINTS as u64 - 1) * every;
-    sim.run_until(last);
-    assert_eq!(sim.checkpoint_spacing(), (sim::MAX_CHECKPOINTS, every));
+    // Past 30 minutes, the window keeps the count at 361 (one every 5 s): never over the count
+    // budget, so never thinned.
+    sim.run_until(3 * sim::SEEKABLE_MS);
+    assert_eq!(
+        sim.checkpoint_spacing(),
+        ((sim::SEEKABLE_MS / every + 1) as usize, every)
+    );
     assert!(!sim.checkpoints_full());
-    sim.run_until(last + every);
-    assert_eq!(sim.checkpoint_spacing(), (sim::MAX_CHECKPOINTS + 1, every));
-    assert!(sim.checkpoints_full(), "one more than the budget");
+    assert_eq!(sim.seekable_from_ms(), 2 * sim::SEEKABLE_MS);
 
-    // Seeking anywhere still gives the exact state.
-    let at = last / 3 + 1234;
+    // Seeking anywhere within the window still gives the exact state.
+    let at = 2 * sim::SEEKABLE_MS + 98_765;
     sim.seek(at);
     let mut straight = kafkascope_model::sim::Sim::new(&scenario);
     straight.run_until(at);
     assert!(Report::of(&sim).to_json() == Report::of(&straight).to_json());
-
-    // The same run made bounded thins at its next checkpoint.
-    sim.set_open_ended(false);
-    assert!(
-        !sim.checkpoints_full(),
-        "only an open-ended run is ever full"
-    );
-    sim.seek(last + 2 * every);
-    let (count, thinned) = sim.checkpoint_spacing();
-    assert_eq!(thinned, 2 * every);
-    assert!(count <= sim::MAX_CHECKPOINTS, "{count} checkpoints");
 }
