@@ -17,12 +17,16 @@ const CLEAR_TRACKERS_EVERY: u64 = 1024;
 /// A run keeps at most this many checkpoints...
 pub const MAX_CHECKPOINTS: usize = 8192;
 /// ...taking together about this many bytes at most ([`super::checkpoint::Checkpoint::bytes`]:
-/// ten simulated minutes of `large` then keep one every 4 s). Beyond either, every other
+/// ten simulated minutes of `large` then keep one every 2 s). Beyond either, every other
 /// checkpoint is dropped and the spacing doubles, so a long or large run's memory stays bounded
-/// and a seek re-runs at most one (longer) interval. An open-ended run ([`Sim::set_open_ended`])
-/// thins them no further than [`OPEN_ENDED_THINNING`] times its first spacing, and says when its
-/// checkpoints are full instead.
-pub const CHECKPOINT_BYTES: usize = 64 * 1024 * 1024;
+/// and a seek re-runs at most one (longer) interval.
+pub const CHECKPOINT_BYTES: usize = 128 * 1024 * 1024;
+
+/// What an open-ended run's checkpoints may take ([`Sim::set_open_ended`]): such a run plays on
+/// for as long as it is left, so its memory must stay flat while it also holds the records of
+/// the seekable window. It thins them no further than [`OPEN_ENDED_THINNING`] times its first
+/// spacing, and says when they are full instead.
+pub const OPEN_ENDED_CHECKPOINT_BYTES: usize = 64 * 1024 * 1024;
 
 /// How far back a run can seek: checkpoints older than this before the furthest instant
 /// reached are dropped, with the records only they still hold. A long run (a sandbox left
@@ -263,7 +267,12 @@ impl Sim {
     }
 
     fn over_budget(&self) -> bool {
-        self.checkpoints.len() > MAX_CHECKPOINTS || self.checkpoint_bytes() > CHECKPOINT_BYTES
+        let budget = if self.open_ended {
+            OPEN_ENDED_CHECKPOINT_BYTES
+        } else {
+            CHECKPOINT_BYTES
+        };
+        self.checkpoints.len() > MAX_CHECKPOINTS || self.checkpoint_bytes() > budget
     }
 
     /// Makes this an open-ended run (the sandbox's, which plays on past the scenario's end) or
