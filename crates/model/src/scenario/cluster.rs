@@ -79,6 +79,10 @@ pub struct ClusterConfig {
     /// has expired, the first time 30 s after it starts (`log.initial.task.delay.ms`).
     #[serde(default = "defaults::log_retention_check_interval_ms")]
     pub log_retention_check_interval_ms: u64,
+    /// `offsets.topic.segment.bytes` (100 MiB): the segments of `__consumer_offsets`, kept
+    /// small in Kafka so that its compaction and a new coordinator's load go quicker.
+    #[serde(default = "defaults::offsets_topic_segment_bytes")]
+    pub offsets_topic_segment_bytes: u64,
 }
 
 /// A value given in the file (which makes the field `Some`), written bare as any other field.
@@ -123,6 +127,7 @@ impl Default for ClusterConfig {
             broker_racks: None,
             rack_aware_replica_selector: false,
             log_retention_check_interval_ms: defaults::log_retention_check_interval_ms(),
+            offsets_topic_segment_bytes: defaults::offsets_topic_segment_bytes(),
         }
     }
 }
@@ -205,6 +210,17 @@ impl ClusterConfig {
             ),
         ] {
             too_long(format!("cluster.{field}"), value)?;
+        }
+        // `GroupCoordinatorConfig`: an INT, at least 1.
+        if c.offsets_topic_segment_bytes == 0 || c.offsets_topic_segment_bytes > i32::MAX as u64 {
+            return Err(bad(
+                "cluster.offsets_topic_segment_bytes".into(),
+                format!(
+                    "{} bytes: Kafka takes 1 to {}",
+                    c.offsets_topic_segment_bytes,
+                    i32::MAX
+                ),
+            ));
         }
         if c.log_retention_check_interval_ms == 0 {
             return Err(bad(

@@ -109,17 +109,21 @@ pub(super) fn metadata_max_age_ms() -> u64 {
 pub(super) fn max_in_flight() -> u32 {
     5
 }
-pub(super) fn retention_ms() -> i64 {
+pub(crate) fn retention_ms() -> i64 {
     604_800_000
 }
-pub(super) fn retention_bytes() -> i64 {
+pub(crate) fn retention_bytes() -> i64 {
     -1
 }
-pub(super) fn segment_bytes() -> u64 {
+pub(crate) fn segment_bytes() -> u64 {
     1_073_741_824
 }
-pub(super) fn segment_ms() -> u64 {
+pub(crate) fn segment_ms() -> u64 {
     604_800_000
+}
+/// `offsets.topic.segment.bytes` (`GroupCoordinatorConfig.OFFSETS_TOPIC_SEGMENT_BYTES_DEFAULT`).
+pub(super) fn offsets_topic_segment_bytes() -> u64 {
+    104_857_600
 }
 pub(super) fn log_retention_check_interval_ms() -> u64 {
     300_000

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 mod built_in;
 mod clients;
 mod cluster;
-mod defaults;
+pub(crate) mod defaults;
 mod edit;
 mod file;
 pub mod limits;

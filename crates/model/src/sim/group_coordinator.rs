@@ -62,8 +62,8 @@ fn write_records(
     records: &[Option<(u32, u64)>],
     partitions: &Query<&Partition>,
     replicas: &mut Query<&mut Replica>,
-    wake: &mut Wake,
-    now: u64,
+    (wake, now): (&mut Wake, u64),
+    (cluster, events): (&Cluster, &mut EventLog),
 ) -> (u64, u64) {
     let offsets = partitions
         .get(group.offsets_partition)
@@ -79,7 +79,17 @@ fn write_records(
             };
             Record::coordinator(written, epoch)
         });
-        log.append(written, &offsets.log, now, now);
+        if let Some(base_offset) = log.append(written, &offsets.log, now, now) {
+            events.push(
+                now,
+                EventKind::SegmentRolled {
+                    broker: log.broker,
+                    topic: cluster.topics[offsets.topic].name.clone(),
+                    partition: offsets.index,
+                    base_offset,
+                },
+            );
+        }
         // Followers' fetches held at this leader finish once it has appended (`DelayedFetch`):
         // the next step's delayed phase answers them, so it must run.
         wake.at(now + 1);
@@ -423,8 +433,8 @@ impl GroupsPhase<'_, '_> {
                                         &[None],
                                         partitions,
                                         replicas,
-                                        wake,
-                                        now,
+                                        (wake, now),
+                                        (cluster, events),
                                     );
                                     group.pending_sync = Some(PendingSync {
                                         generation: group.generation,
@@ -471,7 +481,14 @@ impl GroupsPhase<'_, '_> {
                     } else {
                         GroupResponseBody::Heartbeat
                     };
-                    let written = write_records(&group, &[], partitions, replicas, wake, now);
+                    let written = write_records(
+                        &group,
+                        &[],
+                        partitions,
+                        replicas,
+                        (wake, now),
+                        (cluster, events),
+                    );
                     answer_when_committed(network, wires, now, &wire, &member, body, written);
                 }
                 GroupRequestBody::ConsumerGroupHeartbeat {
@@ -499,8 +516,14 @@ impl GroupsPhase<'_, '_> {
                             let changed = membership(&group, &member) != before;
                             let records: &[Option<(u32, u64)>] =
                                 if changed { &[None] } else { &[] };
-                            let written =
-                                write_records(&group, records, partitions, replicas, wake, now);
+                            let written = write_records(
+                                &group,
+                                records,
+                                partitions,
+                                replicas,
+                                (wake, now),
+                                (cluster, events),
+                            );
                             answer_when_committed(
                                 network, wires, now, &wire, &member, body, written,
                             );
@@ -524,7 +547,14 @@ impl GroupsPhase<'_, '_> {
                     }
                     // A write operation too (`classicGroupLeave`): its answer waits behind the
                     // coordinator's pending writes.
-                    let written = write_records(&group, &[], partitions, replicas, wake, now);
+                    let written = write_records(
+                        &group,
+                        &[],
+                        partitions,
+                        replicas,
+                        (wake, now),
+                        (cluster, events),
+                    );
                     let body = GroupResponseBody::LeaveGroup;
                     answer_when_committed(network, wires, now, &wire, &member, body, written);
                 }
@@ -560,7 +590,14 @@ impl GroupsPhase<'_, '_> {
                     // The commit is a record in the offsets partition, acknowledged once replicated.
                     let records: Vec<Option<(u32, u64)>> =
                         offsets.iter().map(|o| Some(*o)).collect();
-                    let written = write_records(&group, &records, partitions, replicas, wake, now);
+                    let written = write_records(
+                        &group,
+                        &records,
+                        partitions,
+                        replicas,
+                        (wake, now),
+                        (cluster, events),
+                    );
                     for (partition, offset) in offsets {
                         group.latest.insert(*partition, *offset);
                     }

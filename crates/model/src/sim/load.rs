@@ -13,6 +13,7 @@ use super::events::{EventLog, Metrics};
 use super::invariants::Invariants;
 use super::network::Network;
 use super::producer::Producer;
+use super::segments::LogConfig;
 use crate::scenario::{Scenario, TopicConfig};
 
 /// Spawns the scenario's brokers, partitions, replicas and producers and sets the run's seed.
@@ -81,11 +82,10 @@ pub fn load(world: &mut World, scenario: &Scenario) {
         assignment: None,
         unclean_leader_election: false,
         // `offsets.retention.*` expire a group's offsets, not segments: the topic is compacted.
-        retention_ms: 604_800_000,
-        retention_bytes: -1,
-        // `offsets.topic.segment.bytes`.
-        segment_bytes: 104_857_600,
-        segment_ms: 604_800_000,
+        retention_ms: LogConfig::default().retention_ms,
+        retention_bytes: LogConfig::default().retention_bytes,
+        segment_bytes: scenario.cluster.offsets_topic_segment_bytes,
+        segment_ms: LogConfig::default().segment_ms,
         cleanup_policy: crate::scenario::CleanupPolicy::Compact,
     };
     let offsets_assignment = scenario.assignment(&offsets_config);

@@ -19,11 +19,12 @@ pub struct LogConfig {
 /// Kafka's defaults: 7 days' retention, no size limit, 1 GiB segments rolled weekly, `delete`.
 impl Default for LogConfig {
     fn default() -> Self {
+        use crate::scenario::defaults;
         LogConfig {
-            retention_ms: 604_800_000,
-            retention_bytes: -1,
-            segment_bytes: 1_073_741_824,
-            segment_ms: 604_800_000,
+            retention_ms: defaults::retention_ms(),
+            retention_bytes: defaults::retention_bytes(),
+            segment_bytes: defaults::segment_bytes(),
+            segment_ms: defaults::segment_ms(),
             cleanup_policy: CleanupPolicy::Delete,
         }
     }

@@ -369,3 +369,38 @@ fn a_follower_back_after_retention_starts_again_at_the_leaders_log_start() {
     );
     assert_eq!(report.acked_records_lost, 0);
 }
+
+/// `__consumer_offsets` rolls at `offsets.topic.segment.bytes` (here less than its two records of
+/// 64 bytes), and says so as any log does.
+#[test]
+fn the_offsets_topic_rolls_at_its_own_segment_size() {
+    let source = aging("Earliest").replace(
+        "log_retention_check_interval_ms: 5000)",
+        "log_retention_check_interval_ms: 5000, offsets_topic_segment_bytes: 100)",
+    );
+    let report = Report::of(&{
+        let mut sim = Sim::new(&crate::scenario(&source));
+        sim.run_until(30_000);
+        sim
+    });
+    let rolls = report
+        .events
+        .iter()
+        .filter(|e| {
+            matches!(&e.kind, EventKind::SegmentRolled { topic, .. } if topic == "__consumer_offsets")
+        })
+        .count();
+    assert!(rolls > 0, "no roll of __consumer_offsets");
+    let zero = kafkascope_model::scenario::Scenario::parse(
+        &aging("Earliest").replace(
+            "log_retention_check_interval_ms: 5000)",
+            "log_retention_check_interval_ms: 5000, offsets_topic_segment_bytes: 0)",
+        ),
+        "zero.ron",
+    )
+    .unwrap_err();
+    assert!(
+        zero.to_string().contains("offsets_topic_segment_bytes"),
+        "{zero}"
+    );
+}
