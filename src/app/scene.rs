@@ -672,11 +672,18 @@ fn paint_partition_row(
                 format!("LEO {}: truncates to {to}", r.log_end_offset),
                 format!("truncates to {to}"),
             ],
-            // The log start once retention moved it, where there is room.
+            // The log start once retention moved it, where there is room (a short row, as the
+            // talk preset's, has no segment bar to say it).
             None => [
                 (r.log_start_offset > 0).then(|| {
                     format!(
                         "start {}  HW {}  LEO {}",
+                        r.log_start_offset, r.high_watermark, r.log_end_offset
+                    )
+                }),
+                (r.log_start_offset > 0).then(|| {
+                    format!(
+                        "start {} HW {} LEO {}",
                         r.log_start_offset, r.high_watermark, r.log_end_offset
                     )
                 }),
