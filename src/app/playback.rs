@@ -547,22 +547,31 @@ pub fn play(model: &mut Model, playback: &mut Playback, frame_ms: f64) {
 /// checkpoints filled theirs at the spacing that keeps seeking quick.
 pub fn full(model: &Model, cap: u64) -> Option<String> {
     let at = crate::view::event_text::clock(model.sim.now_ms());
+    // Only the seekable window is kept: a long run's earlier instants are gone.
+    let back = if model.sim.seekable_from_ms() > 0 {
+        format!(
+            "Seek back to see any instant since {} again.",
+            crate::view::event_text::clock(model.sim.seekable_from_ms())
+        )
+    } else {
+        "Seek back to see any instant again.".to_string()
+    };
     if model.sim.record_bytes() >= cap {
         return Some(format!(
-            "Stopped at {at}: the run's records take about {} MiB, the most a scenario may ({} MiB with every replica's copy). Seek back to see any instant again.",
+            "Stopped at {at}: the run's records take about {} MiB, the most a scenario may ({} MiB with every replica's copy). {back}",
             model.sim.record_bytes() >> 20,
             cap >> 20
         ));
     }
     if model.sim.ledger_full() {
         return Some(format!(
-            "Stopped at {at}: the run has acknowledged as many records as its ledger can count. Seek back to see any instant again."
+            "Stopped at {at}: the run has acknowledged as many records as its ledger can count. {back}"
         ));
     }
     model.sim.checkpoints_full().then(|| {
         let (count, every_ms) = model.sim.checkpoint_spacing();
         format!(
-            "Stopped at {at}: the {count} checkpoints that keep seeking quick (one every {}) take about {} MiB, the most a run may. Seek back to see any instant again.",
+            "Stopped at {at}: the {count} checkpoints that keep seeking quick (one every {}) take about {} MiB, the most a run may. {back}",
             crate::view::why::span(every_ms),
             model.sim.checkpoint_bytes() >> 20
         )

@@ -59,6 +59,10 @@ pub struct Progress {
     pub fetch_sent_ms: u64,
     /// Processed up to here when last committed.
     pub committed_sent: Option<u64>,
+    /// The next fetch goes to the leader: a follower it read from (KIP-392) answered
+    /// OFFSET_OUT_OF_RANGE, and the consumer cleared its preferred read replica
+    /// (`SubscriptionState.clearPreferredReadReplica`).
+    pub from_leader: bool,
 }
 
 /// What `poll()` throws when `auto.offset.reset` is `none`.

@@ -120,6 +120,7 @@ fn on_join_complete(
                 fetch_in_flight: None,
                 fetch_sent_ms: 0,
                 committed_sent: group.offset_fetch(o),
+                from_leader: false,
             },
         );
     }
@@ -515,9 +516,13 @@ impl ConsumersPhase<'_, '_> {
         wires.arriving::<ConsumerFetchResponse>(due);
         for &id in due.iter() {
             wires.finish(id);
-            let (_, response) = wires
+            let (wire, response) = wires
                 .get_of::<ConsumerFetchResponse>(id)
                 .expect("a consumer fetch response");
+            let served_by = match wire.from {
+                Node::Broker(b) => Some(b),
+                _ => None,
+            };
             let mut consumer = consumers
                 .get_mut(response.consumer)
                 .expect("consumer entity");
@@ -536,6 +541,14 @@ impl ConsumersPhase<'_, '_> {
             }
             progress.fetch_in_flight = None;
             match response.error {
+                // From a follower (KIP-392), the consumer clears its preferred read replica and
+                // asks the leader next: only the leader's answer resets the position
+                // (`FetchCollector.handleInitializeErrors`).
+                Some(KafkaError::OffsetOutOfRange)
+                    if served_by != consumer.metadata.leaders[ordinal as usize].0 =>
+                {
+                    progress.from_leader = true;
+                }
                 Some(KafkaError::OffsetOutOfRange) => {
                     let leader = partition
                         .leader_replica()
@@ -1109,6 +1122,7 @@ impl ConsumersPhase<'_, '_> {
                 };
                 let mut serving = leader;
                 if cluster.config.rack_aware_replica_selector
+                    && !std::mem::take(&mut progress.from_leader)
                     && !in_rack(leader)
                     && let Some(b) = partition
                         .isr

@@ -404,3 +404,68 @@ fn the_offsets_topic_rolls_at_its_own_segment_size() {
         "{zero}"
     );
 }
+
+/// KIP-392: a follower the consumer reads from may have deleted more than its leader (each
+/// replica's segments end where its own appends rolled them). Its OFFSET_OUT_OF_RANGE does not
+/// reset the position: the consumer clears its preferred read replica and asks the leader next
+/// (`FetchCollector.handleInitializeErrors`), and only the leader's answer resets it.
+#[test]
+fn out_of_range_from_a_follower_sends_the_next_fetch_to_the_leader() {
+    use kafkascope_model::sim::protocol::KafkaError;
+    use kafkascope_model::sim::{Node, Payload, Wires};
+    let scenario = crate::scenario(
+        r#"(
+        name: "rack-retention", seed: 8, duration_ms: 60000,
+        cluster: (brokers: 3, broker_racks: Some(["a", "b", "c"]), rack_aware_replica_selector: true,
+                  log_retention_check_interval_ms: 1000),
+        topics: [(name: "t", partitions: 1, replication_factor: 3, min_insync_replicas: 2,
+                  assignment: Some([[1, 2, 3]]), segment_bytes: 1000, retention_ms: 5000)],
+        producers: [(name: "p", topic: "t", records_per_sec: 200, linger_ms: 7, keys: Sequence("k"))],
+        consumer_groups: [(name: "g", topics: ["t"], rack: Some("c"), records_per_sec: 40,
+                           auto_offset_reset: Earliest)],
+    )"#,
+    );
+    let mut sim = Sim::new(&scenario);
+    let (mut seen, mut from_follower, mut then_leader) = (0u64, 0, 0);
+    // Out of range from the follower, answered: the next fetch sent must go to the leader.
+    let mut expect_leader = false;
+    while sim.now_ms() < scenario.duration_ms {
+        sim.step();
+        let now = sim.now_ms();
+        let wires = sim.world().resource::<Wires>();
+        let mut new: Vec<_> = wires.iter().filter(|m| m.wire.id >= seen).collect();
+        new.sort_by_key(|m| m.wire.id);
+        for message in &new {
+            if let Payload::ConsumerFetch(_) = message.payload
+                && expect_leader
+            {
+                assert_eq!(message.wire.to, Node::Broker(1), "at {now} ms");
+                expect_leader = false;
+                then_leader += 1;
+            }
+        }
+        seen = new.last().map_or(seen, |m| m.wire.id + 1);
+        // Responses arriving now.
+        for message in wires.iter() {
+            if let Payload::ConsumerFetchResponse(r) = &message.payload
+                && message.wire.arrive_ms == now
+                && r.error == Some(KafkaError::OffsetOutOfRange)
+                && message.wire.from == Node::Broker(3)
+            {
+                from_follower += 1;
+                expect_leader = true;
+            }
+        }
+    }
+    assert!(
+        from_follower > 0,
+        "the follower never answered out of range"
+    );
+    assert!(then_leader > 0);
+    let report = Report::of(&sim);
+    assert!(
+        report.invariant_violations.is_empty(),
+        "{:?}",
+        report.invariant_violations
+    );
+}
