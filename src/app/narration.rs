@@ -510,6 +510,8 @@ pub(super) fn card_lines(t: &Trace) -> Vec<(String, String)> {
         "in the logs of".into(),
         if t.lost {
             "no broker: acknowledged, and lost".into()
+        } else if t.expired {
+            "no broker: retention deleted it, as configured".into()
         } else if on.is_empty() {
             "no broker yet".into()
         } else {

@@ -101,6 +101,8 @@ pub struct Trace {
     pub acked: bool,
     /// Acknowledged, and now in no log: lost (its offset is the one the leader answered).
     pub lost: bool,
+    /// In no log because retention deleted it: below the leader's log start, as configured.
+    pub expired: bool,
     /// Below the leader's high watermark.
     pub committed: bool,
     pub groups: Vec<GroupProgress>,
@@ -357,12 +359,20 @@ pub fn trace(world: &mut World, picked: Picked, acks: &mut AckScan) -> Option<Tr
         && in_flight_record.is_none()
         && offset.is_none()
         && wires.is_empty();
-    if nowhere && entry.is_none() {
+    // Below the leader's log start it expired as configured, whether or not the ledger has
+    // forgotten it yet.
+    let log_start = partition
+        .leader_replica()
+        .and_then(|r| world.get::<Replica>(r))
+        .map_or(0, |r| r.log_start_offset);
+    let last_offset = entry.and_then(|e| e.offset()).or(picked.offset);
+    let expired = nowhere && last_offset.is_some_and(|o| o < log_start);
+    if nowhere && entry.is_none() && !expired {
         return None;
     }
     let key = key.or_else(|| entry.and_then(|e| producer.key_text(e.key)));
-    let lost = nowhere && entry.is_some();
-    let offset = offset.or_else(|| entry.filter(|_| lost).and_then(|e| e.offset()));
+    let lost = nowhere && entry.is_some() && !expired;
+    let offset = offset.or_else(|| last_offset.filter(|_| lost || expired));
     Some(Trace {
         id: picked.id,
         partitioner: key
@@ -380,6 +390,7 @@ pub fn trace(world: &mut World, picked: Picked, acks: &mut AckScan) -> Option<Tr
         fetched_by,
         acked: entry.is_some(),
         lost,
+        expired,
         committed,
         groups,
     })

@@ -282,3 +282,39 @@ fn explanations_use_the_scenarios_settings_and_the_models_numbers() {
     );
     assert_eq!(explain(&s, config, Target::Message(s.messages.len())), None);
 }
+
+/// A followed record that retention deleted is said to have expired as configured, not to be
+/// lost: before and after the ledger forgets it.
+#[test]
+fn a_followed_record_retention_deleted_expired_and_is_not_lost() {
+    use kafkascope::view::follow::{AckScan, at_offset, trace};
+    let scenario = kafkascope::scenario::Scenario::parse(
+        r#"(
+        name: "aging", duration_ms: 60000,
+        cluster: (brokers: 3, log_retention_check_interval_ms: 5000),
+        topics: [(name: "t", partitions: 1, replication_factor: 3, min_insync_replicas: 2,
+                  segment_bytes: 1000, retention_ms: 10000)],
+        producers: [(name: "p", topic: "t", records_per_sec: 100, linger_ms: 0)],
+    )"#,
+        "aging.ron",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut sim = Sim::new(&scenario);
+    sim.run_until(5_000);
+    let picked = at_offset(sim.world(), 0, 100).expect("offset 100 is written");
+    let mut acks = AckScan::default();
+    let t = trace(sim.world_mut(), picked, &mut acks).expect("a trace");
+    assert!(
+        t.acked && !t.lost && !t.expired && !t.replicas.is_empty(),
+        "{t:?}"
+    );
+    // The first check, at 30 s, deletes what is more than 10 s old; the one at 35 s lets the
+    // ledger forget it.
+    for until in [30_001, 40_001] {
+        sim.run_until(until);
+        let t = trace(sim.world_mut(), picked, &mut acks).expect("a trace");
+        assert!(t.expired && !t.lost, "at {until} ms: {t:?}");
+        assert_eq!(t.offset, Some(100));
+        assert!(t.replicas.is_empty());
+    }
+}
