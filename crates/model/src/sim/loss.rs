@@ -205,15 +205,20 @@ impl<'a> Judge<'a> {
             }
             Way::Offline { each, offline } => (each, offline),
         };
-        // Retention deleted it from every replica that could serve it again.
-        if each.iter().all(|(_, _, log)| log.expired(record)) {
-            return None;
-        }
         let down: Vec<String> = each
             .iter()
             .filter(|(_, may_lead, log)| *may_lead && log.has(record))
             .map(|(b, ..)| b.to_string())
             .collect();
+        // Retention deleted it from a replica that may lead, or from every replica: once the
+        // partition has a leader again, it lies below the log start.
+        let expired_on_a_leader = each
+            .iter()
+            .any(|(_, may_lead, log)| *may_lead && log.expired(record));
+        let expired_everywhere = each.iter().all(|(_, _, log)| log.expired(record));
+        if down.is_empty() && (expired_on_a_leader || expired_everywhere) {
+            return None;
+        }
         Some(if !down.is_empty() {
             (
                 Missing::Unavailable,

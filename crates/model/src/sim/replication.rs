@@ -544,7 +544,13 @@ impl ReplicationPhase<'_, '_> {
                     }
                 }
                 // Only a change marks the replica changed: checkpoints share unchanged ones.
-                let high_watermark = fetched.high_watermark.min(replica.log_end_offset());
+                // Bounded by the log end, and below by the log start: a new leader's high
+                // watermark may trail the start this follower took from the leader before it
+                // (`UnifiedLog.updateHighWatermark`).
+                let high_watermark = fetched
+                    .high_watermark
+                    .min(replica.log_end_offset())
+                    .max(replica.log_start_offset);
                 // The follower's log start follows its leader's (`ReplicaFetcherThread`,
                 // `maybeIncrementLogStartOffset`), after the high watermark that bounds it.
                 let moves_start = fetched.log_start_offset > replica.log_start_offset;
