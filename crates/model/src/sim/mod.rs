@@ -61,7 +61,8 @@ pub use network::{Node, Wire, WireState};
 pub use protocol::Payload;
 pub use run::{
     CHECKPOINT_BYTES, CHECKPOINT_EVERY_MS, MAX_CHECKPOINTS, OPEN_ENDED_CHECKPOINT_BYTES,
-    OPEN_ENDED_THINNING, SEEKABLE_MS, Sim, checkpoint_every_ms,
+    OPEN_ENDED_REPLAY_APPENDS, OPEN_ENDED_THINNING, SEEKABLE_MS, Sim, checkpoint_every_ms,
+    open_ended_max_every_ms,
 };
 pub use wires::Wires;
 

@@ -24,8 +24,8 @@ pub const CHECKPOINT_BYTES: usize = 128 * 1024 * 1024;
 
 /// What an open-ended run's checkpoints may take ([`Sim::set_open_ended`]): such a run plays on
 /// for as long as it is left, so its memory must stay flat while it also holds the records of
-/// the seekable window. It thins them no further than [`OPEN_ENDED_THINNING`] times its first
-/// spacing, and says when they are full instead.
+/// the seekable window. It thins them no further than [`open_ended_max_every_ms`], and says
+/// when they are full instead.
 pub const OPEN_ENDED_CHECKPOINT_BYTES: usize = 64 * 1024 * 1024;
 
 /// How far back a run can seek: checkpoints older than this before the furthest instant
@@ -35,8 +35,37 @@ pub const OPEN_ENDED_CHECKPOINT_BYTES: usize = 64 * 1024 * 1024;
 pub const SEEKABLE_MS: u64 = 30 * 60_000;
 
 /// An open-ended run keeps its seeks quick: its checkpoints are at most this many times further
-/// apart than its load's spacing ([`checkpoint_every_ms`]).
+/// apart than its load's spacing ([`checkpoint_every_ms`])...
 pub const OPEN_ENDED_THINNING: u64 = 8;
+
+/// ...and a seek re-runs at most this many appends to replicas (records times replication
+/// factor, at the producers' starting rates): 8 s of `soak` (2000 records/s at RF 3), 2 s of
+/// `large` (5000 at RF 3), each well under 100 ms on the development machine.
+pub const OPEN_ENDED_REPLAY_APPENDS: u64 = 48_000;
+
+/// The widest spacing an open-ended run thins its checkpoints to ([`OPEN_ENDED_THINNING`],
+/// [`OPEN_ENDED_REPLAY_APPENDS`]).
+pub fn open_ended_max_every_ms(scenario: &Scenario) -> u64 {
+    let every = checkpoint_every_ms(scenario);
+    let appends_per_sec: u64 = scenario
+        .producers
+        .iter()
+        .map(|p| {
+            let rf = scenario
+                .topic_index(&p.topic)
+                .map_or(1, |t| scenario.topics[t].replication_factor);
+            u64::from(p.records_per_sec) * u64::from(rf)
+        })
+        .sum::<u64>()
+        .max(1);
+    let mut max = every;
+    while max * 2 <= every * OPEN_ENDED_THINNING
+        && max * 2 * appends_per_sec <= OPEN_ENDED_REPLAY_APPENDS * 1000
+    {
+        max *= 2;
+    }
+    max
+}
 
 /// Acknowledged records a run may count: the ledger's places are 32-bit.
 const LEDGER_PLACES: usize = u32::MAX as usize - 1_000_000;
@@ -73,8 +102,8 @@ pub struct Sim {
     actions: Vec<(u64, crate::scenario::Action)>,
     /// Sim time between checkpoints.
     every_ms: u64,
-    /// The spacing the load chose, before any thinning.
-    first_every_ms: u64,
+    /// The widest spacing an open-ended run thins to ([`open_ended_max_every_ms`]).
+    open_ended_max_every_ms: u64,
     /// The furthest instant the run has been to.
     reached_ms: u64,
     /// An open-ended run: its checkpoints keep their spacing, so that every seek stays quick.
@@ -100,7 +129,7 @@ impl Sim {
             first: 0,
             actions: Vec::new(),
             every_ms,
-            first_every_ms: every_ms,
+            open_ended_max_every_ms: open_ended_max_every_ms(scenario),
             reached_ms: 0,
             open_ended: false,
             run: 0,
@@ -242,7 +271,7 @@ impl Sim {
             oldest.count_bytes(None);
         }
         while self.checkpoints.len() > 1 && self.over_budget() {
-            if self.open_ended && self.every_ms >= self.first_every_ms * OPEN_ENDED_THINNING {
+            if self.open_ended && self.every_ms >= self.open_ended_max_every_ms {
                 // It keeps its seeks quick: it is full, and its player stops.
                 break;
             }

@@ -260,3 +260,29 @@ fn an_open_ended_run_keeps_its_last_30_minutes_seekable() {
     straight.run_until(at);
     assert!(Report::of(&sim).to_json() == Report::of(&straight).to_json());
 }
+
+#[test]
+fn an_open_ended_run_thins_no_further_than_a_quick_seek_allows() {
+    // At most 8 times the load's spacing, and at most 48,000 appends to replicas re-run.
+    let max = |name: &str| sim::open_ended_max_every_ms(&crate::built_in(name));
+    for (name, every, why) in [
+        (
+            "soak",
+            8_000,
+            "2000 records/s at RF 3: 1 s, thinned 8 times",
+        ),
+        (
+            "large",
+            2_000,
+            "5000 records/s at RF 3: 0.5 s, thinned 4 times",
+        ),
+        (
+            "throughput",
+            10_000,
+            "1000 records/s at RF 3: 2.5 s, thinned 4 times",
+        ),
+        ("quickstart", 8 * sim::CHECKPOINT_EVERY_MS, "a light load"),
+    ] {
+        assert_eq!(max(name), every, "{name}: {why}");
+    }
+}
