@@ -412,7 +412,9 @@ impl<T: Clone> Chunked<T> {
     }
 
     /// Keeps the first `len` items. Cut before the front, it starts again at `len`
-    /// ([`Chunked::start_at`]).
+    /// ([`Chunked::start_at`]), filling the places with copies of its last item; it panics if
+    /// it holds none (started again at a multiple of `CHUNK` and not appended to since). A log
+    /// is never cut there: below its log start it starts again instead (`Replica::truncate_to`).
     pub fn truncate(&mut self, len: usize) {
         if len >= self.len() {
             return;
