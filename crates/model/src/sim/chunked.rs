@@ -320,6 +320,16 @@ impl<T: Clone> Chunked<T> {
         }
     }
 
+    /// Moves the front past the items from it on that `gone` says are gone: a history kept in
+    /// time order forgets what is older than it keeps.
+    pub fn drop_front_while(&mut self, gone: impl Fn(&T) -> bool) {
+        let mut front = self.front;
+        while self.get(front).is_some_and(&gone) {
+            front += 1;
+        }
+        self.drop_front(front);
+    }
+
     /// Makes this vector `len` items long, all of them before its front: a log that starts
     /// again at `len` (a follower that fell behind its leader's log start). The places before
     /// it are copies of `filler`, in the chunk `len` is in only, and never read.

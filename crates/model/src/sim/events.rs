@@ -327,23 +327,9 @@ pub struct EventLog {
 impl EventLog {
     pub fn push(&mut self, at_ms: u64, kind: EventKind) {
         self.events.push(Event { at_ms, kind });
-        forget_older(&mut self.events, at_ms, |e| e.at_ms);
+        let window_starts = at_ms.saturating_sub(super::SEEKABLE_MS);
+        self.events.drop_front_while(|e| e.at_ms < window_starts);
     }
-}
-
-/// Forgets the items of a history kept in time order that are older than the seekable window
-/// before `now_ms`.
-pub(super) fn forget_older<T: Clone>(
-    history: &mut super::chunked::Chunked<T>,
-    now_ms: u64,
-    at_ms: impl Fn(&T) -> u64,
-) {
-    let window_starts = now_ms.saturating_sub(super::SEEKABLE_MS);
-    let mut front = history.front();
-    while history.get(front).is_some_and(|e| at_ms(e) < window_starts) {
-        front += 1;
-    }
-    history.drop_front(front);
 }
 
 /// Counters over the whole run.

@@ -261,7 +261,8 @@ impl LagPhase<'_, '_> {
                 );
                 p.max_lag = p.max_lag.max(sample.lag);
                 p.samples.push(sample);
-                super::events::forget_older(&mut p.samples, now, |s| s.at_ms);
+                let window_starts = now.saturating_sub(super::SEEKABLE_MS);
+                p.samples.drop_front_while(|s| s.at_ms < window_starts);
             }
         }
     }
