@@ -197,6 +197,10 @@ pub fn describe(kind: &EventKind) -> (Severity, String) {
                 key.as_deref().unwrap_or("(none)")
             ),
         ),
+        E::TombstoneProduced { producer, key } => (
+            Info,
+            format!("producer {producer}: a tombstone (null value) for key {key}"),
+        ),
         E::BrokerCrashed { broker } => (Bad, format!("broker {broker} crashed")),
         E::BrokerWiped { broker } => (Bad, format!("broker {broker} crashed and lost its disk")),
         E::BrokerRestarted { broker } => (Good, format!("broker {broker} restarted")),
@@ -367,6 +371,38 @@ pub fn describe(kind: &EventKind) -> (Severity, String) {
                 if *segments == 1 { "" } else { "s" }
             ),
         ),
+        E::LogCleaned {
+            broker,
+            topic,
+            partition,
+            from_offset,
+            to_offset,
+            records_removed,
+            tombstones_removed,
+        } => {
+            let plural =
+                |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+            let older = records_removed - tombstones_removed;
+            let tombstones = match tombstones_removed {
+                0 => String::new(),
+                n => format!(
+                    " and {} past delete.retention.ms",
+                    plural(*n, "tombstone", "tombstones")
+                ),
+            };
+            (
+                Info,
+                format!(
+                    "{topic}-{partition}: broker {broker}'s cleaner compacts offsets {from_offset}-{}: removes {}{tombstones}",
+                    to_offset.saturating_sub(1),
+                    plural(
+                        older,
+                        "older value of its key",
+                        "older values of their keys"
+                    ),
+                ),
+            )
+        }
         E::TruncatedFully {
             broker,
             topic,

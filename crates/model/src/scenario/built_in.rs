@@ -128,6 +128,10 @@ pub const BUILT_IN: &[BuiltIn] = &[
         source: include_str!("../../../../scenarios/retention.ron"),
     },
     BuiltIn {
+        name: "compaction",
+        source: include_str!("../../../../scenarios/compaction.ron"),
+    },
+    BuiltIn {
         name: "soak",
         source: include_str!("../../../../scenarios/soak.ron"),
     },

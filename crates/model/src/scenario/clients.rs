@@ -79,6 +79,11 @@ pub struct ProducerConfig {
     /// error to prompt it.
     #[serde(default = "defaults::metadata_max_age_ms")]
     pub metadata_max_age_ms: u64,
+    /// Every this many records, the application sends a tombstone (its key with a null value)
+    /// instead of a value: the delete a compacted topic keeps for `delete.retention.ms`. 0 (the
+    /// default) sends none.
+    #[serde(default)]
+    pub tombstone_every: u32,
 }
 
 /// A producer's settings to change live (`SetProducer`); those left out stay as they are. The
@@ -416,6 +421,23 @@ pub(super) fn validate_producers(
         };
         if let Some((field, why)) = producer_refusal(p) {
             return Err(bad(at(field), why));
+        }
+        // `LogValidator.validateKey`: a compacted topic refuses a record without a key.
+        if matches!(p.keys, Keys::None) && s.topics[topic].cleanup_policy.compacts() {
+            return Err(bad(
+                at("keys"),
+                format!(
+                    "topic {:?} is compacted, and Kafka refuses records without a key there \
+                     (INVALID_RECORD): give the producer keys",
+                    p.topic
+                ),
+            ));
+        }
+        if p.tombstone_every > 0 && matches!(p.keys, Keys::None) {
+            return Err(bad(
+                at("tombstone_every"),
+                "a tombstone deletes a key: the producer needs keys to send one".into(),
+            ));
         }
         memory.add(
             u64::from(p.records_per_sec).saturating_mul(until_ms / 1000 + 1),

@@ -83,6 +83,10 @@ pub struct ClusterConfig {
     /// small in Kafka so that its compaction and a new coordinator's load go quicker.
     #[serde(default = "defaults::offsets_topic_segment_bytes")]
     pub offsets_topic_segment_bytes: u64,
+    /// `log.cleaner.backoff.ms`: how long each broker's log cleaner sleeps when no compacted
+    /// log is dirty enough to clean (15 s).
+    #[serde(default = "defaults::log_cleaner_backoff_ms")]
+    pub log_cleaner_backoff_ms: u64,
 }
 
 /// A value given in the file (which makes the field `Some`), written bare as any other field.
@@ -127,6 +131,7 @@ impl Default for ClusterConfig {
             broker_racks: None,
             rack_aware_replica_selector: false,
             log_retention_check_interval_ms: defaults::log_retention_check_interval_ms(),
+            log_cleaner_backoff_ms: defaults::log_cleaner_backoff_ms(),
             offsets_topic_segment_bytes: defaults::offsets_topic_segment_bytes(),
         }
     }
@@ -208,6 +213,7 @@ impl ClusterConfig {
                 "log_retention_check_interval_ms",
                 c.log_retention_check_interval_ms,
             ),
+            ("log_cleaner_backoff_ms", c.log_cleaner_backoff_ms),
         ] {
             too_long(format!("cluster.{field}"), value)?;
         }
@@ -220,6 +226,14 @@ impl ClusterConfig {
                     c.offsets_topic_segment_bytes,
                     i32::MAX
                 ),
+            ));
+        }
+        // `CleanerConfig`: log.cleaner.backoff.ms is at least 0; the model takes 1 ms, so that
+        // the cleaner's next look is always a later instant.
+        if c.log_cleaner_backoff_ms == 0 {
+            return Err(bad(
+                "cluster.log_cleaner_backoff_ms".into(),
+                "0 ms: the model's cleaner sleeps at least 1 ms between looks".into(),
             ));
         }
         if c.log_retention_check_interval_ms == 0 {

@@ -125,6 +125,22 @@ pub(crate) fn segment_ms() -> u64 {
 pub(super) fn offsets_topic_segment_bytes() -> u64 {
     104_857_600
 }
+/// `log.cleaner.backoff.ms` (`CleanerConfig.LOG_CLEANER_BACKOFF_MS`).
+pub(super) fn log_cleaner_backoff_ms() -> u64 {
+    15_000
+}
+/// `min.cleanable.dirty.ratio` (`LogConfig.DEFAULT_MIN_CLEANABLE_DIRTY_RATIO`).
+pub(crate) fn min_cleanable_dirty_ratio() -> super::DirtyRatio {
+    super::DirtyRatio::from_millionths(500_000)
+}
+/// `min.compaction.lag.ms` (`LogConfig.DEFAULT_MIN_COMPACTION_LAG_MS`).
+pub(crate) fn min_compaction_lag_ms() -> u64 {
+    0
+}
+/// `delete.retention.ms` (`LogConfig.DEFAULT_DELETE_RETENTION_MS`: a day).
+pub(crate) fn delete_retention_ms() -> u64 {
+    86_400_000
+}
 pub(super) fn log_retention_check_interval_ms() -> u64 {
     300_000
 }

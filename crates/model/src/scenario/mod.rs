@@ -26,7 +26,9 @@ pub use edit::{Edit, MAX_BROKERS, MAX_MEMBERS, MAX_PARTITIONS, rack_name};
 pub use file::{ScenarioError, parse_ron, read_named_file};
 pub use summary::{ProducerSummary, Summary, TopicSummary};
 pub use timeline::{Action, LogSetting, Stop, TimelineEntry, reassignment_refusal};
-pub use topics::{CleanupPolicy, MIN_SEGMENT_BYTES, TopicConfig, rack_unaware_assignment};
+pub use topics::{
+    CleanupPolicy, DirtyRatio, MIN_SEGMENT_BYTES, TopicConfig, rack_unaware_assignment,
+};
 
 pub use crate::assignor::Assignor;
 

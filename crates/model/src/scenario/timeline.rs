@@ -27,6 +27,9 @@ pub enum Action {
     SetRate(String, u32),
     /// Have a producer send `count` records with this key at once (`None`: no key).
     Produce(String, Option<String>, u64),
+    /// Have a producer send a tombstone for this key: a null value, which deletes the key from
+    /// a compacted topic.
+    Tombstone(String, String),
     /// The broker's process dies; its disk is kept.
     CrashBroker(u32),
     /// A crashed or stopped broker starts again (with whatever disk it has).
@@ -129,6 +132,7 @@ impl fmt::Display for Action {
             SetRate(p, r) => write!(f, "{p}: {r} records/s"),
             Produce(p, Some(key), n) => write!(f, "{p}: {n} {} with key {key:?}", records(*n)),
             Produce(p, None, n) => write!(f, "{p}: {n} {} without a key", records(*n)),
+            Tombstone(p, key) => write!(f, "{p}: a tombstone for key {key:?}"),
             CrashBroker(b) => write!(f, "crash broker {b}"),
             RestartBroker(b) => write!(f, "restart broker {b}"),
             ControlledShutdown(b) => write!(f, "controlled shutdown of broker {b}"),
@@ -441,6 +445,13 @@ pub(super) fn validate(
                 }
                 memory.add(*count, producer_rf(p));
             }
+            Action::Tombstone(name, key) => {
+                let p = producer(name)?;
+                if let Some(why) = key_too_long(key) {
+                    return Err(bad(field, why));
+                }
+                memory.add(1, producer_rf(p));
+            }
         }
     }
     Ok(())
@@ -454,6 +465,9 @@ pub enum LogSetting {
     SegmentBytes(u64),
     SegmentMs(u64),
     CleanupPolicy(super::CleanupPolicy),
+    MinCleanableDirtyRatio(super::DirtyRatio),
+    MinCompactionLagMs(u64),
+    DeleteRetentionMs(u64),
 }
 
 impl LogSetting {
@@ -481,6 +495,9 @@ impl std::fmt::Display for LogSetting {
             LogSetting::SegmentBytes(v) => write!(f, "segment.bytes={v}"),
             LogSetting::SegmentMs(v) => write!(f, "segment.ms={v}"),
             LogSetting::CleanupPolicy(p) => write!(f, "cleanup.policy={}", p.as_kafka()),
+            LogSetting::MinCleanableDirtyRatio(r) => write!(f, "min.cleanable.dirty.ratio={r}"),
+            LogSetting::MinCompactionLagMs(v) => write!(f, "min.compaction.lag.ms={v}"),
+            LogSetting::DeleteRetentionMs(v) => write!(f, "delete.retention.ms={v}"),
         }
     }
 }

@@ -44,6 +44,70 @@ pub struct TopicConfig {
     /// `cleanup.policy`: what happens to old segments.
     #[serde(default)]
     pub cleanup_policy: CleanupPolicy,
+    /// `min.cleanable.dirty.ratio`: the cleaner takes a compacted log once the bytes written
+    /// since its last cleaning are more than this share of the log (0.5 by default).
+    #[serde(default = "defaults::min_cleanable_dirty_ratio")]
+    pub min_cleanable_dirty_ratio: DirtyRatio,
+    /// `min.compaction.lag.ms`: a record stays uncompacted at least this long (0 by default).
+    #[serde(default = "defaults::min_compaction_lag_ms")]
+    pub min_compaction_lag_ms: u64,
+    /// `delete.retention.ms`: how long a tombstone outlives the cleaning that first kept it,
+    /// for consumers to see the delete (a day by default).
+    #[serde(default = "defaults::delete_retention_ms")]
+    pub delete_retention_ms: u64,
+}
+
+/// `min.cleanable.dirty.ratio`, a share from 0 to 1, kept in millionths so that the cleaner's
+/// comparison is exact on every platform. Written as a number (`0.5`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct DirtyRatio(u32);
+
+impl DirtyRatio {
+    const ONE: u32 = 1_000_000;
+
+    pub const fn from_millionths(millionths: u32) -> DirtyRatio {
+        DirtyRatio(millionths)
+    }
+
+    /// The share nearest `value`, if it lies from 0 to 1 (`LogConfig`'s `between(0, 1)`).
+    pub fn new(value: f64) -> Option<DirtyRatio> {
+        (0.0..=1.0)
+            .contains(&value)
+            .then(|| DirtyRatio((value * f64::from(Self::ONE)).round() as u32))
+    }
+
+    pub fn value(self) -> f64 {
+        f64::from(self.0) / f64::from(Self::ONE)
+    }
+
+    /// Whether `part` of `whole` bytes is a larger share than this (`cleanableRatio >
+    /// minCleanableRatio`).
+    pub fn exceeded_by(self, part: u64, whole: u64) -> bool {
+        u128::from(part) * u128::from(Self::ONE) > u128::from(self.0) * u128::from(whole)
+    }
+}
+
+impl Serialize for DirtyRatio {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(self.value())
+    }
+}
+
+impl<'de> Deserialize<'de> for DirtyRatio {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = f64::deserialize(d)?;
+        DirtyRatio::new(value).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "{value}: min.cleanable.dirty.ratio lies from 0 to 1"
+            ))
+        })
+    }
+}
+
+impl std::fmt::Display for DirtyRatio {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.value())
+    }
 }
 
 /// `cleanup.policy` (`TopicConfig.CLEANUP_POLICY_CONFIG`): `delete`, `compact`, or both.
@@ -62,6 +126,11 @@ impl CleanupPolicy {
     /// Whether retention deletes segments (`LogConfig.delete`).
     pub fn deletes(self) -> bool {
         matches!(self, CleanupPolicy::Delete | CleanupPolicy::CompactDelete)
+    }
+
+    /// Whether the log cleaner compacts the log (`LogConfig.compact`).
+    pub fn compacts(self) -> bool {
+        matches!(self, CleanupPolicy::Compact | CleanupPolicy::CompactDelete)
     }
 
     /// As `kafka-configs` writes it.

@@ -53,6 +53,8 @@ pub enum Standing {
     Controller,
     /// The leader's periodic ISR check.
     IsrCheck,
+    /// The brokers' log cleaners' looks.
+    Cleaner,
     /// The brokers' retention checks.
     Retention,
 }

@@ -46,6 +46,8 @@ pub struct Broker {
     pub in_controlled_shutdown: bool,
     /// When its log manager next deletes what retention no longer keeps.
     pub next_retention_check_ms: u64,
+    /// When its log cleaner next looks for a compacted log to clean.
+    pub next_cleaner_check_ms: u64,
 }
 
 impl Broker {
@@ -65,6 +67,7 @@ impl Broker {
             pending_shutdown: None,
             in_controlled_shutdown: false,
             next_retention_check_ms: super::retention::INITIAL_TASK_DELAY_MS,
+            next_cleaner_check_ms: 0,
         }
     }
 
@@ -540,7 +543,8 @@ impl Partition {
 }
 
 /// One record in a replica's log, in 32 bytes: a long run's logs hold millions. Its offset is
-/// its index: the model keeps whole logs (no retention, no compaction). What Kafka keeps once
+/// its index: retention frees what lies below the log start, and compaction leaves a record in
+/// place, marked removed in its replica's [`super::cleaner::Cleaned`]. What Kafka keeps once
 /// per batch (the producer's id and epoch, the base sequence, the sizes) is packed into the
 /// record's own word, with its place in its batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -561,16 +565,18 @@ pub struct Record {
     packed: u64,
 }
 
-/// The bits of a produced record's word: bytes, then its place in its batch, then the epoch.
+/// The bits of a produced record's word: bytes, then its place in its batch, whether it is a
+/// tombstone, then the epoch.
 struct Packed;
 
 impl Packed {
     /// `limits::RECORD_BYTES` (1 MiB) fits in 21 bits.
     const BYTES_BITS: u32 = 21;
-    /// A batch of `limits::BATCH_SIZE` one-byte records (16 Mi) fits in 27 bits.
-    const INDEX_BITS: u32 = 27;
+    /// A batch of `limits::BATCH_SIZE` one-byte records (16 Mi) fits in 26 bits.
+    const INDEX_BITS: u32 = 26;
     const INDEX_SHIFT: u32 = Self::BYTES_BITS;
-    const EPOCH_SHIFT: u32 = Self::BYTES_BITS + Self::INDEX_BITS;
+    const TOMBSTONE: u64 = 1 << (Self::BYTES_BITS + Self::INDEX_BITS);
+    const EPOCH_SHIFT: u32 = Self::BYTES_BITS + Self::INDEX_BITS + 1;
     const BYTES_MASK: u64 = (1 << Self::BYTES_BITS) - 1;
     const INDEX_MASK: u64 = (1 << Self::INDEX_BITS) - 1;
 }
@@ -579,7 +585,7 @@ const _: () = assert!(
     crate::scenario::limits::RECORD_BYTES as u64 <= Packed::BYTES_MASK
         && crate::scenario::limits::BATCH_SIZE as u64 <= Packed::INDEX_MASK + 1
         && Packed::EPOCH_SHIFT + u16::BITS == u64::BITS,
-    "a record's bytes, place in its batch and producer epoch must fit in its word"
+    "a record's bytes, place in its batch, tombstone bit and producer epoch must fit in its word"
 );
 
 /// The bytes the model counts for a record of `__consumer_offsets`.
@@ -607,6 +613,20 @@ impl Record {
                 | (index as u64) << Packed::INDEX_SHIFT
                 | u64::from(producer_epoch) << Packed::EPOCH_SHIFT,
         }
+    }
+
+    /// The same record with a null value: a tombstone, which deletes its key from a compacted
+    /// log.
+    pub fn tombstone(mut self) -> Record {
+        if self.key.coordinator_of().is_none() {
+            self.packed |= Packed::TOMBSTONE;
+        }
+        self
+    }
+
+    /// Whether its value is null (a coordinator's records never are).
+    pub fn is_tombstone(&self) -> bool {
+        self.key.coordinator_of().is_none() && self.packed & Packed::TOMBSTONE != 0
     }
 
     /// A record a group's coordinator wrote to `__consumer_offsets`.
@@ -700,6 +720,8 @@ pub struct Replica {
     pub log_start_offset: u64,
     /// Where its records lie on disk.
     pub segments: Segments,
+    /// What its log cleaner removed, and how far it got.
+    pub cleaned: super::cleaner::Cleaned,
     /// Leader epoch history: `(epoch, start offset)`, oldest first (`LeaderEpochFileCache`).
     pub epochs: Vec<(u32, u64)>,
     /// Idempotent producers' recent batches, by producer index.
@@ -725,6 +747,7 @@ impl Replica {
             high_watermark: 0,
             log_start_offset: 0,
             segments: Segments::default(),
+            cleaned: Default::default(),
             epochs: vec![(0, 0)],
             producer_batches: Vec::new(),
         }
@@ -800,15 +823,17 @@ impl Replica {
         if offset >= leo {
             return 0;
         }
-        let log = &self.log;
+        let (log, cleaned) = (&self.log, &self.cleaned);
         self.segments.truncate_to(offset, now, |from, to| {
             (from..to)
+                .filter(|o| !cleaned.is_removed(*o))
                 .filter_map(|o| log.get(o as usize))
                 .map(|r| u64::from(r.bytes()))
                 .sum()
         });
         self.log_start_offset = self.log_start_offset.min(offset);
         self.log.truncate(offset as usize);
+        self.cleaned.truncate(offset);
         for (_, batches) in &mut self.producer_batches {
             batches.retain(|b| b.first_offset < offset);
         }
@@ -822,6 +847,7 @@ impl Replica {
         self.high_watermark = 0;
         self.log_start_offset = 0;
         self.segments = Segments::default();
+        self.cleaned.start_at(0);
         self.epochs.clear();
         self.producer_batches.clear();
     }
@@ -867,13 +893,23 @@ impl Replica {
         max_timestamp: u64,
     ) -> Option<u64> {
         let start = self.log_end_offset();
-        let bytes = (start..)
+        let bytes: u64 = (start..)
             .zip(records)
             .map(|(offset, record)| self.note_appended(record, offset))
             .sum();
         self.log.extend_shared(&leader.log, records);
+        let end = self.log_end_offset();
+        let removed_bytes: u64 = if self.cleaned.copy_removed(&leader.cleaned, start, end) {
+            (start..end)
+                .zip(records)
+                .filter(|(o, _)| self.cleaned.is_removed(*o))
+                .map(|(_, r)| u64::from(r.bytes()))
+                .sum()
+        } else {
+            0
+        };
         self.segments
-            .append(config, now, start, max_timestamp, bytes)
+            .append(config, now, start, max_timestamp, bytes - removed_bytes)
     }
 
     /// `UnifiedLog.maybeIncrementLogStartOffset`: the log start moves forward to `offset` (never
@@ -888,6 +924,7 @@ impl Replica {
         // Nothing below the log start is read again: its records are freed once no other
         // replica or checkpoint holds them.
         self.log.drop_front(offset as usize);
+        self.cleaned.drop_front(offset);
         // The latest epoch that starts at or below the new start now starts at it; older ones go.
         if let Some(i) = self.epochs.iter().rposition(|(_, start)| *start <= offset) {
             self.epochs.drain(..i);
@@ -927,6 +964,7 @@ impl Replica {
             0,
         );
         self.log.start_at(offset as usize, &filler);
+        self.cleaned.start_at(offset);
         self.epochs.clear();
         self.producer_batches.clear();
         self.segments.truncate_fully_and_start_at(offset, now);

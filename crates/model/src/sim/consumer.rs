@@ -126,6 +126,9 @@ pub struct Consumer {
     /// What the last poll returned and the application has yet to process: (ordinal, end
     /// offset), in the order `FetchCollector.collectFetch` drained them.
     pub in_hand: VecDeque<(u32, u64)>,
+    /// Offsets in what it fetched and has not processed yet that hold no record: compaction
+    /// removed them. By partition ordinal, oldest first; usually none.
+    pub(super) gaps: Vec<(u32, std::ops::Range<u64>)>,
     /// With `auto.offset.reset=none`, the exception `poll()` threw, and for which partition: the
     /// application stops.
     pub failed: Option<(ConsumerError, u32)>,
@@ -208,6 +211,7 @@ impl Consumer {
             assigned: BTreeMap::new(),
             buffered: VecDeque::new(),
             in_hand: VecDeque::new(),
+            gaps: Vec::new(),
             failed: None,
             offset_resets: 0,
             records_skipped: 0,
@@ -342,6 +346,7 @@ impl Consumer {
         self.assigned.clear();
         self.buffered.clear();
         self.in_hand.clear();
+        self.gaps.clear();
         self.revoking.clear();
         self.prepare_until_ms = None;
     }
@@ -364,9 +369,9 @@ impl Consumer {
                 self.buffered.pop_front();
                 continue;
             };
-            let n = (p.position - p.handed).min(remaining);
-            if n > 0 {
-                p.handed += n;
+            let (end, n) = span(&self.gaps, ordinal, p.handed..p.position, remaining);
+            if end > p.handed {
+                p.handed = end;
                 remaining -= n;
                 self.in_hand.push_back((ordinal, p.handed));
             }
@@ -378,9 +383,56 @@ impl Consumer {
     }
 }
 
+/// Where `n` records from `offsets.start` end on partition `ordinal`, passing over the `gaps`
+/// compaction left (offsets with no record), at most at `offsets.end`; and how many records that
+/// is.
+pub(super) fn span(
+    gaps: &[(u32, std::ops::Range<u64>)],
+    ordinal: u32,
+    offsets: std::ops::Range<u64>,
+    n: u64,
+) -> (u64, u64) {
+    let (mut at, to, mut left) = (offsets.start, offsets.end, n);
+    for (_, gap) in gaps.iter().filter(|(o, _)| *o == ordinal) {
+        if gap.end <= at {
+            continue;
+        }
+        if left == 0 {
+            break;
+        }
+        let start = gap.start.max(at);
+        if start >= to {
+            break;
+        }
+        let k = (start - at).min(left);
+        at += k;
+        left -= k;
+        if at < start {
+            return (at, n);
+        }
+        // A record's place compaction emptied takes nothing to read.
+        at = gap.end.min(to);
+    }
+    let k = to.saturating_sub(at).min(left);
+    (at + k, n - left + k)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_span_of_records_passes_over_the_offsets_compaction_emptied() {
+        let gaps = [(0, 2..5), (1, 0..100), (0, 6..8)];
+        // Offsets 0 1 [2 3 4] 5 [6 7] 8 9 of partition 0: the first three records end at 6, and
+        // the empty places right after the third are passed over too.
+        assert_eq!(span(&gaps, 0, 0..10, 3), (8, 3));
+        assert_eq!(span(&gaps, 0, 0..10, 2), (5, 2));
+        assert_eq!(span(&gaps, 0, 0..10, 10), (10, 5));
+        assert_eq!(span(&gaps, 0, 3..4, 10), (4, 0));
+        // Without gaps, offsets are records.
+        assert_eq!(span(&gaps, 2, 5..10, 3), (8, 3));
+    }
 
     /// `AbstractCoordinator.sendJoinGroupRequest`: the rebalance timeout plus 5 s, or the request
     /// timeout where that is longer.

@@ -62,6 +62,11 @@ pub enum EventKind {
         key: Option<String>,
         count: u64,
     },
+    /// The application sent a tombstone: its key with a null value.
+    TombstoneProduced {
+        producer: String,
+        key: String,
+    },
     BrokerCrashed {
         broker: u32,
     },
@@ -295,6 +300,18 @@ pub enum EventKind {
         segments: u32,
         from_offset: u64,
         to_offset: u64,
+    },
+    /// A broker's log cleaner compacted a replica's log: of the offsets from `from_offset` up to
+    /// `to_offset`, it kept the latest record of each key and removed `records_removed`, of
+    /// which `tombstones_removed` were tombstones past their delete horizon (`Cleaner.doClean`).
+    LogCleaned {
+        broker: u32,
+        topic: String,
+        partition: u32,
+        from_offset: u64,
+        to_offset: u64,
+        records_removed: u64,
+        tombstones_removed: u64,
     },
     /// A follower whose log ended below its leader's log start dropped it and starts again at
     /// the leader's log start (`truncateFullyAndStartAt`).

@@ -253,7 +253,13 @@ impl GroupsPhase<'_, '_> {
             };
             if offsets.leader_epoch != group.loaded_epoch {
                 group.loaded_epoch = offsets.leader_epoch;
-                group.latest = leader.log.iter().filter_map(of_group).collect();
+                // A new coordinator loads what the log holds: compaction removed older commits.
+                let front = leader.log.front() as u64;
+                group.latest = (front..)
+                    .zip(leader.log.iter())
+                    .filter(|(o, _)| !leader.cleaned.is_removed(*o))
+                    .filter_map(|(_, r)| of_group(r))
+                    .collect();
                 group.load_committed(BTreeMap::new());
                 group.loads += 1;
                 group.applied_to = 0;

@@ -79,7 +79,7 @@ fn append_batch(
 
     let base = leader.log_end_offset();
     let records = batch.records.iter().enumerate().map(|(i, r)| {
-        Record::produced(
+        let record = Record::produced(
             r.id,
             r.key,
             epoch,
@@ -87,7 +87,12 @@ fn append_batch(
             batch.producer_epoch,
             i,
             r.bytes,
-        )
+        );
+        if r.tombstone {
+            record.tombstone()
+        } else {
+            record
+        }
     });
     if let Some(base) = leader.append(records, &partition.log, now, batch.max_timestamp) {
         rolled.push((batch.partition, base));

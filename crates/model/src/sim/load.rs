@@ -87,6 +87,9 @@ pub fn load(world: &mut World, scenario: &Scenario) {
         segment_bytes: scenario.cluster.offsets_topic_segment_bytes,
         segment_ms: LogConfig::default().segment_ms,
         cleanup_policy: crate::scenario::CleanupPolicy::Compact,
+        min_cleanable_dirty_ratio: LogConfig::default().min_cleanable_dirty_ratio,
+        min_compaction_lag_ms: LogConfig::default().min_compaction_lag_ms,
+        delete_retention_ms: LogConfig::default().delete_retention_ms,
     };
     let offsets_assignment = scenario.assignment(&offsets_config);
     let mut offsets_partitions: Vec<(u32, Entity)> = Vec::new();

@@ -295,12 +295,16 @@ impl<'a> Holds<'a> {
         }
     }
 
-    /// Whether retention deleted it: it lies below the log start. An acks=0 record's offset is
-    /// unknown: it counts as deleted if its producer sent it before the first of its records
-    /// the log keeps (or the log keeps none of them), once retention has deleted anything.
+    /// Whether retention deleted it (it lies below the log start) or compaction removed it (its
+    /// key has a newer record, or it was a tombstone past its horizon), as configured. An acks=0
+    /// record's offset is unknown: it counts as deleted if its producer sent it before the first
+    /// of its records the log keeps (or the log keeps none of them), once retention has deleted
+    /// anything.
     fn expired(&self, record: &AckedRecord) -> bool {
         match record.offset() {
-            Some(offset) => offset < self.replica.log_start_offset,
+            Some(offset) => {
+                offset < self.replica.log_start_offset || self.replica.cleaned.is_removed(offset)
+            }
             None => self.first_kept.as_ref().is_some_and(|first| {
                 first
                     .get(&record.producer())

@@ -19,6 +19,7 @@ use timeline::Timeline;
 
 pub mod checkpoint;
 pub mod chunked;
+pub mod cleaner;
 pub mod clock;
 pub mod cluster;
 pub mod consumer;
@@ -84,6 +85,8 @@ pub enum Phase {
     Isr,
     /// Each broker's periodic retention check: segments deleted, log start offsets moved.
     Retention,
+    /// Each broker's log cleaner: compacted logs cleaned, and their old segments deleted.
+    Cleaner,
     /// Requests held at a leader (acks=all produces, fetches waiting for data) that can finish.
     Delayed,
     /// Group coordinators: joins, syncs, heartbeats, sessions, offset commits.
@@ -102,7 +105,7 @@ pub enum Phase {
 
 impl Phase {
     /// Every phase, in the order a step runs them.
-    pub const ALL: [Phase; 14] = [
+    pub const ALL: [Phase; 15] = [
         Phase::Timeline,
         Phase::Network,
         Phase::Controller,
@@ -110,6 +113,7 @@ impl Phase {
         Phase::Append,
         Phase::Isr,
         Phase::Retention,
+        Phase::Cleaner,
         Phase::Delayed,
         Phase::Groups,
         Phase::Consumers,
@@ -131,6 +135,7 @@ impl Phase {
             Phase::Append => boxed(leader::phase),
             Phase::Isr => boxed(isr::phase),
             Phase::Retention => boxed(retention::phase),
+            Phase::Cleaner => boxed(cleaner::phase),
             Phase::Delayed => boxed(purgatory::phase),
             Phase::Groups => boxed(group_coordinator::phase),
             Phase::Consumers => boxed(poll::phase),
@@ -221,6 +226,7 @@ fn due(
         Phase::Network => faults::any_fault(clock, world.resource(), brokers.iter(world)),
         Phase::Controller => controller_due(clock, world.resource(), world.resource()),
         Phase::Retention => retention::retention_due(clock, world.resource(), world.resource()),
+        Phase::Cleaner => cleaner::cleaner_due(clock, world.resource(), world.resource()),
         // Scenarios without consumer groups skip the consumer side altogether.
         Phase::Groups | Phase::Consumers | Phase::Lag => groups,
         Phase::Replication

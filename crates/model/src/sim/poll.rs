@@ -588,6 +588,7 @@ impl ConsumersPhase<'_, '_> {
                     // What the application still holds of this partition lay past the log's new
                     // end; it is set aside with the reset.
                     consumer.in_hand.retain(|(o, _)| *o != ordinal);
+                    consumer.gaps.retain(|(o, _)| *o != ordinal);
                     consumer.offset_resets += 1;
                     consumer.records_skipped += skipped;
                 }
@@ -632,6 +633,9 @@ impl ConsumersPhase<'_, '_> {
                     }
                     if response.from == progress.position && response.count > 0 {
                         progress.position = end;
+                        consumer
+                            .gaps
+                            .extend(response.removed.iter().map(|r| (ordinal, r.clone())));
                         // A partition is fetched only once its buffer is drained, so it is not in
                         // the queue yet.
                         consumer.buffered.push_back(ordinal);
@@ -678,12 +682,16 @@ impl ConsumersPhase<'_, '_> {
                     break;
                 };
                 if let Some(p) = c.assigned.get_mut(&ordinal) {
-                    let n = end.saturating_sub(p.processed).min(can);
-                    p.processed += n;
+                    let (to, n) = super::consumer::span(&c.gaps, ordinal, p.processed..end, can);
+                    p.processed = p.processed.max(to);
                     can -= n;
                     done += n;
                     if p.processed < end {
                         continue;
+                    }
+                    if !c.gaps.is_empty() {
+                        let processed = p.processed;
+                        c.gaps.retain(|(o, g)| *o != ordinal || g.end > processed);
                     }
                 }
                 c.in_hand.pop_front();

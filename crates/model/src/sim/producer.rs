@@ -230,7 +230,7 @@ pub struct Producer {
     /// Where `key_names` holds the configured prefix or fixed key.
     config_key: usize,
     /// Records asked for by the timeline (`Produce`), sent at the next step.
-    pub requested: VecDeque<(Option<String>, u64)>,
+    pub requested: VecDeque<(Option<String>, u64, bool)>,
     /// The sticky partition for records without a key, and the bytes sent to it.
     sticky: Option<(u32, u64)>,
     /// The accumulator: a queue of batches per partition.
@@ -465,7 +465,7 @@ impl Producer {
     }
 
     /// `RecordAccumulator.append`: into the partition's last batch if it fits, else a new one.
-    pub(super) fn append(&mut self, now: u64, partition: u32, key: Key) {
+    pub(super) fn append(&mut self, now: u64, partition: u32, key: Key, tombstone: bool) {
         let bytes = self.config.record_bytes;
         let batch_size = self.config.batch_size;
         let id = self.next_batch_id;
@@ -478,10 +478,12 @@ impl Producer {
             queue.push_back(Batch::new(id, partition, now));
         }
         let batch = queue.back_mut().expect("just ensured");
+        let every = u64::from(self.config.tombstone_every);
         batch.records.push(PendingRecord {
             id: super::ledger::record_id(self.index, self.records_made),
             key,
             bytes,
+            tombstone: tombstone || (every > 0 && (self.records_made + 1).is_multiple_of(every)),
         });
         self.records_made += 1;
         batch.bytes += bytes;
@@ -901,7 +903,7 @@ impl Producer {
 }
 
 /// Scratch for drawing a step's keys: the keys, whether each is new, and a key's text.
-pub(super) type KeyScratch = (Vec<Key>, Vec<bool>, String);
+pub(super) type KeyScratch = (Vec<(Key, bool)>, Vec<bool>, String);
 
 impl Producer {
     /// Reports the producer's next deadline: its next record, a linger or retry back-off ending,
@@ -982,6 +984,7 @@ mod tests {
                 id: i as u64,
                 key: Key::NONE,
                 bytes: 100,
+                tombstone: false,
             })
             .collect();
         batch.base_sequence = Some(base);

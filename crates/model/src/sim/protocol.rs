@@ -58,6 +58,8 @@ pub struct PendingRecord {
     pub id: u64,
     pub key: super::keys::Key,
     pub bytes: u32,
+    /// A null value: a delete for a compacted topic.
+    pub tombstone: bool,
 }
 
 /// One partition's batch in a produce request.
@@ -372,9 +374,12 @@ pub struct ConsumerFetchResponse {
     pub request: u64,
     pub consumer: Entity,
     pub partition: Entity,
-    /// Records `from .. from + count`.
+    /// Records `from .. from + count`, but for the offsets in `removed`.
     pub from: u64,
     pub count: u64,
+    /// Runs of offsets in it whose records compaction removed (a compacted log's batches skip
+    /// them); usually none.
+    pub removed: Vec<std::ops::Range<u64>>,
     /// The serving replica's high watermark when it answered.
     pub high_watermark: u64,
     /// The serving replica's log start offset (`PartitionData.logStartOffset`).

@@ -154,8 +154,21 @@ impl DelayedPhase<'_, '_> {
                 .then(|| seen.leader.map(|l| (l, seen.leader_epoch)))
                 .flatten()
                 .filter(|(l, _)| *l != broker);
+            // The fetch is capped in records: the offsets compaction emptied count for none.
+            let (count, removed) = match served_by(request, partition, replicas) {
+                Some(replica) if error.is_none() => {
+                    let (end, removed) = replica.cleaned.records_from(
+                        from,
+                        high_watermark,
+                        u64::from(request.max_records),
+                    );
+                    (end - from, removed)
+                }
+                _ => (count, Vec::new()),
+            };
             if error.is_none() && seen.leader != Some(broker) {
-                metrics.records_read_from_followers += count;
+                metrics.records_read_from_followers +=
+                    count - removed.iter().map(|r| r.end - r.start).sum::<u64>();
             }
             network.send(
                 now,
@@ -167,6 +180,7 @@ impl DelayedPhase<'_, '_> {
                     partition: request.partition,
                     from,
                     count,
+                    removed,
                     high_watermark,
                     log_start_offset,
                     error,

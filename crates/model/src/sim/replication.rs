@@ -24,12 +24,15 @@ use crate::scenario::ClusterConfig;
 
 /// The records from `from` up to `max_bytes` (at least one, as Kafka always returns a whole first
 /// batch).
-/// They go at the end of `out`; returns where.
+/// They go at the end of `out`; returns where. The places of records the leader's cleaner removed
+/// go too, and count no bytes: the follower marks them removed in its own log.
 fn read_log(leader: &Replica, from: u64, max_bytes: u64, out: &mut Vec<Record>) -> Range<u32> {
     let start = out.len();
     let mut bytes = 0u64;
-    for record in leader.log.iter_from(from as usize) {
-        bytes += u64::from(record.bytes());
+    for (offset, record) in (from..).zip(leader.log.iter_from(from as usize)) {
+        if !leader.cleaned.is_removed(offset) {
+            bytes += u64::from(record.bytes());
+        }
         if bytes > max_bytes && out.len() > start {
             break;
         }

@@ -41,7 +41,12 @@ pub(super) struct RetentionPhase<'w, 's> {
 /// and the ledger forgets the records that no replica keeps.
 pub(super) fn phase(mut rules: RetentionPhase) {
     if rules.delete_old_segments() {
-        rules.forget_expired();
+        forget_expired(
+            &mut rules.ledger,
+            &rules.cluster,
+            &rules.partitions,
+            &rules.replicas.as_readonly(),
+        );
     }
 }
 
@@ -77,51 +82,73 @@ impl RetentionPhase<'_, '_> {
             checked = true;
             wake.standing_at(Standing::Retention, broker.next_retention_check_ms);
             let id = broker.id;
-            for partition in partitions.iter_many(&cluster.partitions) {
+            // With a cleaner running, the retention task leaves compacted logs to it
+            // (`LogManager.cleanupLogs`, `pauseCleaningForNonCompactedPartitions`).
+            for partition in partitions
+                .iter_many(&cluster.partitions)
+                .filter(|p| !p.log.cleanup_policy.compacts())
+            {
                 let Some(replica) = partition.replica_on(id) else {
                     continue;
                 };
                 let mut replica = replicas.get_mut(replica).expect("replica entity");
-                // Only a deletion marks the replica changed: checkpoints share unchanged ones.
-                let Some(deleted) = replica
-                    .bypass_change_detection()
-                    .delete_old_segments(&partition.log, now)
-                else {
-                    continue;
-                };
-                replica.set_changed();
-                events.push(
-                    now,
-                    EventKind::SegmentsDeleted {
-                        broker: id,
-                        topic: cluster.topics[partition.topic].name.clone(),
-                        partition: partition.index,
-                        segments: deleted.segments as u32,
-                        from_offset: deleted.from,
-                        to_offset: deleted.to,
-                    },
-                );
+                delete_old_segments(&mut replica, partition, id, (cluster, events), now);
             }
         }
         checked
     }
+}
 
-    /// The ledger forgets the acknowledged records below every replica's log start: followers
-    /// take their leader's log start from their fetches, so by the next check they have
-    /// caught up with this one's deletions.
-    fn forget_expired(&mut self) {
-        let log_starts: Vec<u64> = self
-            .partitions
-            .iter_many(&self.cluster.partitions)
-            .map(|p| {
-                p.replicas
-                    .iter()
-                    .filter_map(|r| self.replicas.get(*r).ok())
-                    .map(|r| r.log_start_offset)
-                    .min()
-                    .unwrap_or(0)
-            })
-            .collect();
-        self.ledger.forget_expired(&log_starts);
-    }
+/// `UnifiedLog.deleteOldSegments` on one broker's replica of a partition, reported as an event.
+/// Only a deletion marks the replica changed: checkpoints share unchanged ones. Returns whether
+/// anything went.
+pub(super) fn delete_old_segments(
+    replica: &mut Mut<Replica>,
+    partition: &Partition,
+    broker: u32,
+    (cluster, events): (&Cluster, &mut EventLog),
+    now: u64,
+) -> bool {
+    let Some(deleted) = replica
+        .bypass_change_detection()
+        .delete_old_segments(&partition.log, now)
+    else {
+        return false;
+    };
+    replica.set_changed();
+    events.push(
+        now,
+        EventKind::SegmentsDeleted {
+            broker,
+            topic: cluster.topics[partition.topic].name.clone(),
+            partition: partition.index,
+            segments: deleted.segments as u32,
+            from_offset: deleted.from,
+            to_offset: deleted.to,
+        },
+    );
+    true
+}
+
+/// The ledger forgets the acknowledged records below every replica's log start: followers take
+/// their leader's log start from their fetches, so by the next check they have caught up with
+/// this one's deletions.
+pub(super) fn forget_expired(
+    ledger: &mut AckLedger,
+    cluster: &Cluster,
+    partitions: &Query<&Partition>,
+    replicas: &Query<&Replica>,
+) {
+    let log_starts: Vec<u64> = partitions
+        .iter_many(&cluster.partitions)
+        .map(|p| {
+            p.replicas
+                .iter()
+                .filter_map(|r| replicas.get(*r).ok())
+                .map(|r| r.log_start_offset)
+                .min()
+                .unwrap_or(0)
+        })
+        .collect();
+    ledger.forget_expired(&log_starts);
 }

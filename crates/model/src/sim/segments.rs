@@ -4,9 +4,10 @@
 //! log ([`super::cluster::Replica::log`]); a segment says where its records begin, how many bytes
 //! they take and when they were written.
 
-use crate::scenario::{CleanupPolicy, TopicConfig};
+use crate::scenario::{CleanupPolicy, DirtyRatio, TopicConfig};
 
-/// How a topic's log ages: its `segment.*`, `retention.*` and `cleanup.policy` (`LogConfig`).
+/// How a topic's log ages: its `segment.*`, `retention.*`, `cleanup.policy` and the cleaner's
+/// settings (`LogConfig`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LogConfig {
     pub retention_ms: i64,
@@ -14,9 +15,14 @@ pub struct LogConfig {
     pub segment_bytes: u64,
     pub segment_ms: u64,
     pub cleanup_policy: CleanupPolicy,
+    pub min_cleanable_dirty_ratio: DirtyRatio,
+    pub min_compaction_lag_ms: u64,
+    pub delete_retention_ms: u64,
 }
 
-/// Kafka's defaults: 7 days' retention, no size limit, 1 GiB segments rolled weekly, `delete`.
+/// Kafka's defaults: 7 days' retention, no size limit, 1 GiB segments rolled weekly, `delete`;
+/// a compacted log is cleaned once half of it is dirty, with no lag, and its tombstones are kept
+/// a day.
 impl Default for LogConfig {
     fn default() -> Self {
         use crate::scenario::defaults;
@@ -26,6 +32,9 @@ impl Default for LogConfig {
             segment_bytes: defaults::segment_bytes(),
             segment_ms: defaults::segment_ms(),
             cleanup_policy: CleanupPolicy::Delete,
+            min_cleanable_dirty_ratio: defaults::min_cleanable_dirty_ratio(),
+            min_compaction_lag_ms: defaults::min_compaction_lag_ms(),
+            delete_retention_ms: defaults::delete_retention_ms(),
         }
     }
 }
@@ -40,6 +49,9 @@ impl LogConfig {
             SegmentBytes(v) => self.segment_bytes = v,
             SegmentMs(v) => self.segment_ms = v,
             CleanupPolicy(p) => self.cleanup_policy = p,
+            MinCleanableDirtyRatio(r) => self.min_cleanable_dirty_ratio = r,
+            MinCompactionLagMs(v) => self.min_compaction_lag_ms = v,
+            DeleteRetentionMs(v) => self.delete_retention_ms = v,
         }
         self
     }
@@ -51,6 +63,9 @@ impl LogConfig {
             segment_bytes: topic.segment_bytes,
             segment_ms: topic.segment_ms,
             cleanup_policy: topic.cleanup_policy,
+            min_cleanable_dirty_ratio: topic.min_cleanable_dirty_ratio,
+            min_compaction_lag_ms: topic.min_compaction_lag_ms,
+            delete_retention_ms: topic.delete_retention_ms,
         }
     }
 }
@@ -276,6 +291,65 @@ impl Segments {
         })
     }
 
+    /// `LocalLog.segments(from, to)`: the segments that hold any offset from `from` up to `to`
+    /// (the one `from` lies in, then every one that begins before `to`).
+    pub fn overlapping(&self, from: u64, to: u64) -> &[Segment] {
+        if from >= to {
+            return &[];
+        }
+        let first = self
+            .0
+            .partition_point(|s| s.base_offset <= from)
+            .saturating_sub(1);
+        let end = self.0.partition_point(|s| s.base_offset < to);
+        &self.0[first..end.max(first)]
+    }
+
+    /// The closed segments from the one `from` lies in (`UnifiedLog.nonActiveLogSegmentsFrom`).
+    pub fn closed_from(&self, from: u64) -> &[Segment] {
+        let first = self
+            .0
+            .partition_point(|s| s.base_offset <= from)
+            .saturating_sub(1);
+        &self.0[first..self.0.len() - 1]
+    }
+
+    /// `Cleaner.groupSegmentsBySize` over the segments that begin before `end`, then the
+    /// replacement of each group by one cleaned segment (`Cleaner.cleanSegments`,
+    /// `UnifiedLog.replaceSegments`): consecutive segments are grouped while their bytes before
+    /// cleaning stay within `segment.bytes` (the indexes' own limits never bind in the model),
+    /// and each group becomes one segment at its first one's base offset, holding the bytes
+    /// `kept(from, to)` counts as kept, last modified when its last segment was. Its largest
+    /// timestamp is the group's: the model keeps no timestamp per record.
+    pub fn replace_cleaned(
+        &mut self,
+        end: u64,
+        segment_bytes: u64,
+        kept: impl Fn(u64, u64) -> u64,
+    ) {
+        let cleaned = self.0.partition_point(|s| s.base_offset < end);
+        let upper = |segments: &[Segment], i: usize| segments.get(i).map_or(end, |s| s.base_offset);
+        let mut out: Vec<Segment> = Vec::with_capacity(self.0.len());
+        let mut i = 0;
+        while i < cleaned {
+            let mut group = self.0[i];
+            let mut bytes = group.bytes;
+            let mut j = i + 1;
+            while j < cleaned && bytes + self.0[j].bytes <= segment_bytes {
+                let next = self.0[j];
+                bytes += next.bytes;
+                group.max_timestamp = group.max_timestamp.max(next.max_timestamp);
+                group.created_ms = next.created_ms;
+                j += 1;
+            }
+            group.bytes = kept(group.base_offset, upper(&self.0, j));
+            out.push(group);
+            i = j;
+        }
+        out.extend_from_slice(&self.0[cleaned..]);
+        self.0 = out;
+    }
+
     /// `UnifiedLog.deletableSegments`: how many of the oldest segments `predicate` says may go,
     /// stopping at the first it keeps. A segment goes only once the high watermark has passed
     /// all of it, so the log start never passes the high watermark; an empty active segment
@@ -328,6 +402,7 @@ mod tests {
             segment_bytes,
             segment_ms: 604_800_000,
             cleanup_policy: CleanupPolicy::Delete,
+            ..LogConfig::default()
         }
     }
 

@@ -292,24 +292,24 @@ impl ProducersPhase<'_, '_> {
             while producer.made_since < due {
                 producer.made_since += 1;
                 let key = producer.next_key(rng);
-                batch.push(key);
+                batch.push((key, false));
             }
-            while let Some((key, count)) = producer.requested.pop_front() {
+            while let Some((key, count, tombstone)) = producer.requested.pop_front() {
                 let key = match key {
                     Some(k) => Key::named(keys::intern(&mut producer.key_names, &k)),
                     None => Key::NONE,
                 };
-                batch.extend(std::iter::repeat_n(key, count as usize));
+                batch.extend(std::iter::repeat_n((key, tombstone), count as usize));
             }
             if batch.is_empty() {
                 continue;
             }
             available.clear();
             available.extend(producer.metadata.leaders.iter().map(|(l, _)| l.is_some()));
-            for &key in batch.iter() {
+            for &(key, tombstone) in batch.iter() {
                 let keyless = key.is_none();
                 let partition = producer.choose_partition(key, text, available, rng);
-                producer.append(now, partition, key);
+                producer.append(now, partition, key, tombstone);
                 if keyless {
                     producer.after_keyless_record(available, rng);
                 }

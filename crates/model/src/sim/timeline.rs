@@ -189,6 +189,7 @@ pub(super) fn apply_actions(
             Action::SetAcks(..)
             | Action::SetRate(..)
             | Action::Produce(..)
+            | Action::Tombstone(..)
             | Action::SetProducer(..) => producer_action(&mut targets, now, &action),
             Action::AddConsumer(_)
             | Action::RemoveConsumer(_)
@@ -390,6 +391,8 @@ fn broker_action(t: &mut Targets, now: u64, action: &Action) -> Outcome {
             broker.next_heartbeat_ms = now;
             // Its log manager starts with it (`LogManager.startup`).
             broker.next_retention_check_ms = now + super::retention::INITIAL_TASK_DELAY_MS;
+            // So does its log cleaner (`LogCleaner.startup`), which looks at once.
+            broker.next_cleaner_check_ms = now;
             EventKind::BrokerRestarted { broker: b }
         }
         Action::ControlledShutdown(_) => {
@@ -599,6 +602,7 @@ fn add_broker(t: &mut Targets, now: u64) -> Outcome {
     broker.incarnation = 1;
     broker.next_heartbeat_ms = now;
     broker.next_retention_check_ms = now + super::retention::INITIAL_TASK_DELAY_MS;
+    broker.next_cleaner_check_ms = now;
     let entity = t
         .commands
         .spawn((Name::new(format!("broker {id}")), broker))
@@ -703,6 +707,7 @@ fn producer_action(t: &mut Targets, now: u64, action: &Action) -> Outcome {
     let (Action::SetAcks(name, _)
     | Action::SetRate(name, _)
     | Action::Produce(name, ..)
+    | Action::Tombstone(name, _)
     | Action::SetProducer(name, _)) = action
     else {
         return Err(misrouted(action));
@@ -744,8 +749,15 @@ fn producer_action(t: &mut Targets, now: u64, action: &Action) -> Outcome {
                 idempotent: p.idempotent,
             }
         }
+        Action::Tombstone(_, key) => {
+            p.requested.push_back((Some(key.clone()), 1, true));
+            EventKind::TombstoneProduced {
+                producer,
+                key: key.clone(),
+            }
+        }
         Action::Produce(_, key, count) => {
-            p.requested.push_back((key.clone(), *count));
+            p.requested.push_back((key.clone(), *count, false));
             EventKind::RecordsProduced {
                 producer,
                 key: key.clone(),

@@ -1,5 +1,6 @@
 //! The model's integration tests: one binary, which links no window, renderer or UI crate.
 
+mod compaction;
 mod connections;
 mod consumers;
 mod controller;
@@ -21,6 +22,15 @@ use kafkascope_model::sim::Sim;
 /// A built-in scenario.
 pub fn built_in(name: &str) -> Scenario {
     Scenario::built_in(name).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A built-in scenario's RON text.
+pub fn built_in_source(name: &str) -> &'static str {
+    kafkascope_model::scenario::BUILT_IN
+        .iter()
+        .find(|b| b.name == name)
+        .unwrap_or_else(|| panic!("no built-in scenario {name}"))
+        .source
 }
 
 /// A scenario from RON text.

@@ -14,8 +14,8 @@ fn a_step_runs_every_phase_in_order() {
     let order: Vec<Phase> = phases.order().collect();
     // Actions and faults come first, so every rule of the step sees them; the brokers' side
     // before the clients', whose requests then wait a step; the lag monitor after the consumers
-    // it measures; retention deletes only what the step's high watermarks have passed; the
-    // checks see the whole step; the clock moves last.
+    // it measures; retention and the cleaner act only on what the step's high watermarks have
+    // passed; the checks see the whole step; the clock moves last.
     use Phase::*;
     let expected = [
         Timeline,
@@ -25,6 +25,7 @@ fn a_step_runs_every_phase_in_order() {
         Append,
         Isr,
         Retention,
+        Cleaner,
         Delayed,
         Groups,
         Consumers,

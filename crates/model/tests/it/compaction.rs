@@ -1,0 +1,214 @@
+//! Compaction: every broker's cleaner keeps the latest record of each key of a compacted log, a
+//! tombstone goes once `delete.retention.ms` has passed, consumers read only what is kept, and
+//! `__consumer_offsets` is compacted too.
+
+use std::collections::HashMap;
+
+use kafkascope_model::report::Report;
+use kafkascope_model::sim::consumer::Consumer;
+use kafkascope_model::sim::{Cluster, EventKind, Replica, Sim};
+
+/// Every replica of the topic's partition 0.
+fn replicas<'a>(sim: &'a Sim, topic: &str) -> Vec<&'a Replica> {
+    let world = sim.world();
+    let cluster = world.resource::<Cluster>();
+    let t = cluster
+        .topics
+        .iter()
+        .find(|t| t.name == topic)
+        .expect("the topic");
+    let partition = t.partitions[0];
+    let mut replicas: Vec<&Replica> = world
+        .iter_entities()
+        .filter_map(|e| world.get::<Replica>(e.id()))
+        .filter(|r| r.partition == partition)
+        .collect();
+    replicas.sort_by_key(|r| r.broker);
+    replicas
+}
+
+#[test]
+fn compaction_keeps_the_latest_value_of_each_key_on_every_replica() {
+    let mut sim = Sim::new(&crate::built_in("compaction"));
+    sim.run_until(120_000);
+    let replicas = replicas(&sim, "profiles");
+    assert_eq!(replicas.len(), 3);
+    for replica in &replicas {
+        let cleaned_to = replica.cleaned.checkpoint().expect("the log was cleaned");
+        assert!(
+            cleaned_to > 2_000,
+            "broker {}: {cleaned_to}",
+            replica.broker
+        );
+        // The latest offset of each key below the cleaned point, tombstones included: the
+        // records are still in the log's places, marked removed.
+        let mut latest = HashMap::new();
+        for offset in 0..cleaned_to {
+            let record = replica.log.get(offset as usize).expect("a record");
+            latest.insert(record.key, (offset, record.is_tombstone()));
+        }
+        let kept: Vec<u64> = (0..cleaned_to)
+            .filter(|o| !replica.cleaned.is_removed(*o))
+            .collect();
+        // Exactly the latest value of each key, but for the deleted key, whose tombstone went
+        // at the cleaning after its horizon.
+        let mut expected: Vec<u64> = latest
+            .values()
+            .filter(|(_, tombstone)| !tombstone)
+            .map(|(o, _)| *o)
+            .collect();
+        expected.sort_unstable();
+        assert_eq!(kept, expected, "broker {}", replica.broker);
+        assert_eq!(latest.len(), 9, "eight keys and user-42");
+        assert_eq!(kept.len(), 8, "user-42 was deleted");
+        // Nothing above the cleaned point is removed.
+        assert!((cleaned_to..replica.log_end_offset()).all(|o| !replica.cleaned.is_removed(o)));
+        // The segments hold the kept records' bytes only.
+        let bytes: u64 = replica.segments.iter().map(|s| s.bytes).sum();
+        let kept_after = (cleaned_to..replica.log_end_offset()).count() as u64;
+        assert_eq!(bytes, (kept.len() as u64 + kept_after) * 100);
+    }
+    let report = Report::of(&sim);
+    assert!(
+        report.invariant_violations.is_empty(),
+        "{:?}",
+        report.invariant_violations
+    );
+    assert!(
+        report.lost_records.is_empty(),
+        "compacted records are not lost"
+    );
+}
+
+#[test]
+fn a_tombstone_is_kept_for_delete_retention_ms_after_the_cleaning_that_first_kept_it() {
+    let mut sim = Sim::new(&crate::built_in("compaction"));
+    sim.run_until(120_000);
+    let report = Report::of(&sim);
+    // (at, broker, tombstones removed) of each cleaning of the topic.
+    let cleanings: Vec<(u64, u32, u64)> = report
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::LogCleaned {
+                broker,
+                topic,
+                tombstones_removed,
+                ..
+            } if topic == "profiles" => Some((e.at_ms, *broker, *tombstones_removed)),
+            _ => None,
+        })
+        .collect();
+    // The cleaner looks every 15 s (`log.cleaner.backoff.ms`), and each look finds the log more
+    // than half dirty: 300 new records against about nine kept.
+    for broker in 1..=3 {
+        let times: Vec<u64> = cleanings
+            .iter()
+            .filter(|c| c.1 == broker)
+            .map(|c| c.0)
+            .collect();
+        assert_eq!(
+            times,
+            [15_000, 30_000, 45_000, 60_000, 75_000, 90_000, 105_000],
+            "broker {broker}"
+        );
+    }
+    // The tombstone sent at 40 s is first kept by the cleaning at 45 s: its horizon is 65 s. The
+    // cleaning at 60 s keeps it; the one at 75 s removes it, on every replica.
+    let removed: Vec<(u64, u32)> = cleanings
+        .iter()
+        .filter(|c| c.2 > 0)
+        .map(|c| (c.0, c.1))
+        .collect();
+    assert_eq!(removed, [(75_000, 1), (75_000, 2), (75_000, 3)]);
+}
+
+#[test]
+fn a_consumer_reading_from_the_start_reads_only_what_compaction_kept() {
+    let mut sim = Sim::new(&crate::built_in("compaction"));
+    sim.run_until(120_000);
+    let world = sim.world();
+    let processed: HashMap<String, u64> = world
+        .resource::<Cluster>()
+        .consumers
+        .iter()
+        .filter_map(|e| world.get::<Consumer>(*e))
+        .map(|c| (c.member_id.clone(), c.processed_total))
+        .collect();
+    // The cache reads every record as it comes, before any cleaning; rebuild starts at 60 s from
+    // offset 0, when the log is cleaned up to 1200: nine latest values, then the 1200 or so
+    // records written since.
+    let cache = processed
+        .iter()
+        .find(|(m, _)| m.starts_with("cache"))
+        .expect("cache");
+    let rebuild = processed
+        .iter()
+        .find(|(m, _)| m.starts_with("rebuild"))
+        .expect("rebuild");
+    let report = Report::of(&sim);
+    let committed = |group: &str| {
+        report
+            .consumer_groups
+            .iter()
+            .find(|g| g.name == group)
+            .and_then(|g| g.offsets.first())
+            .and_then(|o| o.committed)
+            .expect("a committed offset")
+    };
+    // Both commit the same position: offsets count places, kept or not.
+    assert_eq!(committed("cache"), committed("rebuild"));
+    assert!(*cache.1 >= 2_300, "cache processed {}", cache.1);
+    assert!(
+        (1_150..1_250).contains(rebuild.1),
+        "rebuild processed {} records",
+        rebuild.1
+    );
+}
+
+#[test]
+fn the_offsets_topic_is_compacted_and_a_new_coordinator_loads_the_latest_commits() {
+    // The broker leading the group's `__consumer_offsets` partition crashes after cleanings: the
+    // new coordinator loads the group's offsets from a compacted log.
+    let source = crate::built_in_source("compaction").replace(
+        "(at_ms: 60000, action: SetGroupMembers(\"rebuild\", 1)),",
+        "(at_ms: 60000, action: SetGroupMembers(\"rebuild\", 1)),\n        (at_ms: 80000, action: CrashBroker(1)),",
+    );
+    assert!(source.contains("CrashBroker(1)"));
+    let mut sim = Sim::new(&crate::scenario(&source));
+    sim.run_until(120_000);
+    let report = Report::of(&sim);
+    let offsets_cleanings = report
+        .events
+        .iter()
+        .filter(|e| {
+            matches!(&e.kind, EventKind::LogCleaned { topic, records_removed, .. }
+                if topic == "__consumer_offsets" && *records_removed > 0 && e.at_ms < 80_000)
+        })
+        .count();
+    assert!(
+        offsets_cleanings >= 3,
+        "{offsets_cleanings} cleanings of __consumer_offsets"
+    );
+    assert!(
+        report
+            .events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::LeaderElected { ref topic, .. } if topic == "__consumer_offsets")),
+        "the coordinator moved"
+    );
+    // No committed offset went back, and the groups go on from where they were.
+    assert!(
+        report.invariant_violations.is_empty(),
+        "{:?}",
+        report.invariant_violations
+    );
+    for group in &report.consumer_groups {
+        let o = group.offsets.first().expect("an offset");
+        assert!(
+            o.committed.is_some_and(|c| c + 200 > o.high_watermark),
+            "{}: {o:?}",
+            group.name
+        );
+    }
+}
