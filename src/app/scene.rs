@@ -675,6 +675,13 @@ fn paint_partition_row(
             // The log start once retention moved it, where there is room (a short row, as the
             // talk preset's, has no segment bar to say it).
             None => [
+                // How far its cleaner got, on a compacted log it has cleaned.
+                r.cleaned_to.map(|to| {
+                    format!(
+                        "cleaned to {to}  HW {}  LEO {}",
+                        r.high_watermark, r.log_end_offset
+                    )
+                }),
                 (r.log_start_offset > 0).then(|| {
                     format!(
                         "start {}  HW {}  LEO {}",
@@ -741,10 +748,11 @@ fn paint_partition_row(
         (r.log_start_offset, r.log_end_offset),
         r.high_watermark,
         r.truncates_to,
+        &r.cleaned,
     );
     let role_c = palette.replica(r.role);
     // Each state has its own form, not only its own tint: committed cells are filled, uncommitted
-    // ones outlined, missing ones empty slots, diverged ones struck out.
+    // ones outlined, missing ones empty slots, diverged ones struck out, compacted ones low stubs.
     for (i, cell) in st.cells.iter().enumerate() {
         let c = place.cell(i);
         match cell {
@@ -753,6 +761,16 @@ fn paint_partition_row(
             Cell::Missing => paint.frame(c, 1.0, srgba(palette.muted), 2.0),
             // Gone: a faint shadow where the segment was, with no outline.
             Cell::Deleted => paint.rect(c, with_alpha(palette.muted, 0.25), 2.0),
+            // Compacted away: the offset stays, the record is gone. A low stub in the replica's
+            // colour keeps the place in the row of records.
+            Cell::Cleaned => {
+                let h = (c.height() * 0.22).max(2.0);
+                paint.rect(
+                    Rect::new(c.min.x, c.max.y - h, c.max.x, c.max.y),
+                    with_alpha(palette.replica(r.role), 0.55),
+                    2.0,
+                );
+            }
             Cell::Diverged => {
                 paint.frame(c, 2.0, srgba(palette.lost), 2.0);
                 let y = c.center().y;

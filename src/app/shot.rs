@@ -455,6 +455,7 @@ fn places(
             (r.log_start_offset, r.log_end_offset),
             r.high_watermark,
             r.truncates_to,
+            &r.cleaned,
         );
         let rect = slot.rect;
         rows.push(RowPlace {
@@ -484,6 +485,7 @@ fn places(
                         Cell::Missing => "missing",
                         Cell::Diverged => "diverged",
                         Cell::Deleted => "deleted",
+                        Cell::Cleaned => "cleaned",
                     },
                     rect: layout_rect(place.cell(i)),
                 })

@@ -1,8 +1,9 @@
 //! What a replica's log strip shows: a window of the partition's offsets as a row of cells, each
 //! committed (below the replica's high watermark), appended but not yet committed, missing (the
 //! replica does not have it yet), diverged (it holds a record there the leader does not, which
-//! it will truncate), or deleted (below its log start: retention removed the segment), with the
-//! high watermark, the log end offset, the leader epochs and the segments' starts marked.
+//! it will truncate), deleted (below its log start: retention removed the segment), or cleaned
+//! (compaction removed the record and kept its offset), with the high watermark, the log end
+//! offset, the leader epochs and the segments' starts marked.
 //!
 //! The window ends at the leader's log end offset (without a leader, the furthest live replica's),
 //! so the live log is what is shown, and a replica ahead of it (a crashed old leader) is marked by
@@ -12,6 +13,10 @@
 use bevy::math::{Rect, Vec2};
 
 use super::snapshot::PartitionView;
+
+/// How many offsets before a log's end a strip can show: the snapshot keeps what compaction
+/// removed that far back.
+pub const STRIP_REACH: u64 = 4_096;
 
 /// The lines above a tall row's log: its name and numbers, and the marks on its log (epochs).
 const LINES: f32 = 50.0;
@@ -211,6 +216,9 @@ pub enum Cell {
     Diverged,
     /// Below this replica's log start: retention deleted its segment.
     Deleted,
+    /// Its place is kept, but this replica's cleaner removed the record: a newer record has its
+    /// key, or it was a tombstone past `delete.retention.ms` (compaction).
+    Cleaned,
 }
 
 /// The strip of one replica.
@@ -226,17 +234,21 @@ pub struct Strip {
 }
 
 /// A replica's strip in the partition's window; past `truncates_to` its records diverge from the
-/// leader's, and below `log_start` they were deleted.
+/// leader's, below `log_start` they were deleted, and in the runs of `cleaned` compaction removed
+/// them.
 pub fn strip(
     first_offset: u64,
     cells: usize,
     (log_start, log_end): (u64, u64),
     high_watermark: u64,
     truncates_to: Option<u64>,
+    cleaned: &[std::ops::Range<u64>],
 ) -> Strip {
     let cell = |offset: u64| {
         if offset < log_start {
             Cell::Deleted
+        } else if cleaned.iter().any(|run| run.contains(&offset)) {
+            Cell::Cleaned
         } else if offset >= log_end {
             Cell::Missing
         } else if truncates_to.is_some_and(|at| offset >= at) {
@@ -270,14 +282,14 @@ mod tests {
         // The leader has offsets up to 41 (LEO 42), committed up to 39 (HW 40); a follower has
         // up to 40 and knows HW 38.
         let (first, cells) = (32, 10);
-        let leader = strip(first, cells, (0, 42), 40, None);
+        let leader = strip(first, cells, (0, 42), 40, None, &[]);
         assert_eq!(leader.cells[..8], [Cell::Committed; 8]);
         assert_eq!(leader.cells[8..], [Cell::Uncommitted; 2]);
         assert_eq!(
             (leader.high_watermark_at, leader.log_end_at),
             (Some(8), Some(10))
         );
-        let follower = strip(first, cells, (0, 41), 38, None);
+        let follower = strip(first, cells, (0, 41), 38, None, &[]);
         assert_eq!(
             follower.cells[6..],
             [
@@ -292,11 +304,11 @@ mod tests {
 
     #[test]
     fn a_short_log_and_markers_outside_the_window() {
-        let s = strip(0, 8, (0, 3), 3, None);
+        let s = strip(0, 8, (0, 3), 3, None, &[]);
         assert_eq!(s.cells.iter().filter(|c| **c == Cell::Committed).count(), 3);
         assert_eq!(s.cells.iter().filter(|c| **c == Cell::Missing).count(), 5);
         // A far-behind replica: its markers are left of the window.
-        let lagging = strip(100, 10, (0, 50), 40, None);
+        let lagging = strip(100, 10, (0, 50), 40, None, &[]);
         assert_eq!(
             (lagging.high_watermark_at, lagging.log_end_at),
             (None, None)
@@ -311,19 +323,31 @@ mod tests {
     fn a_diverged_replica_shows_what_it_will_truncate() {
         // After an unclean election at 749 (epoch 1), the old leader holds offsets to 2998 of
         // epoch 0: past 749 they are the records it will cut.
-        let old = strip(740, 20, (0, 2999), 2999, Some(749));
+        let old = strip(740, 20, (0, 2999), 2999, Some(749), &[]);
         assert_eq!(old.cells[..9], [Cell::Committed; 9]);
         assert_eq!(old.cells[9..], [Cell::Diverged; 11]);
-        let leader = strip(740, 20, (0, 752), 749, None);
+        let leader = strip(740, 20, (0, 752), 749, None, &[]);
         assert_eq!(leader.cells[9..12], [Cell::Uncommitted; 3]);
         assert_eq!(leader.cells[12..], [Cell::Missing; 8]);
         assert_eq!(epoch_starts(&[(0, 0), (1, 749)], 740, 20), vec![(1, 9)]);
     }
 
     #[test]
+    fn compaction_empties_cells_and_keeps_their_places() {
+        let cleaned = [31..33, 40..41];
+        let s = strip(30, 12, (0, 42), 42, None, &cleaned);
+        let cleaned_at: Vec<usize> = (0..12).filter(|i| s.cells[*i] == Cell::Cleaned).collect();
+        assert_eq!(cleaned_at, [1, 2, 10]);
+        assert_eq!(s.cells[0], Cell::Committed);
+        // Below the log start a cell is deleted, whatever compaction did there before.
+        let s = strip(30, 12, (32, 42), 42, None, &cleaned);
+        assert_eq!(s.cells[..3], [Cell::Deleted, Cell::Deleted, Cell::Cleaned]);
+    }
+
+    #[test]
     fn retention_deleted_the_cells_below_the_log_start() {
         // Segments of ten records from 0; retention moved the log start to 30.
-        let s = strip(25, 20, (30, 45), 43, None);
+        let s = strip(25, 20, (30, 45), 43, None, &[]);
         assert_eq!(s.cells[..5], [Cell::Deleted; 5]);
         assert_eq!(s.cells[5..18], [Cell::Committed; 13]);
         assert_eq!(s.cells[18..], [Cell::Uncommitted, Cell::Uncommitted]);

@@ -134,6 +134,12 @@ pub struct ReplicaView {
     pub segment_starts: Vec<u64>,
     /// When retention last deleted some of its segments.
     pub segments_deleted_ms: Option<u64>,
+    /// The runs of offsets near its log end whose records its cleaner removed (compaction), as
+    /// far back as a strip can show.
+    pub cleaned: Vec<std::ops::Range<u64>>,
+    /// Where its cleaner got to: the first offset it has not cleaned (the cleaner's checkpoint),
+    /// once it has cleaned anything.
+    pub cleaned_to: Option<u64>,
     pub role: ReplicaRole,
     /// Its broker runs.
     pub alive: bool,
@@ -612,6 +618,12 @@ impl Snapshot {
                             log_start_offset: r.log_start_offset,
                             segment_starts: r.segments.iter().map(|s| s.base_offset).collect(),
                             segments_deleted_ms: r.segments.last_deleted_ms(),
+                            cleaned_to: r.cleaned.checkpoint(),
+                            cleaned: r.cleaned.removed_runs(
+                                r.log_end_offset()
+                                    .saturating_sub(super::log_strip::STRIP_REACH),
+                                r.log_end_offset(),
+                            ),
                             role: ReplicaRole::of(r.broker, p.leader, &p.isr, alive(r.broker)),
                             alive: alive(r.broker),
                             epochs: r.epochs.clone(),

@@ -93,6 +93,19 @@ impl Cleaned {
         (at, runs)
     }
 
+    /// The runs of offsets from `from` up to `to` whose records compaction removed.
+    pub fn removed_runs(&self, from: u64, to: u64) -> Vec<std::ops::Range<u64>> {
+        let marked_to = self.base + 64 * self.words.len() as u64;
+        let mut runs: Vec<std::ops::Range<u64>> = Vec::new();
+        for offset in (from.max(self.base)..to.min(marked_to)).filter(|o| self.is_removed(*o)) {
+            match runs.last_mut() {
+                Some(run) if run.end == offset => run.end += 1,
+                _ => runs.push(offset..offset + 1),
+            }
+        }
+        runs
+    }
+
     /// How many records compaction removed in all.
     pub fn removed(&self) -> u64 {
         self.words.iter().map(|w| u64::from(w.count_ones())).sum()
