@@ -12,8 +12,9 @@ use bevy_egui::egui::{self, RichText};
 
 use super::playback::Control;
 use crate::scenario::{
-    Acks, Action, Assignor, Edit, GroupProtocol, Keys, LogSetting, MAX_BROKERS, MAX_MEMBERS,
-    MAX_PARTITIONS, MIN_SEGMENT_BYTES, ProducerSettings, Scenario, Stop, reassignment_refusal,
+    Acks, Action, Assignor, CleanupPolicy, Edit, GroupProtocol, Keys, LogSetting, MAX_BROKERS,
+    MAX_MEMBERS, MAX_PARTITIONS, MIN_SEGMENT_BYTES, ProducerSettings, Scenario, Stop,
+    reassignment_refusal,
 };
 use crate::sim::segments::LogConfig;
 use crate::view::snapshot::Snapshot;
@@ -491,6 +492,38 @@ fn live(ui: &mut egui::Ui, s: &Snapshot, form: &mut OperationsForm) -> Option<Ac
             act = Some(Action::SetTopicConfig(
                 topic.to_string(),
                 LogSetting::SegmentBytes(v as u64),
+            ));
+        }
+        ui.horizontal(|ui| {
+            ui.label("cleanup.policy");
+            for policy in [
+                CleanupPolicy::Delete,
+                CleanupPolicy::Compact,
+                CleanupPolicy::CompactDelete,
+            ] {
+                if ui
+                    .selectable_label(log.cleanup_policy == policy, policy.as_kafka())
+                    .clicked()
+                    && log.cleanup_policy != policy
+                {
+                    act = Some(Action::SetTopicConfig(
+                        topic.to_string(),
+                        LogSetting::CleanupPolicy(policy),
+                    ));
+                }
+            }
+        });
+        if log.cleanup_policy.compacts()
+            && let Some(v) = halve_or_double(
+                ui,
+                format!("delete.retention.ms {}", log.delete_retention_ms),
+                log.delete_retention_ms as i64,
+                1,
+            )
+        {
+            act = Some(Action::SetTopicConfig(
+                topic.to_string(),
+                LogSetting::DeleteRetentionMs(v as u64),
             ));
         }
     }

@@ -86,15 +86,12 @@ pub fn describe_topics(s: &Snapshot, topic: Option<&str>) -> Result<String, Stri
         let mut partition_count = partitions.len();
         if first.internal {
             // `GroupCoordinatorService.groupMetadataTopicConfigs`, with
-            // `offsets.topic.segment.bytes`' default.
-            configs.extend(
-                [
-                    "cleanup.policy=compact",
-                    "compression.type=producer",
-                    "segment.bytes=104857600",
-                ]
-                .map(String::from),
-            );
+            // `offsets.topic.segment.bytes`.
+            configs.extend([
+                "cleanup.policy=compact".to_string(),
+                "compression.type=producer".to_string(),
+                format!("segment.bytes={}", first.log.segment_bytes),
+            ]);
             partition_count = s.offsets_topic_partitions as usize;
         } else {
             // The settings set on the topic, by name.
@@ -117,6 +114,21 @@ pub fn describe_topics(s: &Snapshot, topic: Option<&str>) -> Result<String, Stri
             }
             if log.segment_ms != kafka.segment_ms {
                 configs.push(format!("segment.ms={}", log.segment_ms));
+            }
+            if log.min_cleanable_dirty_ratio != kafka.min_cleanable_dirty_ratio {
+                configs.push(format!(
+                    "min.cleanable.dirty.ratio={}",
+                    log.min_cleanable_dirty_ratio
+                ));
+            }
+            if log.min_compaction_lag_ms != kafka.min_compaction_lag_ms {
+                configs.push(format!(
+                    "min.compaction.lag.ms={}",
+                    log.min_compaction_lag_ms
+                ));
+            }
+            if log.delete_retention_ms != kafka.delete_retention_ms {
+                configs.push(format!("delete.retention.ms={}", log.delete_retention_ms));
             }
         }
         if first.unclean_leader_election {
