@@ -90,7 +90,7 @@ pub fn explain(s: &Snapshot, config: &ClusterConfig, target: Target) -> Option<(
                     "This replica is {role}.\nLog end offset (LEO) {}, high watermark (HW) {}; \
                      leader epoch {}, ISR {:?}, min.insync.replicas {}.\nEach cell is one offset: \
                      solid cells are committed (below the HW, readable by consumers), pale ones \
-                     are written here but not yet on every ISR member.{}",
+                     are written here but not yet on every ISR member.{}{}",
                     r.map_or(0, |r| r.log_end_offset),
                     r.map_or(0, |r| r.high_watermark),
                     p.leader_epoch,
@@ -98,6 +98,13 @@ pub fn explain(s: &Snapshot, config: &ClusterConfig, target: Target) -> Option<(
                     p.min_insync_replicas,
                     if p.internal {
                         "\n__consumer_offsets holds the groups' committed offsets."
+                    } else {
+                        ""
+                    },
+                    if p.log.cleanup_policy.compacts() {
+                        "\nThe topic is compacted: this broker's log cleaner keeps the latest \
+                         record of each key. Low stubs are offsets whose record it removed; the \
+                         offsets stay, and readers pass over them."
                     } else {
                         ""
                     }
