@@ -24,7 +24,8 @@
 //! | `Replication` | followers fetch from their log end offset; leaders answer | `sim/replication.rs`, `ReplicationPhase` | `sim/replication.rs` |
 //! | `Append` | leaders append produce requests; acks=0 and acks=1 answers | `sim/leader.rs`, `AppendPhase` | `sim/leader.rs` |
 //! | `Isr` | ISR expansion and the periodic shrink; high watermarks | `sim/isr.rs`, `IsrPhase` | `sim/isr.rs` |
-//! | `Retention` | each broker's retention check: segments deleted, log starts moved, their records freed; the ledger forgets what every replica deleted | `sim/retention.rs`, `RetentionPhase` | `sim/segments.rs`, `sim/ledger.rs` |
+//! | `Retention` | each broker's retention check: segments deleted, log starts moved, their records freed; the ledger forgets what every replica deleted | `sim/retention.rs`, `LogManager` | `sim/segments.rs`, `sim/ledger.rs` |
+//! | `Cleaner` | each broker's log cleaner: compacted logs keep the latest record of each key, and their old segments are deleted | `sim/cleaner.rs`, `LogManager` (shared with `Retention`) | `sim/cleaner.rs`, `sim/segments.rs` |
 //! | `Delayed` | requests held at a leader (acks=all, fetches waiting for data) that can finish | `sim/purgatory.rs`, `DelayedPhase` | `sim/leader.rs`, `sim/replication.rs`, `sim/reads.rs` |
 //! | `Groups` | group coordinators: joins, syncs, heartbeats, sessions, commits | `sim/group_coordinator.rs`, `GroupsPhase` | `sim/group_coordinator.rs` (KIP-848's protocol in `sim/consumer_protocol.rs`) |
 //! | `Consumers` | consumers: responses, fetched records, processing, requests | `sim/poll.rs`, `ConsumersPhase` | `sim/poll.rs` |

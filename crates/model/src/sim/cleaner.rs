@@ -14,13 +14,12 @@
 use std::collections::HashMap;
 
 use bevy_ecs::prelude::*;
-use bevy_ecs::system::SystemParam;
 
 use super::clock::Standing;
-use super::cluster::{Broker, Cluster, Partition, Replica};
-use super::events::{EventKind, EventLog};
+use super::cluster::{Partition, Replica};
+use super::events::EventKind;
 use super::keys::Key;
-use super::ledger::AckLedger;
+use super::retention::{LogManager, task_due};
 use super::segments::LogConfig;
 use super::timeline::Timeline;
 use super::{SimClock, Wake};
@@ -370,33 +369,16 @@ pub(super) fn cleaner_due(clock: &SimClock, wake: &Wake, timeline: &Timeline) ->
     wake.due(Standing::Cleaner, clock) || timeline.acted_at(clock.now_ms)
 }
 
-/// The cleaner phase's rules, with what they borrow for one step.
-#[derive(SystemParam)]
-pub(super) struct CleanerPhase<'w, 's> {
-    clock: Res<'w, SimClock>,
-    cluster: Res<'w, Cluster>,
-    events: ResMut<'w, EventLog>,
-    ledger: ResMut<'w, AckLedger>,
-    wake: ResMut<'w, Wake>,
-    brokers: Query<'w, 's, &'static mut Broker>,
-    partitions: Query<'w, 's, &'static Partition>,
-    replicas: Query<'w, 's, &'static mut Replica>,
-}
-
 /// The cleaner phase: each broker whose cleaner is due cleans its dirtiest compacted logs and
-/// deletes their old segments; the ledger forgets what no replica keeps any more.
-pub(super) fn phase(mut rules: CleanerPhase) {
+/// deletes their old segments; the ledger forgets what no replica keeps any more. Its rules'
+/// context is the log manager's, which the retention phase shares.
+pub(super) fn phase(mut rules: LogManager) {
     if rules.clean_logs() {
-        super::retention::forget_expired(
-            &mut rules.ledger,
-            &rules.cluster,
-            &rules.partitions,
-            &rules.replicas.as_readonly(),
-        );
+        rules.forget_expired();
     }
 }
 
-impl CleanerPhase<'_, '_> {
+impl LogManager<'_, '_> {
     /// `CleanerThread.doWork` on each broker whose cleaner is due, in broker order: clean the
     /// filthiest log (`cleanFilthiestLog`), then delete the compacted logs' old segments
     /// (`deletableLogs`), again until no log is dirty enough; then sleep for the backoff. The
@@ -419,12 +401,8 @@ impl CleanerPhase<'_, '_> {
         wake.clear(Standing::Cleaner);
         for &entity in &cluster.brokers {
             let mut broker = brokers.get_mut(entity).expect("broker entity");
-            // A broker whose process is down runs no cleaner; it starts again when it restarts.
-            if !broker.alive && !broker.starting {
-                continue;
-            }
-            if now < broker.next_cleaner_check_ms {
-                wake.standing_at(Standing::Cleaner, broker.next_cleaner_check_ms);
+            let next = broker.next_cleaner_check_ms;
+            if !task_due(&broker, next, (wake, Standing::Cleaner), now) {
                 continue;
             }
             let id = broker.id;

@@ -24,33 +24,47 @@ pub(super) fn retention_due(clock: &SimClock, wake: &Wake, timeline: &Timeline) 
     wake.due(Standing::Retention, clock) || timeline.acted_at(clock.now_ms)
 }
 
-/// The retention phase's rule, with what it borrows for one step.
+/// What a broker's log manager borrows for one step: the context of the retention phase's rules
+/// and of the cleaner phase's (`cleaner.rs`), Kafka's two tasks that age logs.
 #[derive(SystemParam)]
-pub(super) struct RetentionPhase<'w, 's> {
-    clock: Res<'w, SimClock>,
-    cluster: Res<'w, Cluster>,
-    events: ResMut<'w, EventLog>,
-    ledger: ResMut<'w, AckLedger>,
-    wake: ResMut<'w, Wake>,
-    brokers: Query<'w, 's, &'static mut Broker>,
-    partitions: Query<'w, 's, &'static Partition>,
-    replicas: Query<'w, 's, &'static mut Replica>,
+pub(super) struct LogManager<'w, 's> {
+    pub(super) clock: Res<'w, SimClock>,
+    pub(super) cluster: Res<'w, Cluster>,
+    pub(super) events: ResMut<'w, EventLog>,
+    pub(super) ledger: ResMut<'w, AckLedger>,
+    pub(super) wake: ResMut<'w, Wake>,
+    pub(super) brokers: Query<'w, 's, &'static mut Broker>,
+    pub(super) partitions: Query<'w, 's, &'static Partition>,
+    pub(super) replicas: Query<'w, 's, &'static mut Replica>,
 }
 
 /// The retention phase: each broker whose check is due deletes what its logs no longer keep,
 /// and the ledger forgets the records that no replica keeps.
-pub(super) fn phase(mut rules: RetentionPhase) {
+pub(super) fn phase(mut rules: LogManager) {
     if rules.delete_old_segments() {
-        forget_expired(
-            &mut rules.ledger,
-            &rules.cluster,
-            &rules.partitions,
-            &rules.replicas.as_readonly(),
-        );
+        rules.forget_expired();
     }
 }
 
-impl RetentionPhase<'_, '_> {
+/// Whether a broker's periodic task, next due at `next_ms`, runs now. A broker whose process is
+/// down runs none (it starts them again when it restarts); one not due yet keeps its deadline.
+pub(super) fn task_due(
+    broker: &Broker,
+    next_ms: u64,
+    (wake, task): (&mut Wake, Standing),
+    now: u64,
+) -> bool {
+    if !broker.alive && !broker.starting {
+        return false;
+    }
+    if now < next_ms {
+        wake.standing_at(task, next_ms);
+        return false;
+    }
+    true
+}
+
+impl LogManager<'_, '_> {
     /// `LogManager.cleanupLogs` on each broker whose check is due, in broker order, each
     /// replica in partition order. Returns whether any broker checked.
     fn delete_old_segments(&mut self) -> bool {
@@ -70,12 +84,8 @@ impl RetentionPhase<'_, '_> {
         wake.clear(Standing::Retention);
         for &entity in &cluster.brokers {
             let mut broker = brokers.get_mut(entity).expect("broker entity");
-            // A broker whose process is down runs no task; it starts again when it restarts.
-            if !broker.alive && !broker.starting {
-                continue;
-            }
-            if now < broker.next_retention_check_ms {
-                wake.standing_at(Standing::Retention, broker.next_retention_check_ms);
+            let next = broker.next_retention_check_ms;
+            if !task_due(&broker, next, (wake, Standing::Retention), now) {
                 continue;
             }
             broker.next_retention_check_ms = now + interval;
@@ -130,25 +140,24 @@ pub(super) fn delete_old_segments(
     true
 }
 
-/// The ledger forgets the acknowledged records below every replica's log start: followers take
-/// their leader's log start from their fetches, so by the next check they have caught up with
-/// this one's deletions.
-pub(super) fn forget_expired(
-    ledger: &mut AckLedger,
-    cluster: &Cluster,
-    partitions: &Query<&Partition>,
-    replicas: &Query<&Replica>,
-) {
-    let log_starts: Vec<u64> = partitions
-        .iter_many(&cluster.partitions)
-        .map(|p| {
-            p.replicas
-                .iter()
-                .filter_map(|r| replicas.get(*r).ok())
-                .map(|r| r.log_start_offset)
-                .min()
-                .unwrap_or(0)
-        })
-        .collect();
-    ledger.forget_expired(&log_starts);
+impl LogManager<'_, '_> {
+    /// The ledger forgets the acknowledged records below every replica's log start: followers
+    /// take their leader's log start from their fetches, so by the next check they have caught
+    /// up with this one's deletions.
+    pub(super) fn forget_expired(&mut self) {
+        let replicas = &self.replicas;
+        let log_starts: Vec<u64> = self
+            .partitions
+            .iter_many(&self.cluster.partitions)
+            .map(|p| {
+                p.replicas
+                    .iter()
+                    .filter_map(|r| replicas.get(*r).ok())
+                    .map(|r| r.log_start_offset)
+                    .min()
+                    .unwrap_or(0)
+            })
+            .collect();
+        self.ledger.forget_expired(&log_starts);
+    }
 }
