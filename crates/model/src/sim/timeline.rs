@@ -721,6 +721,25 @@ fn producer_action(t: &mut Targets, now: u64, action: &Action) -> Outcome {
         .ok_or_else(|| format!("no producer named {name:?}"))?;
     let mut p = t.producers.get_mut(entity).expect("producer entity");
     let producer = name.clone();
+    // `LogValidator.validateKey`: a compacted topic refuses records without a key.
+    let compacted = t.cluster.topics[p.topic]
+        .partitions
+        .first()
+        .and_then(|e| t.partitions.get(*e).ok())
+        .is_some_and(|partition| partition.log.cleanup_policy.compacts());
+    let keyless = match action {
+        Action::Produce(_, key, _) => key.is_none(),
+        Action::SetProducer(_, settings) => {
+            matches!(settings.keys, Some(crate::scenario::Keys::None))
+        }
+        _ => false,
+    };
+    if compacted && keyless {
+        return Err(format!(
+            "topic {:?} is compacted: Kafka refuses records without a key there (INVALID_RECORD)",
+            t.cluster.topics[p.topic].name
+        ));
+    }
     Ok(match action {
         Action::SetAcks(_, acks) => {
             p.set_acks(*acks);

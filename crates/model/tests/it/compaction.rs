@@ -208,3 +208,31 @@ fn the_offsets_topic_is_compacted_and_a_new_coordinator_loads_the_latest_commits
         );
     }
 }
+
+#[test]
+fn a_compacted_topic_refuses_records_without_a_key() {
+    // A scenario whose producer has no keys is refused where it says so.
+    let keyless = crate::built_in_source("compaction").replace("keys: Random(3)", "keys: None");
+    let refused = kafkascope_model::scenario::Scenario::parse(&keyless, "keyless.ron")
+        .expect_err("a keyless producer on a compacted topic");
+    assert!(
+        refused.to_string().contains("producers[0].keys"),
+        "{refused}"
+    );
+    // Live, a producer switched to no keys, or records sent without one, are refused too.
+    let source = crate::built_in_source("compaction").replace(
+        "(at_ms: 5000, action: Produce(\"accounts\", Some(\"user-42\"), 1)),",
+        "(at_ms: 5000, action: Produce(\"accounts\", Some(\"user-42\"), 1)),
+        (at_ms: 6000, action: SetProducer(\"profiles\", (keys: None))),
+        (at_ms: 7000, action: Produce(\"accounts\", None, 3)),",
+    );
+    let mut sim = Sim::new(&crate::scenario(&source));
+    sim.run_until(10_000);
+    let refusals = crate::refusals(&Report::of(&sim));
+    assert_eq!(refusals.len(), 2, "{refusals:?}");
+    assert!(
+        refusals
+            .iter()
+            .all(|(_, _, why)| why.contains("INVALID_RECORD"))
+    );
+}
