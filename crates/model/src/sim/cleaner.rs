@@ -61,13 +61,6 @@ impl Cleaned {
         self.words[word] |= 1 << (i % 64);
     }
 
-    /// How many records from `from` up to `to` compaction removed.
-    pub fn removed_between(&self, from: u64, to: u64) -> u64 {
-        (from.max(self.base)..to)
-            .filter(|o| self.is_removed(*o))
-            .count() as u64
-    }
-
     /// Where `n` records from `from` end, at most at `to`, and the runs of offsets among them
     /// whose records compaction removed: what a fetch of `n` records returns.
     pub fn records_from(&self, from: u64, to: u64, n: u64) -> (u64, Vec<std::ops::Range<u64>>) {
@@ -650,7 +643,7 @@ mod tests {
             cleaned.remove(offset);
         }
         assert_eq!(cleaned.removed(), 3);
-        assert_eq!(cleaned.removed_between(0, 100), 2);
+        assert_eq!(cleaned.removed_runs(0, 100), [3..4, 70..71]);
         cleaned.drop_front(100);
         // Offset 70 lies in the word kept for 64..128, below the log start but never read.
         assert!(cleaned.is_removed(130) && !cleaned.is_removed(3));

@@ -155,6 +155,7 @@ fn seeking_back_and_forth_gives_the_exact_state() {
         "clean-failover",
         "unclean-election",
         "rebalance-storm-cooperative",
+        "compaction",
     ] {
         let scenario = crate::built_in(name);
         for at in [0, 12_345, 37_001] {
