@@ -512,6 +512,8 @@ pub(super) fn card_lines(t: &Trace) -> Vec<(String, String)> {
             "no broker: acknowledged, and lost".into()
         } else if t.expired {
             "no broker: retention deleted it, as configured".into()
+        } else if t.compacted {
+            "no broker: compaction removed it, as configured (a newer record has its key)".into()
         } else if on.is_empty() {
             "no broker yet".into()
         } else {

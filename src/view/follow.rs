@@ -103,6 +103,9 @@ pub struct Trace {
     pub lost: bool,
     /// In no log because retention deleted it: below the leader's log start, as configured.
     pub expired: bool,
+    /// In no log because compaction removed it, as configured: a newer record has its key (or
+    /// it was a tombstone past `delete.retention.ms`).
+    pub compacted: bool,
     /// Below the leader's high watermark.
     pub committed: bool,
     pub groups: Vec<GroupProgress>,
@@ -264,7 +267,8 @@ pub fn trace(world: &mut World, picked: Picked, acks: &mut AckScan) -> Option<Tr
             let mut newest_first = (0..leo).rev().zip(replica.log.iter().rev());
             newest_first.find(|(_, r)| r.id == picked.id)
         })?;
-        Some((replica.broker, offset, record))
+        // A place its cleaner emptied holds no record any more.
+        (!replica.cleaned.is_removed(offset)).then_some((replica.broker, offset, record))
     };
     let leader_copy = partition.leader_replica().as_ref().and_then(holds);
     let any_copy = leader_copy.or_else(|| partition.replicas.iter().find_map(holds));
@@ -280,7 +284,7 @@ pub fn trace(world: &mut World, picked: Picked, acks: &mut AckScan) -> Option<Tr
         .filter_map(|e| {
             let replica = world.get::<Replica>(*e)?;
             let at = replica.log.get(offset? as usize)?;
-            (at.id == picked.id).then_some(replica.broker)
+            (at.id == picked.id && !replica.cleaned.is_removed(offset?)).then_some(replica.broker)
         })
         .collect();
 
@@ -361,18 +365,23 @@ pub fn trace(world: &mut World, picked: Picked, acks: &mut AckScan) -> Option<Tr
         && wires.is_empty();
     // Below the leader's log start it expired as configured, whether or not the ledger has
     // forgotten it yet.
-    let log_start = partition
+    let leader = partition
         .leader_replica()
-        .and_then(|r| world.get::<Replica>(r))
-        .map_or(0, |r| r.log_start_offset);
+        .and_then(|r| world.get::<Replica>(r));
+    let log_start = leader.map_or(0, |r| r.log_start_offset);
     let last_offset = entry.and_then(|e| e.offset()).or(picked.offset);
     let expired = nowhere && last_offset.is_some_and(|o| o < log_start);
-    if nowhere && entry.is_none() && !expired {
+    // Or the leader's cleaner removed it: its key has a newer record, or it was a tombstone past
+    // `delete.retention.ms`.
+    let compacted = nowhere
+        && !expired
+        && last_offset.is_some_and(|o| leader.is_some_and(|r| r.cleaned.is_removed(o)));
+    if nowhere && entry.is_none() && !expired && !compacted {
         return None;
     }
     let key = key.or_else(|| entry.and_then(|e| producer.key_text(e.key)));
-    let lost = nowhere && entry.is_some() && !expired;
-    let offset = offset.or_else(|| last_offset.filter(|_| lost || expired));
+    let lost = nowhere && entry.is_some() && !expired && !compacted;
+    let offset = offset.or_else(|| last_offset.filter(|_| lost || expired || compacted));
     Some(Trace {
         id: picked.id,
         partitioner: key
@@ -391,6 +400,7 @@ pub fn trace(world: &mut World, picked: Picked, acks: &mut AckScan) -> Option<Tr
         acked: entry.is_some(),
         lost,
         expired,
+        compacted,
         committed,
         groups,
     })

@@ -318,3 +318,25 @@ fn a_followed_record_retention_deleted_expired_and_is_not_lost() {
         assert!(t.replicas.is_empty());
     }
 }
+
+/// A followed record that compaction removed is said to be compacted away as configured, not to
+/// be lost, and no broker's log holds it any more.
+#[test]
+fn a_followed_record_compaction_removed_is_not_lost() {
+    use kafkascope::view::follow::{AckScan, at_offset, trace};
+    let scenario =
+        kafkascope::scenario::Scenario::built_in("compaction").unwrap_or_else(|e| panic!("{e}"));
+    let mut sim = Sim::new(&scenario);
+    sim.run_until(10_000);
+    // Offset 0 is one of three keys' first values: newer ones follow within seconds.
+    let picked = at_offset(sim.world(), 0, 0).expect("offset 0 is written");
+    let mut acks = AckScan::default();
+    let t = trace(sim.world_mut(), picked, &mut acks).expect("a trace");
+    assert!(t.acked && !t.compacted && t.replicas.len() == 3, "{t:?}");
+    // The cleaners' first look, at 15 s, removes it on every replica.
+    sim.run_until(15_001);
+    let t = trace(sim.world_mut(), picked, &mut acks).expect("a trace");
+    assert!(t.compacted && !t.lost && !t.expired, "{t:?}");
+    assert_eq!(t.offset, Some(0));
+    assert!(t.replicas.is_empty());
+}
