@@ -47,17 +47,12 @@ pub const OPEN_ENDED_REPLAY_APPENDS: u64 = 48_000;
 /// [`OPEN_ENDED_REPLAY_APPENDS`]).
 pub fn open_ended_max_every_ms(scenario: &Scenario) -> u64 {
     let every = checkpoint_every_ms(scenario);
-    let appends_per_sec: u64 = scenario
-        .producers
-        .iter()
-        .map(|p| {
-            let rf = scenario
-                .topic_index(&p.topic)
-                .map_or(1, |t| scenario.topics[t].replication_factor);
-            u64::from(p.records_per_sec) * u64::from(rf)
-        })
-        .sum::<u64>()
-        .max(1);
+    let appends_per_sec = load_per_sec(scenario, |p| {
+        let rf = scenario
+            .topic_index(&p.topic)
+            .map_or(1, |t| scenario.topics[t].replication_factor);
+        u64::from(rf)
+    });
     let mut max = every;
     while max * 2 <= every * OPEN_ENDED_THINNING
         && max * 2 * appends_per_sec <= OPEN_ENDED_REPLAY_APPENDS * 1000
@@ -65,6 +60,20 @@ pub fn open_ended_max_every_ms(scenario: &Scenario) -> u64 {
         max *= 2;
     }
     max
+}
+
+/// The producers' records a second in all, each counted `per_record` times (once for records
+/// sent, the replication factor for appends to replicas); at least 1.
+fn load_per_sec(
+    scenario: &Scenario,
+    per_record: impl Fn(&crate::scenario::ProducerConfig) -> u64,
+) -> u64 {
+    scenario
+        .producers
+        .iter()
+        .map(|p| u64::from(p.records_per_sec) * per_record(p))
+        .sum::<u64>()
+        .max(1)
 }
 
 /// Acknowledged records a run may count: the ledger's places are 32-bit.
@@ -77,12 +86,7 @@ pub const CHECKPOINT_EVERY_MS: u64 = 5_000;
 /// checkpoints closer together (a seek re-runs at most one interval). 500 records/s or fewer get
 /// [`CHECKPOINT_EVERY_MS`], 1000 records/s one every 2.5 s, 5000 records/s one every 0.5 s.
 pub fn checkpoint_every_ms(scenario: &Scenario) -> u64 {
-    let records_per_sec: u64 = scenario
-        .producers
-        .iter()
-        .map(|p| u64::from(p.records_per_sec))
-        .sum::<u64>()
-        .max(1);
+    let records_per_sec = load_per_sec(scenario, |_| 1);
     let every = CHECKPOINT_EVERY_MS * 500 / records_per_sec.max(500);
     (every / 500 * 500).clamp(500, CHECKPOINT_EVERY_MS)
 }
