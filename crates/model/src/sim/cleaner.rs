@@ -336,7 +336,7 @@ pub fn clean(replica: &mut Replica, to_clean: &ToClean, config: &LogConfig, now:
             .push((end, now.saturating_add(config.delete_retention_ms)));
     }
     // Horizons already passed remove their tombstones alike: they merge into one.
-    while cleaned.horizons.len() > 1 && cleaned.horizons[1].1 <= now {
+    while cleaned.horizons.len() > 1 && cleaned.horizons[0].1.max(cleaned.horizons[1].1) <= now {
         cleaned.horizons.remove(0);
     }
     cleaned.checkpoint = Some(end);
