@@ -352,7 +352,7 @@ fn state_holds(world: &bevy::prelude::World, expect: &Expect, record: Option<Pic
         }
         Expect::Acknowledged(_) => world
             .resource::<AckLedger>()
-            .ids_from(0)
+            .ids_from(partition, 0)
             .any(|acked| acked == id),
         Expect::Consumed(Focus::Group(group), _) => {
             let Some(o) = offset else { return false };

@@ -116,27 +116,27 @@ pub struct Trace {
 /// last one (a seek back, which shortens it, starts again).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AckScan {
-    id: Option<u64>,
+    id: Option<(u32, u64)>,
     scanned: usize,
     found_at: Option<usize>,
 }
 
 impl AckScan {
-    /// The ledger's entry for `id`, if it is there now.
-    pub fn entry(&mut self, ledger: &AckLedger, id: u64) -> Option<AckedRecord> {
-        if self.acked(ledger, id) {
-            self.found_at.and_then(|i| ledger.get(i))
+    /// The ledger's entry for `id`, sent to `partition`, if it is there now.
+    pub fn entry(&mut self, ledger: &AckLedger, partition: u32, id: u64) -> Option<AckedRecord> {
+        if self.acked(ledger, partition, id) {
+            self.found_at.and_then(|i| ledger.get(partition, i))
         } else {
             None
         }
     }
 
-    /// Whether `id` is in the ledger now.
-    pub fn acked(&mut self, ledger: &AckLedger, id: u64) -> bool {
-        let len = ledger.len();
-        if self.id != Some(id) {
+    /// Whether `id`, sent to `partition`, is in the ledger now.
+    pub fn acked(&mut self, ledger: &AckLedger, partition: u32, id: u64) -> bool {
+        let len = ledger.len_of(partition);
+        if self.id != Some((partition, id)) {
             *self = AckScan {
-                id: Some(id),
+                id: Some((partition, id)),
                 ..AckScan::default()
             };
         }
@@ -145,7 +145,10 @@ impl AckScan {
         }
         self.found_at = None;
         self.scanned = self.scanned.min(len);
-        if let Some(i) = ledger.ids_from(self.scanned).position(|acked| acked == id) {
+        if let Some(i) = ledger
+            .ids_from(partition, self.scanned)
+            .position(|acked| acked == id)
+        {
             self.found_at = Some(self.scanned + i);
         }
         self.scanned = len;
@@ -358,7 +361,7 @@ pub fn trace(world: &mut World, picked: Picked, acks: &mut AckScan) -> Option<Tr
     };
     // An acknowledged record that is nowhere now was lost: the ledger still has its key.
     let ledger = world.resource::<AckLedger>();
-    let entry = acks.entry(ledger, picked.id);
+    let entry = acks.entry(ledger, picked.partition, picked.id);
     let nowhere = in_batch_record.is_none()
         && in_flight_record.is_none()
         && offset.is_none()

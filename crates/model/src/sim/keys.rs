@@ -26,6 +26,13 @@ const NUMBER_MASK: u64 = (1 << NUMBER_BITS) - 1;
 /// The most names a producer's table holds: the prefix's index must fit in its bits.
 pub const MAX_NAMES: usize = 1 << (TAG_SHIFT - NUMBER_BITS);
 
+/// A compact key (16 bits): `Random` numbers below this, then names, then no key at the top.
+const COMPACT_NAMED: u64 = 1 << 15;
+/// The names a compact key can hold; the two values above them are kept for no key and for
+/// the ledger's own use.
+const COMPACT_NAMES: u64 = (1 << 15) - 2;
+const COMPACT_NONE: u16 = u16::MAX;
+
 impl Key {
     pub const NONE: Key = Key(u64::MAX);
 
@@ -63,6 +70,31 @@ impl Key {
         let partition = self.payload() & ((1 << PARTITION_BITS) - 1);
         let group = (self.payload() >> PARTITION_BITS) as u32;
         Some((group, partition.checked_sub(1).map(|p| p as u32)))
+    }
+
+    /// The key in 16 bits, where it fits: no key, a `Random` key below 2^15, or one of the
+    /// first names of the producer's table. The ledger keeps one per acknowledged record.
+    pub fn compact(self) -> Option<u16> {
+        match self.tag() {
+            _ if self.is_none() => Some(COMPACT_NONE),
+            RANDOM if self.payload() < COMPACT_NAMED => Some(self.payload() as u16),
+            NAMED if self.payload() < COMPACT_NAMES => {
+                Some(COMPACT_NAMED as u16 | self.payload() as u16)
+            }
+            _ => None,
+        }
+    }
+
+    /// The key [`Key::compact`] gave `compact` for.
+    pub fn from_compact(compact: u16) -> Key {
+        let c = u64::from(compact);
+        if compact == COMPACT_NONE {
+            Key::NONE
+        } else if c < COMPACT_NAMED {
+            Key::random(c)
+        } else {
+            Key::named((c - COMPACT_NAMED) as usize)
+        }
     }
 
     pub fn is_none(self) -> bool {
@@ -172,6 +204,27 @@ mod tests {
             assert!(!key.is_none() && key.text(&names).is_none());
         }
         assert_eq!(Key::NONE.coordinator_of(), None);
+        for key in [
+            Key::NONE,
+            Key::random(0),
+            Key::random((1 << 15) - 1),
+            Key::named(0),
+        ]
+        .into_iter()
+        .chain([Key::named((1 << 15) - 3)])
+        {
+            let compact = key.compact().expect("fits");
+            assert!(compact < u16::MAX - 1 || key.is_none(), "{key:?}");
+            assert_eq!(Key::from_compact(compact), key);
+        }
+        for key in [
+            Key::random(1 << 15),
+            Key::named((1 << 15) - 2),
+            Key::sequence(0, 0),
+            Key::coordinator(0, None),
+        ] {
+            assert_eq!(key.compact(), None, "{key:?}");
+        }
         assert_eq!(Key::random(3).coordinator_of(), None);
     }
 }

@@ -3,6 +3,8 @@
 
 use bevy_ecs::prelude::*;
 
+use super::chunked::Chunked;
+use super::keys::Key;
 use crate::scenario::Acks;
 
 /// One record a producer was told is written, as the ledger gives it back. Its producer is in
@@ -12,7 +14,7 @@ pub struct AckedRecord {
     pub id: u64,
     /// The offset the leader answered with; [`NO_OFFSET`] for acks=0.
     offset: u64,
-    pub key: super::keys::Key,
+    pub key: Key,
     /// Index into `Cluster::partitions`.
     pub partition: u32,
     pub acks: Acks,
@@ -36,45 +38,40 @@ impl AckedRecord {
     }
 }
 
-/// What the ledger keeps of each record: 16 bytes, as a long run acknowledges millions.
-#[derive(Debug, Clone, Copy)]
-struct Row {
-    id: u64,
-    key: super::keys::Key,
+/// What the ledger keeps of each record: 8 bytes, as a long run acknowledges millions. The
+/// record's id above [`KEY_BITS`], and its key in the bits below where it fits there
+/// ([`Key::compact`]); [`WIDE`] where it does not, the key then being in [`Acked::wide`].
+type Row = u64;
+
+/// The bits of a row that hold the key.
+const KEY_BITS: u32 = 16;
+
+/// A row whose key has no compact form.
+const WIDE: u16 = u16::MAX - 1;
+
+// A record's id fits the bits above the key: its producer's index, then its send number.
+const _: () = assert!(
+    (crate::scenario::limits::PRODUCERS as u64) << SEND_NUMBER_BITS <= 1 << (u64::BITS - KEY_BITS)
+);
+
+fn row(id: u64, key: Key) -> Row {
+    let compact = key.compact().filter(|c| *c != WIDE).unwrap_or(WIDE);
+    (id << KEY_BITS) | u64::from(compact)
 }
 
-/// What it keeps once per batch: where the batch went and how, as the producer's answer said
-/// (`ProduceResponse`'s base offset for the batch). A busy cluster's batches often hold one
-/// record each (`large`: 5000 records/s over 64 partitions, `linger.ms` 5), so this is kept as
-/// small as the row: 32-bit indices and offsets, which the records' memory cap
-/// (`limits::RECORD_MEMORY_BYTES`, a few tens of millions of records) keeps far from overflowing.
+/// A run of one partition's acknowledged records at consecutive offsets, sent with the same
+/// acks: where a batch's records went and how, as the producer's answer said
+/// (`ProduceResponse`'s base offset for the batch). A partition's batches from one producer
+/// follow one another in its log, so one run stands for many batches. 32-bit indices and
+/// offsets: the records' memory cap (`limits::RECORD_MEMORY_BYTES`, a few tens of millions of
+/// records) keeps them far from overflowing.
 #[derive(Debug, Clone, Copy)]
-struct AckedBatch {
+struct Run {
     /// The index of its first row.
     first: u32,
     /// The offset of its first record; [`NO_BASE_OFFSET`] for acks=0.
     base_offset: u32,
-    partition: u16,
     acks: Acks,
-}
-
-// Every partition's index fits the batch's 16 bits, `__consumer_offsets`' own included.
-const _: () = assert!(crate::scenario::limits::PARTITIONS < u16::MAX as u32 / 2);
-
-impl AckedBatch {
-    fn record(&self, row: &Row, index: u64) -> AckedRecord {
-        let offset = match self.base_offset {
-            NO_BASE_OFFSET => NO_OFFSET,
-            base => u64::from(base) + (index - u64::from(self.first)),
-        };
-        AckedRecord {
-            id: row.id,
-            offset,
-            key: row.key,
-            partition: u32::from(self.partition),
-            acks: self.acks,
-        }
-    }
 }
 
 /// A count or offset the records' memory cap keeps within 32 bits.
@@ -82,17 +79,154 @@ fn narrow(value: u64) -> u32 {
     u32::try_from(value).expect("the records' memory cap keeps the ledger under 2^32 records")
 }
 
-/// Every record a producer saw succeed, in the order their batches did.
+/// One partition's acknowledged records, in the order their batches were.
+#[derive(Clone, Debug, Default)]
+struct Acked {
+    rows: Chunked<Row>,
+    /// Every row's key from [`Acked::wide_from`] on, once a key with no compact form came.
+    wide: Chunked<Key>,
+    wide_from: Option<usize>,
+    runs: Chunked<Run>,
+}
+
+impl Acked {
+    fn add_batch(
+        &mut self,
+        base_offset: Option<u64>,
+        acks: Acks,
+        records: impl IntoIterator<Item = (u64, Key)>,
+    ) {
+        let first = self.rows.len();
+        for (id, key) in records {
+            let row = row(id, key);
+            if self.wide_from.is_none() && row as u16 == WIDE {
+                self.wide_from = Some(self.rows.len());
+                self.wide.start_at(self.rows.len(), &Key::NONE);
+            }
+            if self.wide_from.is_some() {
+                self.wide.push(key);
+            }
+            self.rows.push(row);
+        }
+        if self.rows.len() == first {
+            return;
+        }
+        let base_offset = base_offset.map_or(NO_BASE_OFFSET, narrow);
+        let continues = self.runs.last().is_some_and(|run| {
+            run.acks == acks
+                && (base_offset == NO_BASE_OFFSET) == (run.base_offset == NO_BASE_OFFSET)
+                && (base_offset == NO_BASE_OFFSET
+                    || u64::from(base_offset)
+                        == u64::from(run.base_offset) + (first as u64 - u64::from(run.first)))
+        });
+        if !continues {
+            self.runs.push(Run {
+                first: narrow(first as u64),
+                base_offset,
+                acks,
+            });
+        }
+    }
+
+    /// Row `i`'s record, `run` being the run it is in.
+    fn record(&self, partition: u32, run: &Run, i: usize) -> Option<AckedRecord> {
+        self.rows
+            .get(i)
+            .and_then(|row| self.record_of(partition, run, i, *row))
+    }
+
+    fn record_of(&self, partition: u32, run: &Run, i: usize, row: Row) -> Option<AckedRecord> {
+        let key = match row as u16 {
+            WIDE => *self.wide.get(i)?,
+            compact => Key::from_compact(compact),
+        };
+        let offset = match run.base_offset {
+            NO_BASE_OFFSET => NO_OFFSET,
+            base => u64::from(base) + (i as u64 - u64::from(run.first)),
+        };
+        Some(AckedRecord {
+            id: row >> KEY_BITS,
+            offset,
+            key,
+            partition,
+            acks: run.acks,
+        })
+    }
+
+    /// The run row `i` is in: the last starting at or before it.
+    fn run_of(&self, i: usize) -> Option<&Run> {
+        let (mut lo, mut hi) = (self.runs.front(), self.runs.len());
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if self.runs.get(mid)?.first as usize <= i {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        self.runs.get(lo)
+    }
+
+    fn iter(&self, partition: u32) -> impl Iterator<Item = AckedRecord> + '_ {
+        let mut runs = self.runs.iter().peekable();
+        let mut run = None;
+        self.rows
+            .iter()
+            .zip(self.rows.front()..)
+            .filter_map(move |(row, i)| {
+                while let Some(next) = runs.next_if(|r| r.first as usize <= i) {
+                    run = Some(next);
+                }
+                self.record_of(partition, run?, i, *row)
+            })
+    }
+
+    /// Forgets the oldest records while every replica has deleted them (`log_start`, the
+    /// lowest of their log starts); it stops at one sent with acks=0, whose offset nobody was
+    /// told.
+    fn forget_expired(&mut self, log_start: u64) {
+        loop {
+            let r = self.runs.front();
+            let Some(&run) = self.runs.get(r) else {
+                return;
+            };
+            if run.base_offset == NO_BASE_OFFSET {
+                return;
+            }
+            let end = self
+                .runs
+                .get(r + 1)
+                .map_or(self.rows.len() as u64, |next| u64::from(next.first));
+            let deleted = log_start.saturating_sub(u64::from(run.base_offset));
+            let expired_to = u64::from(run.first).saturating_add(deleted).min(end);
+            if expired_to <= self.rows.front() as u64 {
+                return;
+            }
+            self.rows.drop_front(expired_to as usize);
+            if self.wide_from.is_some() {
+                self.wide.drop_front(expired_to as usize);
+            }
+            if expired_to < end {
+                return;
+            }
+            self.runs.drop_front(r + 1);
+        }
+    }
+
+    fn unshared_bytes(&self) -> usize {
+        self.rows.unshared_bytes() + self.wide.unshared_bytes() + self.runs.unshared_bytes()
+    }
+}
+
+/// Every record a producer saw succeed, partition by partition, each in the order their
+/// batches were.
 #[derive(Clone, Resource, Debug, Default)]
 pub struct AckLedger {
-    rows: super::chunked::Chunked<Row>,
-    batches: super::chunked::Chunked<AckedBatch>,
+    /// By partition index (`Cluster::partitions`).
+    partitions: Vec<Acked>,
     /// A broker lost its disk during the run.
     pub disk_lost: bool,
 }
-
-// The ledger holds a row per acknowledged record and one per batch: keep them small.
-const _: () = assert!(size_of::<Row>() == 16 && size_of::<AckedBatch>() == 12);
 
 impl AckLedger {
     /// A batch to `partition` whose records are `(id, key)`, answered with `base_offset` (none
@@ -102,107 +236,77 @@ impl AckLedger {
         partition: u32,
         base_offset: Option<u64>,
         acks: Acks,
-        records: impl IntoIterator<Item = (u64, super::keys::Key)>,
+        records: impl IntoIterator<Item = (u64, Key)>,
     ) {
-        let first = self.rows.len();
-        self.rows
-            .extend(records.into_iter().map(|(id, key)| Row { id, key }));
-        if self.rows.len() > first {
-            self.batches.push(AckedBatch {
-                first: narrow(first as u64),
-                base_offset: base_offset.map_or(NO_BASE_OFFSET, narrow),
-                partition: u16::try_from(partition).expect("a partition's index fits 16 bits"),
-                acks,
-            });
+        let p = partition as usize;
+        if self.partitions.len() <= p {
+            self.partitions.resize_with(p + 1, Acked::default);
         }
+        self.partitions[p].add_batch(base_offset, acks, records);
     }
 
     /// How many of the oldest records it has forgotten.
     pub fn forgotten(&self) -> usize {
-        self.rows.front()
+        self.partitions.iter().map(|a| a.rows.front()).sum()
     }
 
-    /// How many records it holds.
+    /// How many records it holds, forgotten ones included.
     pub fn len(&self) -> usize {
-        self.rows.len()
+        self.partitions.iter().map(|a| a.rows.len()).sum()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
+        self.len() == 0
     }
 
-    /// The `i`th record acknowledged; `None` once forgotten ([`AckLedger::forget_expired`]).
-    pub fn get(&self, i: usize) -> Option<AckedRecord> {
-        let row = self.rows.get(i)?;
-        // The last batch starting at or before `i`.
-        let (mut lo, mut hi) = (self.batches.front(), self.batches.len());
-        while hi - lo > 1 {
-            let mid = lo + (hi - lo) / 2;
-            if u64::from(self.batches.get(mid)?.first) <= i as u64 {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
-        Some(self.batches.get(lo)?.record(row, i as u64))
+    /// How many records of `partition` it holds, forgotten ones included.
+    pub fn len_of(&self, partition: u32) -> usize {
+        self.partitions
+            .get(partition as usize)
+            .map_or(0, |a| a.rows.len())
     }
 
-    /// Every record not forgotten, in order.
+    /// The `i`th record acknowledged in `partition`; `None` once forgotten
+    /// ([`AckLedger::forget_expired`]).
+    pub fn get(&self, partition: u32, i: usize) -> Option<AckedRecord> {
+        let acked = self.partitions.get(partition as usize)?;
+        acked.record(partition, acked.run_of(i)?, i)
+    }
+
+    /// Every record not forgotten, partition by partition, each in the order acknowledged.
     pub fn iter(&self) -> impl Iterator<Item = AckedRecord> + '_ {
-        let mut batches = self.batches.iter().peekable();
-        let mut batch = None;
-        let front = self.rows.front() as u64;
-        self.rows.iter().zip(front..).map(move |(row, i)| {
-            while let Some(next) = batches.next_if(|b| u64::from(b.first) <= i) {
-                batch = Some(next);
-            }
-            batch.expect("every row is in a batch").record(row, i)
-        })
+        self.partitions
+            .iter()
+            .zip(0..)
+            .flat_map(|(acked, partition)| acked.iter(partition))
     }
 
-    /// Forgets the oldest records while every replica of their partition has deleted them:
-    /// `log_starts` gives, by partition index, the lowest log start offset of its replicas.
-    /// Retention deleted them as configured, so they are neither lost nor unavailable, and a
-    /// long run's ledger keeps only what its logs keep. It stops at the first record still held
-    /// somewhere, and at one sent with acks=0, whose offset nobody was told.
+    /// Forgets the oldest records of each partition while every replica of it has deleted
+    /// them: `log_starts` gives, by partition index, the lowest log start offset of its
+    /// replicas. Retention deleted them as configured, so they are neither lost nor
+    /// unavailable, and a long run's ledger keeps only what its logs keep.
     pub fn forget_expired(&mut self, log_starts: &[u64]) {
-        loop {
-            let b = self.batches.front();
-            let Some(&batch) = self.batches.get(b) else {
-                return;
-            };
-            if batch.base_offset == NO_BASE_OFFSET {
-                return;
-            }
-            let end = self
-                .batches
-                .get(b + 1)
-                .map_or(self.rows.len() as u64, |next| u64::from(next.first));
-            let log_start = log_starts
-                .get(usize::from(batch.partition))
-                .copied()
-                .unwrap_or(0);
-            let deleted = log_start.saturating_sub(u64::from(batch.base_offset));
-            let expired_to = u64::from(batch.first).saturating_add(deleted).min(end);
-            if expired_to <= self.rows.front() as u64 {
-                return;
-            }
-            self.rows.drop_front(expired_to as usize);
-            if expired_to < end {
-                return;
-            }
-            self.batches.drop_front(b + 1);
+        for (acked, log_start) in self.partitions.iter_mut().zip(log_starts) {
+            acked.forget_expired(*log_start);
         }
     }
 
-    /// The ids of the records from the `from`th on.
-    pub fn ids_from(&self, from: usize) -> impl Iterator<Item = u64> + '_ {
-        self.rows.iter_from(from).map(|r| r.id)
+    /// The ids of `partition`'s records from its `from`th on.
+    pub fn ids_from(&self, partition: u32, from: usize) -> impl Iterator<Item = u64> + '_ {
+        self.partitions
+            .get(partition as usize)
+            .into_iter()
+            .flat_map(move |a| a.rows.iter_from(from).map(|row| row >> KEY_BITS))
     }
 
-    /// Roughly the bytes a clone costs of its own (see [`super::chunked::Chunked`]).
+    /// Roughly the bytes a clone costs of its own (see [`Chunked`]).
     pub fn unshared_bytes(&self) -> usize {
-        self.rows.unshared_bytes() + self.batches.unshared_bytes()
+        size_of::<Acked>() * self.partitions.len()
+            + self
+                .partitions
+                .iter()
+                .map(Acked::unshared_bytes)
+                .sum::<usize>()
     }
 }
 
@@ -227,47 +331,90 @@ pub fn record_id(producer: u32, send_number: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::keys::Key;
 
     /// Batches of three records to partitions 0 and 1 in turn, answered at offsets 0, 3, 6...
     /// of each, then one acks=0 batch to partition 0.
     fn ledger() -> AckLedger {
         let mut ledger = AckLedger::default();
-        let key = Key::NONE;
         for n in 0..20u64 {
             let (partition, base) = ((n % 2) as u32, n / 2 * 3);
-            let ids = (0..3).map(|i| (n * 3 + i, key));
+            let ids = (0..3).map(|i| (n * 3 + i, Key::random(n)));
             ledger.add_batch(partition, Some(base), Acks::All, ids);
         }
-        ledger.add_batch(0, None, Acks::Zero, [(1000, key)]);
+        ledger.add_batch(0, None, Acks::Zero, [(1000, Key::NONE)]);
         ledger
     }
 
     #[test]
-    fn forgets_the_records_every_replica_deleted_from_the_oldest_on() {
+    fn forgets_each_partitions_records_every_replica_deleted_from_the_oldest_on() {
         let mut ledger = ledger();
-        // Partition 1 keeps everything: nothing goes past its first batch.
+        // Partition 0's first 30 records are gone everywhere; partition 1 keeps everything.
         ledger.forget_expired(&[30, 0]);
-        assert_eq!(ledger.iter().next().map(|r| r.id), Some(3));
-        assert_eq!(ledger.get(2).map(|r| r.id), None);
-        assert_eq!(
-            ledger.get(3).map(|r| (r.partition, r.offset())),
-            Some((1, Some(0)))
-        );
-        // Partition 1 deleted its first four records: its first batch goes, and one record of
-        // its second; partition 0's second batch, below 30, goes between them.
-        ledger.forget_expired(&[30, 4]);
+        assert_eq!(ledger.get(0, 29).map(|r| r.id), None);
         let kept: Vec<_> = ledger
             .iter()
             .take(3)
-            .map(|r| (r.partition, r.offset()))
+            .map(|r| (r.partition, r.id, r.offset()))
             .collect();
-        assert_eq!(kept, [(1, Some(4)), (1, Some(5)), (0, Some(6))]);
-        assert_eq!(ledger.len(), 61, "its places stay");
-        assert_eq!(ledger.get(60).map(|r| r.id), Some(1000));
+        assert_eq!(kept, [(0, 1000, None), (1, 3, Some(0)), (1, 4, Some(1))]);
+        // Partition 1 deleted its first four records: its first batch goes, and one record of
+        // its second.
+        ledger.forget_expired(&[30, 4]);
+        let kept: Vec<_> = ledger
+            .iter()
+            .skip(1)
+            .take(2)
+            .map(|r| (r.partition, r.id, r.offset()))
+            .collect();
+        assert_eq!(kept, [(1, 10, Some(4)), (1, 11, Some(5))]);
+        assert_eq!(
+            (ledger.len(), ledger.forgotten()),
+            (61, 34),
+            "its places stay"
+        );
+        assert_eq!(ledger.get(0, 30).map(|r| r.id), Some(1000));
         // A record sent with acks=0 has no offset to judge by: the ledger keeps it.
         ledger.forget_expired(&[u64::MAX, u64::MAX]);
         let ids: Vec<u64> = ledger.iter().map(|r| r.id).collect();
         assert_eq!(ids, [1000]);
+    }
+
+    #[test]
+    fn each_record_keeps_its_offset_acks_and_key_across_runs() {
+        let mut ledger = ledger();
+        // Not where partition 1's last batch ended: a run of its own. Then another acks.
+        ledger.add_batch(1, Some(100), Acks::All, [(500, Key::random(7))]);
+        ledger.add_batch(1, Some(101), Acks::One, [(501, Key::named(2))]);
+        // A key with no compact form: this partition's keys are kept whole from here on.
+        let wide = Key::sequence(0, 1 << 40);
+        ledger.add_batch(1, Some(102), Acks::One, [(502, wide), (503, Key::NONE)]);
+        let tail: Vec<_> = (28..34)
+            .filter_map(|i| ledger.get(1, i))
+            .map(|r| (r.id, r.offset(), r.acks, r.key))
+            .collect();
+        assert_eq!(
+            tail,
+            [
+                (58, Some(28), Acks::All, Key::random(19)),
+                (59, Some(29), Acks::All, Key::random(19)),
+                (500, Some(100), Acks::All, Key::random(7)),
+                (501, Some(101), Acks::One, Key::named(2)),
+                (502, Some(102), Acks::One, wide),
+                (503, Some(103), Acks::One, Key::NONE),
+            ]
+        );
+        let by_iter: Vec<_> = ledger.iter().filter(|r| r.partition == 1).collect();
+        assert_eq!(by_iter.len(), 34);
+        assert_eq!(by_iter[32].key, wide);
+        let ids: Vec<u64> = ledger.ids_from(1, 31).collect();
+        assert_eq!(ids, [501, 502, 503]);
+        // Forgetting past the wide key keeps what follows it readable.
+        ledger.forget_expired(&[0, 103]);
+        let left: Vec<_> = ledger
+            .iter()
+            .filter(|r| r.partition == 1)
+            .map(|r| (r.id, r.key))
+            .collect();
+        assert_eq!(left, [(503, Key::NONE)]);
     }
 }

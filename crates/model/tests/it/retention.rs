@@ -306,7 +306,11 @@ fn deleted_records_are_freed_and_leave_the_ledger_without_counting_as_lost() {
         offset > 0 && offset <= min_start && min_start - offset <= 500,
         "the ledger starts at {offset}, the logs at {min_start}"
     );
-    assert_eq!(ledger.get(0).map(|r| r.id), None, "forgotten");
+    assert_eq!(
+        ledger.get(first.partition, 0).map(|r| r.id),
+        None,
+        "forgotten"
+    );
     assert_eq!(
         ledger.len() as u64,
         Report::of(&sim).producers[0].stats.acked,
