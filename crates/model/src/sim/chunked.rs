@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Items are kept in sealed chunks of this many, shared between clones, plus a tail being filled.
-const CHUNK: usize = 32;
+pub const CHUNK: usize = 32;
 
 /// Sealed chunks are grouped this many at a time, and groups again this many into a super-group,
 /// so that a clone copies a pointer per super-group (131,072 items), not per chunk: a checkpoint
@@ -158,6 +158,9 @@ pub struct Chunked<T> {
     front: usize,
     /// The sealed chunks before this one are let go: empty groups and super-groups, or `None`.
     freed: usize,
+    /// The chunk of placeholders that stands for every chunk vacated ([`Chunked::vacate`]),
+    /// made at the first and shared with clones.
+    vacant: Option<Arc<Buf<T>>>,
 }
 
 impl<T> Default for Chunked<T> {
@@ -171,6 +174,7 @@ impl<T> Default for Chunked<T> {
             tail_len: 0,
             front: 0,
             freed: 0,
+            vacant: None,
         }
     }
 }
@@ -475,14 +479,38 @@ impl<T: Clone> Chunked<T> {
     }
 
     pub fn clear(&mut self) {
-        self.supers = Default::default();
-        self.supers_gone = 0;
-        self.groups = Default::default();
-        self.sealed = Default::default();
-        self.tail = None;
-        self.tail_len = 0;
-        self.front = 0;
-        self.freed = 0;
+        *self = Chunked {
+            vacant: self.vacant.take(),
+            ..Chunked::default()
+        };
+    }
+
+    /// No item of sealed chunk `k` will be read again for what it holds (compaction removed
+    /// every one): the chunk is let go, freed once no clone holds it either, and a shared chunk
+    /// of copies of `placeholder` keeps the places, so that every later item keeps its index.
+    /// Does nothing to the tail, to a chunk before the front, or to one vacated already.
+    pub fn vacate(&mut self, k: usize, placeholder: &T) {
+        let vacant = self
+            .vacant
+            .get_or_insert_with(|| Buf::copy_of(&vec![placeholder.clone(); CHUNK]))
+            .clone();
+        let held = |chunk: &Chunk<T>| chunk.0.as_ref().is_some_and(|b| !Arc::ptr_eq(b, &vacant));
+        if k < self.freed || !self.chunk(k).is_some_and(held) {
+            return;
+        }
+        let in_supers = self.in_supers();
+        let chunk = if k < in_supers {
+            let s = k / SUPER - self.supers_gone;
+            let group = &mut Arc::make_mut(&mut self.supers)[s];
+            &mut Arc::make_mut(&mut Arc::make_mut(group)[k % SUPER / GROUP])[k % GROUP]
+        } else if k - in_supers < self.groups.len() * GROUP {
+            let k = k - in_supers;
+            &mut Arc::make_mut(&mut Arc::make_mut(&mut self.groups)[k / GROUP])[k % GROUP]
+        } else {
+            let k = k - in_supers - self.groups.len() * GROUP;
+            &mut Arc::make_mut(&mut self.sealed)[k]
+        };
+        *chunk = Chunk(Some(vacant));
     }
 
     /// The items from index `from` on, or from the front if that is later.
@@ -897,6 +925,61 @@ mod tests {
         c.push((len, Arc::clone(&token)));
         assert_eq!(c.last().map(|x| x.0), Some(len));
         assert!(c.iter().map(|x| x.0).eq([len]));
+    }
+
+    /// A vacated chunk's places hold the placeholder, every other item keeps its index, and
+    /// the chunk is freed once the clones made before let it go; the tail is never vacated.
+    #[test]
+    fn a_vacated_chunk_keeps_its_places_and_is_freed() {
+        let token = Arc::new(());
+        let len = SUPER * CHUNK + 2 * GROUP * CHUNK + 3 * CHUNK + 7;
+        let mut c: Chunked<(usize, Arc<()>)> = Chunked::default();
+        c.extend((0..len).map(|i| (i, Arc::clone(&token))));
+        let earlier = c.clone();
+        let count = || Arc::strong_count(&token) - 1;
+        let placeholder = (usize::MAX, Arc::new(()));
+        // One chunk at each level, then the tail, one again, and one before the front.
+        let vacated = [1, SUPER + GROUP + 2, SUPER + 2 * GROUP + 1];
+        for k in vacated {
+            c.vacate(k, &placeholder);
+        }
+        c.vacate(SUPER + 2 * GROUP + 3, &placeholder);
+        c.vacate(1, &placeholder);
+        c.drop_front(CHUNK * 5);
+        c.vacate(2, &placeholder);
+        assert_eq!(c.len(), len);
+        let expected = |i: usize| {
+            if vacated.contains(&(i / CHUNK)) {
+                usize::MAX
+            } else {
+                i
+            }
+        };
+        assert!(c.iter().map(|x| x.0).eq((CHUNK * 5..len).map(expected)));
+        assert_eq!(c.get(len - 1).map(|x| x.0), Some(len - 1), "the tail stays");
+        assert!(
+            earlier.iter().map(|x| x.0).eq(0..len),
+            "a clone sees it all"
+        );
+        assert_eq!(
+            Arc::strong_count(&placeholder.1),
+            1 + CHUNK,
+            "one placeholder chunk"
+        );
+        drop(earlier);
+        assert_eq!(count(), len - CHUNK * 5 - 2 * CHUNK);
+        // A follower that appends a vacated chunk takes it as it is.
+        let mut leader: Chunked<usize> = Chunked::default();
+        leader.extend(0..3 * CHUNK + 1);
+        leader.vacate(1, &usize::MAX);
+        let items: Vec<usize> = leader.iter().copied().collect();
+        let mut follower: Chunked<usize> = Chunked::default();
+        follower.extend_shared(&leader, &items);
+        assert!(follower.iter().eq(leader.iter()));
+        assert!(std::ptr::eq(
+            follower.run_at(CHUNK).as_ptr(),
+            leader.run_at(CHUNK).as_ptr()
+        ));
     }
 
     /// A vector started again at an offset holds nothing before it, and goes on from it; one

@@ -15,8 +15,9 @@ use std::collections::HashMap;
 
 use bevy_ecs::prelude::*;
 
+use super::chunked::CHUNK;
 use super::clock::Standing;
-use super::cluster::{Partition, Replica};
+use super::cluster::{Partition, Record, Replica};
 use super::events::EventKind;
 use super::keys::Key;
 use super::retention::{LogManager, task_due};
@@ -152,6 +153,19 @@ impl Cleaned {
     /// A follower appended the records from `from` up to `to` of its leader's log: those the
     /// leader's cleaner had removed are not in the batches it fetched, so they are not in its
     /// log either. Returns whether there were any.
+    /// Whether compaction removed every record of chunk `k` of the log (its offsets from
+    /// `k * CHUNK`).
+    fn removed_chunk(&self, k: usize) -> bool {
+        let Some(i) = ((k * CHUNK) as u64).checked_sub(self.base) else {
+            return false;
+        };
+        // The base is a multiple of 64, so a chunk's bits lie in one word.
+        let mask = ((1u64 << CHUNK) - 1) << (i % 64);
+        self.words
+            .get((i / 64) as usize)
+            .is_some_and(|w| w & mask == mask)
+    }
+
     pub fn copy_removed(&mut self, leader: &Cleaned, from: u64, to: u64) -> bool {
         let marked_to = leader.base + 64 * leader.words.len() as u64;
         let mut any = false;
@@ -351,6 +365,21 @@ pub fn clean(replica: &mut Replica, to_clean: &ToClean, config: &LogConfig, now:
     }
 }
 
+// A chunk's removal bits lie in one word of `Cleaned::words`.
+const _: () = assert!(64 % CHUNK == 0);
+
+/// The memory of the records a cleaning removed goes wherever a whole chunk of the log's places
+/// is removed (from `from` to `to`): the chunk is vacated ([`super::chunked::Chunked::vacate`]),
+/// and freed once no other replica or checkpoint holds it. The places stay, removed.
+pub fn vacate_removed(replica: &mut Replica, from: u64, to: u64) {
+    let placeholder = Record::placeholder();
+    for k in (from as usize).div_ceil(CHUNK)..to as usize / CHUNK {
+        if replica.cleaned.removed_chunk(k) {
+            replica.log.vacate(k, &placeholder);
+        }
+    }
+}
+
 /// Whether any broker's cleaner is due to look: at its deadline, or after a timeline action (a
 /// restarted broker's cleaner looks at once).
 pub(super) fn cleaner_due(clock: &SimClock, wake: &Wake, timeline: &Timeline) -> bool {
@@ -371,21 +400,21 @@ impl LogManager<'_, '_> {
     /// filthiest log (`cleanFilthiestLog`), then delete the compacted logs' old segments
     /// (`deletableLogs`), again until no log is dirty enough; then sleep for the backoff. The
     /// model cleans at once, so the whole round is one instant. Returns whether a log start
-    /// moved.
+    /// moved or a cleaning removed records: what the ledger may forget.
     fn clean_logs(&mut self) -> bool {
         let Self {
             clock,
             cluster,
             events,
+            ledger,
             wake,
             brokers,
             partitions,
             replicas,
-            ..
         } = self;
         let now = clock.now_ms;
         let backoff = cluster.config.log_cleaner_backoff_ms;
-        let mut deleted = false;
+        let mut gone = false;
         wake.clear(Standing::Cleaner);
         for &entity in &cluster.brokers {
             let mut broker = brokers.get_mut(entity).expect("broker entity");
@@ -428,6 +457,12 @@ impl LogManager<'_, '_> {
                     let (partition, replica) = logs[i];
                     let mut replica = replicas.get_mut(replica).expect("replica entity");
                     let cleaning = clean(&mut replica, &to_clean, &partition.log, now);
+                    gone |= cleaning.removed > 0;
+                    // The ledger finds a record sent with acks=0 by its id, anywhere in the
+                    // log: a partition that took one keeps its removed records' memory.
+                    if !ledger.took_acks_zero(partition.ordinal) {
+                        vacate_removed(&mut replica, cleaning.from, cleaning.to);
+                    }
                     events.push(
                         now,
                         EventKind::LogCleaned {
@@ -443,7 +478,7 @@ impl LogManager<'_, '_> {
                 }
                 for (partition, replica) in &logs {
                     let mut replica = replicas.get_mut(*replica).expect("replica entity");
-                    deleted |= super::retention::delete_old_segments(
+                    gone |= super::retention::delete_old_segments(
                         &mut replica,
                         partition,
                         id,
@@ -458,7 +493,7 @@ impl LogManager<'_, '_> {
             broker.next_cleaner_check_ms = now + backoff;
             wake.standing_at(Standing::Cleaner, broker.next_cleaner_check_ms);
         }
-        deleted
+        gone
     }
 }
 

@@ -640,6 +640,27 @@ impl Record {
         }
     }
 
+    /// What keeps a place that holds no record: below the start of a log that started again
+    /// later, or in a chunk of places compaction emptied. Its id is no record's, and, being
+    /// the coordinator's, nobody can follow it.
+    pub fn placeholder() -> Record {
+        Record {
+            id: u64::MAX,
+            ..Record::coordinator(
+                CoordinatorRecord {
+                    group: 0,
+                    offset: None,
+                },
+                0,
+            )
+        }
+    }
+
+    /// Whether it keeps a place that holds no record ([`Record::placeholder`]).
+    pub fn is_placeholder(&self) -> bool {
+        self.id == u64::MAX
+    }
+
     /// What a group's coordinator wrote, for a record of `__consumer_offsets`.
     pub fn written(&self) -> Option<CoordinatorRecord> {
         let (group, partition) = self.key.coordinator_of()?;
@@ -893,23 +914,22 @@ impl Replica {
         max_timestamp: u64,
     ) -> Option<u64> {
         let start = self.log_end_offset();
-        let bytes: u64 = (start..)
-            .zip(records)
-            .map(|(offset, record)| self.note_appended(record, offset))
-            .sum();
         self.log.extend_shared(&leader.log, records);
         let end = self.log_end_offset();
-        let removed_bytes: u64 = if self.cleaned.copy_removed(&leader.cleaned, start, end) {
-            (start..end)
-                .zip(records)
-                .filter(|(o, _)| self.cleaned.is_removed(*o))
-                .map(|(_, r)| u64::from(r.bytes()))
-                .sum()
-        } else {
-            0
-        };
+        let any_removed = self.cleaned.copy_removed(&leader.cleaned, start, end);
+        let mut bytes = 0;
+        for (offset, record) in (start..).zip(records) {
+            // A place whose chunk the leader's compaction emptied holds nothing to note.
+            if record.is_placeholder() {
+                continue;
+            }
+            let record_bytes = self.note_appended(record, offset);
+            if !(any_removed && self.cleaned.is_removed(offset)) {
+                bytes += record_bytes;
+            }
+        }
         self.segments
-            .append(config, now, start, max_timestamp, bytes - removed_bytes)
+            .append(config, now, start, max_timestamp, bytes)
     }
 
     /// `UnifiedLog.maybeIncrementLogStartOffset`: the log start moves forward to `offset` (never
@@ -956,14 +976,7 @@ impl Replica {
     /// Returns how many records it held from its old log start.
     pub fn truncate_fully_and_start_at(&mut self, offset: u64, now: u64) -> u64 {
         let removed = self.log_end_offset().saturating_sub(self.log_start_offset);
-        let filler = Record::coordinator(
-            CoordinatorRecord {
-                group: 0,
-                offset: None,
-            },
-            0,
-        );
-        self.log.start_at(offset as usize, &filler);
+        self.log.start_at(offset as usize, &Record::placeholder());
         self.cleaned.start_at(offset);
         self.epochs.clear();
         self.producer_batches.clear();

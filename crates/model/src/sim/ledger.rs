@@ -87,6 +87,8 @@ struct Acked {
     wide: Chunked<Key>,
     wide_from: Option<usize>,
     runs: Chunked<Run>,
+    /// Some of its records were sent with acks=0.
+    acks_zero: bool,
 }
 
 impl Acked {
@@ -97,6 +99,7 @@ impl Acked {
         records: impl IntoIterator<Item = (u64, Key)>,
     ) {
         let first = self.rows.len();
+        self.acks_zero |= base_offset.is_none();
         for (id, key) in records {
             let row = row(id, key);
             if self.wide_from.is_none() && row as u16 == WIDE {
@@ -182,9 +185,9 @@ impl Acked {
     }
 
     /// Forgets the oldest records while every replica has deleted them (`log_start`, the
-    /// lowest of their log starts); it stops at one sent with acks=0, whose offset nobody was
-    /// told.
-    fn forget_expired(&mut self, log_start: u64) {
+    /// lowest of their log starts) or compaction removed them from every replica
+    /// (`removed_everywhere`); it stops at one sent with acks=0, whose offset nobody was told.
+    fn forget_expired(&mut self, log_start: u64, removed_everywhere: impl Fn(u64) -> bool) {
         loop {
             let r = self.runs.front();
             let Some(&run) = self.runs.get(r) else {
@@ -197,16 +200,21 @@ impl Acked {
                 .runs
                 .get(r + 1)
                 .map_or(self.rows.len() as u64, |next| u64::from(next.first));
-            let deleted = log_start.saturating_sub(u64::from(run.base_offset));
-            let expired_to = u64::from(run.first).saturating_add(deleted).min(end);
-            if expired_to <= self.rows.front() as u64 {
+            let (first, base) = (u64::from(run.first), u64::from(run.base_offset));
+            let deleted = log_start.saturating_sub(base);
+            let front = self.rows.front() as u64;
+            let mut to = first.saturating_add(deleted).min(end).max(front);
+            while to < end && removed_everywhere(base + (to - first)) {
+                to += 1;
+            }
+            if to <= front {
                 return;
             }
-            self.rows.drop_front(expired_to as usize);
+            self.rows.drop_front(to as usize);
             if self.wide_from.is_some() {
-                self.wide.drop_front(expired_to as usize);
+                self.wide.drop_front(to as usize);
             }
-            if expired_to < end {
+            if to < end {
                 return;
             }
             self.runs.drop_front(r + 1);
@@ -259,6 +267,14 @@ impl AckLedger {
         self.len() == 0
     }
 
+    /// Whether a producer sent records to `partition` with acks=0: they have no offset, and
+    /// are looked for by id.
+    pub fn took_acks_zero(&self, partition: u32) -> bool {
+        self.partitions
+            .get(partition as usize)
+            .is_some_and(|a| a.acks_zero)
+    }
+
     /// How many records of `partition` it holds, forgotten ones included.
     pub fn len_of(&self, partition: u32) -> usize {
         self.partitions
@@ -283,11 +299,17 @@ impl AckLedger {
 
     /// Forgets the oldest records of each partition while every replica of it has deleted
     /// them: `log_starts` gives, by partition index, the lowest log start offset of its
-    /// replicas. Retention deleted them as configured, so they are neither lost nor
-    /// unavailable, and a long run's ledger keeps only what its logs keep.
-    pub fn forget_expired(&mut self, log_starts: &[u64]) {
-        for (acked, log_start) in self.partitions.iter_mut().zip(log_starts) {
-            acked.forget_expired(*log_start);
+    /// replicas, and `removed_everywhere` whether compaction removed a partition's offset from
+    /// every replica. Retention deleted them, or compaction removed them, as configured, so
+    /// they are neither lost nor unavailable, and a long run's ledger keeps only what its logs
+    /// keep.
+    pub fn forget_expired(
+        &mut self,
+        log_starts: &[u64],
+        removed_everywhere: impl Fn(u32, u64) -> bool,
+    ) {
+        for ((acked, log_start), partition) in self.partitions.iter_mut().zip(log_starts).zip(0..) {
+            acked.forget_expired(*log_start, |offset| removed_everywhere(partition, offset));
         }
     }
 
@@ -349,7 +371,7 @@ mod tests {
     fn forgets_each_partitions_records_every_replica_deleted_from_the_oldest_on() {
         let mut ledger = ledger();
         // Partition 0's first 30 records are gone everywhere; partition 1 keeps everything.
-        ledger.forget_expired(&[30, 0]);
+        ledger.forget_expired(&[30, 0], |_, _| false);
         assert_eq!(ledger.get(0, 29).map(|r| r.id), None);
         let kept: Vec<_> = ledger
             .iter()
@@ -359,7 +381,7 @@ mod tests {
         assert_eq!(kept, [(0, 1000, None), (1, 3, Some(0)), (1, 4, Some(1))]);
         // Partition 1 deleted its first four records: its first batch goes, and one record of
         // its second.
-        ledger.forget_expired(&[30, 4]);
+        ledger.forget_expired(&[30, 4], |_, _| false);
         let kept: Vec<_> = ledger
             .iter()
             .skip(1)
@@ -374,7 +396,7 @@ mod tests {
         );
         assert_eq!(ledger.get(0, 30).map(|r| r.id), Some(1000));
         // A record sent with acks=0 has no offset to judge by: the ledger keeps it.
-        ledger.forget_expired(&[u64::MAX, u64::MAX]);
+        ledger.forget_expired(&[u64::MAX, u64::MAX], |_, _| false);
         let ids: Vec<u64> = ledger.iter().map(|r| r.id).collect();
         assert_eq!(ids, [1000]);
     }
@@ -409,7 +431,7 @@ mod tests {
         let ids: Vec<u64> = ledger.ids_from(1, 31).collect();
         assert_eq!(ids, [501, 502, 503]);
         // Forgetting past the wide key keeps what follows it readable.
-        ledger.forget_expired(&[0, 103]);
+        ledger.forget_expired(&[0, 103], |_, _| false);
         let left: Vec<_> = ledger
             .iter()
             .filter(|r| r.partition == 1)

@@ -141,9 +141,9 @@ pub(super) fn delete_old_segments(
 }
 
 impl LogManager<'_, '_> {
-    /// The ledger forgets the acknowledged records below every replica's log start: followers
-    /// take their leader's log start from their fetches, so by the next check they have caught
-    /// up with this one's deletions.
+    /// The ledger forgets the acknowledged records below every replica's log start, and those
+    /// every replica's cleaner removed: followers take their leader's log start from their
+    /// fetches, so by the next check they have caught up with this one's deletions.
     pub(super) fn forget_expired(&mut self) {
         let replicas = &self.replicas;
         let log_starts: Vec<u64> = self
@@ -158,6 +158,16 @@ impl LogManager<'_, '_> {
                     .unwrap_or(0)
             })
             .collect();
-        self.ledger.forget_expired(&log_starts);
+        let (cluster, partitions) = (&self.cluster, &self.partitions);
+        let removed_everywhere = |ordinal: u32, offset: u64| {
+            partitions
+                .get(cluster.partitions[ordinal as usize])
+                .is_ok_and(|p| {
+                    p.replicas
+                        .iter()
+                        .all(|r| replicas.get(*r).is_ok_and(|r| r.cleaned.is_removed(offset)))
+                })
+        };
+        self.ledger.forget_expired(&log_starts, removed_everywhere);
     }
 }

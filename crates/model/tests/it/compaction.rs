@@ -5,7 +5,10 @@
 use std::collections::HashMap;
 
 use kafkascope_model::report::Report;
+use kafkascope_model::sim::chunked::CHUNK;
 use kafkascope_model::sim::consumer::Consumer;
+use kafkascope_model::sim::keys::Key;
+use kafkascope_model::sim::ledger::AckLedger;
 use kafkascope_model::sim::{Cluster, EventKind, Replica, Sim};
 
 /// Every replica of the topic's partition 0.
@@ -30,18 +33,31 @@ fn replicas<'a>(sim: &'a Sim, topic: &str) -> Vec<&'a Replica> {
 #[test]
 fn compaction_keeps_the_latest_value_of_each_key_on_every_replica() {
     let mut sim = Sim::new(&crate::built_in("compaction"));
-    sim.run_until(120_000);
+    // Each record's key and whether it is a tombstone, read once a second as the log grows,
+    // before any cleaning can have reached it: a chunk whose places compaction empties gives
+    // its memory back, and holds placeholders instead.
+    let mut written: Vec<(Key, bool)> = Vec::new();
+    while sim.now_ms() < 120_000 {
+        sim.run_until(sim.now_ms() + 1_000);
+        let log = &replicas(&sim, "profiles")[0].log;
+        for offset in written.len()..log.len() {
+            let record = log.get(offset).expect("a record");
+            assert!(
+                !record.is_placeholder(),
+                "offset {offset} was vacated at once"
+            );
+            written.push((record.key, record.is_tombstone()));
+        }
+    }
     let replicas = replicas(&sim, "profiles");
     assert_eq!(replicas.len(), 3);
     for replica in &replicas {
         let cleaned_to = replica.cleaned.checkpoint().expect("the log was cleaned");
         assert!(cleaned_to > 200, "broker {}: {cleaned_to}", replica.broker);
-        // The latest offset of each key below the cleaned point, tombstones included: the
-        // records are still in the log's places, marked removed.
+        // The latest offset of each key below the cleaned point, tombstones included.
         let mut latest = HashMap::new();
-        for offset in 0..cleaned_to {
-            let record = replica.log.get(offset as usize).expect("a record");
-            latest.insert(record.key, (offset, record.is_tombstone()));
+        for (offset, (key, tombstone)) in (0..cleaned_to).zip(&written) {
+            latest.insert(*key, (offset, *tombstone));
         }
         let kept: Vec<u64> = (0..cleaned_to)
             .filter(|o| !replica.cleaned.is_removed(*o))
@@ -57,6 +73,28 @@ fn compaction_keeps_the_latest_value_of_each_key_on_every_replica() {
         assert_eq!(kept, expected, "broker {}", replica.broker);
         assert_eq!(latest.len(), 4, "three keys and user-42");
         assert_eq!(kept.len(), 3, "user-42 was deleted");
+        // Each chunk of places all removed holds placeholders: its records' memory went.
+        let chunks = cleaned_to as usize / CHUNK;
+        let vacated = (0..chunks)
+            .filter(|k| {
+                let places = k * CHUNK..(k + 1) * CHUNK;
+                let all_removed = places.clone().all(|o| replica.cleaned.is_removed(o as u64));
+                let placeholders = places
+                    .clone()
+                    .all(|o| replica.log.get(o).is_some_and(|r| r.is_placeholder()));
+                assert_eq!(
+                    all_removed, placeholders,
+                    "broker {} chunk {k}",
+                    replica.broker
+                );
+                placeholders
+            })
+            .count();
+        assert!(
+            vacated >= chunks - 1,
+            "broker {}: {vacated} of {chunks}",
+            replica.broker
+        );
         // Nothing above the cleaned point is removed.
         assert!((cleaned_to..replica.log_end_offset()).all(|o| !replica.cleaned.is_removed(o)));
         // The segments hold the kept records' bytes only.
@@ -73,6 +111,34 @@ fn compaction_keeps_the_latest_value_of_each_key_on_every_replica() {
     assert!(
         report.lost_records.is_empty(),
         "compacted records are not lost"
+    );
+}
+
+/// The ledger of acknowledged writes forgets, from the oldest on, the records every replica's
+/// cleaner removed: they are neither lost nor unavailable, and a compacted log's ledger stays
+/// as short as what its logs keep at their front.
+#[test]
+fn the_ledger_forgets_what_every_replica_compacted_away() {
+    let mut sim = Sim::new(&crate::built_in("compaction"));
+    sim.run_until(120_000);
+    let replicas = replicas(&sim, "profiles");
+    let ledger = sim.world().resource::<AckLedger>();
+    assert!(ledger.forgotten() > 0, "something was forgotten");
+    let first = ledger.iter().next().expect("records kept");
+    let kept_from = first.offset().expect("acks=all");
+    let removed_everywhere = |o: u64| replicas.iter().all(|r| r.cleaned.is_removed(o));
+    assert!(
+        kept_from > 0 && !removed_everywhere(kept_from),
+        "{kept_from}"
+    );
+    assert!(
+        (0..kept_from).all(removed_everywhere),
+        "it forgot only what went"
+    );
+    assert_eq!(
+        ledger.forgotten() as u64,
+        kept_from,
+        "one producer's records, in order"
     );
 }
 
