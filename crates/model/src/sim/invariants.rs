@@ -283,12 +283,13 @@ fn check_committed_agree(
             }
             let (l, f) = (&l[..n], &f[..n]);
             // Each replica's cleaner removes on its own: a place either emptied is not compared.
-            let kept = |j: usize| {
-                let o = at + j as u64;
-                !leader.cleaned.is_removed(o) && !follower.cleaned.is_removed(o)
-            };
+            let kept = |o: u64| !leader.cleaned.is_removed(o) && !follower.cleaned.is_removed(o);
             if !std::ptr::eq(l, f)
-                && let Some(j) = (0..n).position(|j| l[j].id != f[j].id && kept(j))
+                && let Some(j) = l
+                    .iter()
+                    .zip(f)
+                    .zip(at..)
+                    .position(|((l, f), o)| l.id != f.id && kept(o))
             {
                 found.push((broker, at + j as u64, l[j].id, f[j].id));
                 break;

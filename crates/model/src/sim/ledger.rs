@@ -171,17 +171,21 @@ impl Acked {
     }
 
     fn iter(&self, partition: u32) -> impl Iterator<Item = AckedRecord> + '_ {
+        let len = self.rows.len();
+        let front = self.rows.front();
         let mut runs = self.runs.iter().peekable();
-        let mut run = None;
-        self.rows
-            .iter()
-            .zip(self.rows.front()..)
-            .filter_map(move |(row, i)| {
-                while let Some(next) = runs.next_if(|r| r.first as usize <= i) {
-                    run = Some(next);
-                }
-                self.record_of(partition, run?, i, *row)
-            })
+        std::iter::from_fn(move || {
+            let run = runs.next()?;
+            let end = runs.peek().map_or(len, |next| next.first as usize);
+            Some((run, (run.first as usize).max(front), end))
+        })
+        .flat_map(move |(run, from, end)| {
+            self.rows
+                .iter_from(from)
+                .take(end.saturating_sub(from))
+                .zip(from..)
+                .filter_map(move |(row, i)| self.record_of(partition, run, i, *row))
+        })
     }
 
     /// Forgets the oldest records while every replica has deleted them (`log_start`, the
@@ -287,6 +291,16 @@ impl AckLedger {
     pub fn get(&self, partition: u32, i: usize) -> Option<AckedRecord> {
         let acked = self.partitions.get(partition as usize)?;
         acked.record(partition, acked.run_of(i)?, i)
+    }
+
+    /// The partitions it holds records of, by index, and whether any of those was sent with
+    /// acks=0.
+    pub fn partitions(&self) -> impl Iterator<Item = (u32, bool)> + '_ {
+        self.partitions
+            .iter()
+            .zip(0..)
+            .filter(|(a, _)| a.rows.len() > a.rows.front())
+            .map(|(a, partition)| (partition, a.acks_zero))
     }
 
     /// Every record not forgotten, partition by partition, each in the order acknowledged.

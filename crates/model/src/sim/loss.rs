@@ -83,11 +83,10 @@ pub fn lost_records(
 ) -> Vec<LostRecord> {
     // Which partitions have acknowledged records, and whether any was sent with acks=0 (those
     // are looked up by id): each partition's logs are then looked at once, and the ledger,
-    // which may hold millions of records, is read twice and never copied.
+    // which may hold millions of records, is read once and never copied.
     let mut acked: Vec<Option<bool>> = vec![None; cluster.partitions.len()];
-    for record in ledger.iter() {
-        let by_id = acked[record.partition as usize].get_or_insert(false);
-        *by_id |= record.offset().is_none();
+    for (partition, acks_zero) in ledger.partitions() {
+        acked[partition as usize] = Some(acks_zero);
     }
     let judges: Vec<Option<Judge>> = acked
         .iter()

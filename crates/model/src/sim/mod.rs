@@ -184,13 +184,22 @@ impl Phases {
         // Only the last phase moves the clock, and no phase adds a consumer group.
         let clock = *world.resource::<SimClock>();
         let groups = !world.resource::<Cluster>().groups.is_empty();
+        // Whether the cleaner is due, found with the retention phase's.
+        let mut cleaner_due = false;
         for (phase, system) in &mut self.systems {
             // Only the phases up to the controller's change what the brokers' views hold.
             if *phase == Phase::Replication {
                 let views = cluster::broker_views(self.brokers.iter(world));
                 *world.resource_mut::<BrokerViews>() = views;
             }
-            if !due(*phase, &clock, groups, world, &mut self.brokers) {
+            let due = due(
+                *phase,
+                &clock,
+                (groups, &mut cleaner_due),
+                world,
+                &mut self.brokers,
+            );
+            if !due {
                 continue;
             }
             system
@@ -214,10 +223,13 @@ impl Phases {
 
 /// Whether a phase has anything to do at this step; looked at when the phase's turn comes, after
 /// the phases before it ran.
+/// `cleaner_due` is found with the retention phase's, which comes just before it: only each of
+/// the two phases' own runs changes its deadline, and the timeline's actions come before both,
+/// so two look-ups serve both.
 fn due(
     phase: Phase,
     clock: &SimClock,
-    groups: bool,
+    (groups, cleaner_due): (bool, &mut bool),
     world: &World,
     brokers: &mut QueryState<&'static Broker>,
 ) -> bool {
@@ -225,8 +237,12 @@ fn due(
         Phase::Timeline => timeline::actions_due(clock, world.resource()),
         Phase::Network => faults::any_fault(clock, world.resource(), brokers.iter(world)),
         Phase::Controller => controller_due(clock, world.resource(), world.resource()),
-        Phase::Retention => retention::retention_due(clock, world.resource(), world.resource()),
-        Phase::Cleaner => cleaner::cleaner_due(clock, world.resource(), world.resource()),
+        Phase::Retention => {
+            let (wake, timeline) = (world.resource(), world.resource());
+            *cleaner_due = cleaner::cleaner_due(clock, wake, timeline);
+            retention::retention_due(clock, wake, timeline)
+        }
+        Phase::Cleaner => *cleaner_due,
         // Scenarios without consumer groups skip the consumer side altogether.
         Phase::Groups | Phase::Consumers | Phase::Lag => groups,
         Phase::Replication

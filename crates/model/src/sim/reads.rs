@@ -131,7 +131,20 @@ impl DelayedPhase<'_, '_> {
                 Some(replica) => answer(&wire, request, partition, replica, cluster, views, now)
                     .map(|(from, count, error)| {
                         let bounds = (replica.log_start_offset, replica.high_watermark);
-                        (from, count, error, bounds)
+                        // The fetch is capped in records: the offsets compaction emptied count
+                        // for none.
+                        let (count, removed) = match error {
+                            None => {
+                                let (end, removed) = replica.cleaned.records_from(
+                                    from,
+                                    replica.high_watermark,
+                                    u64::from(request.max_records),
+                                );
+                                (end - from, removed)
+                            }
+                            Some(_) => (count, Vec::new()),
+                        };
+                        (from, count, error, bounds, removed)
                     }),
                 // A reassignment removed the replica while the fetch was on its way or held.
                 None => Some((
@@ -139,9 +152,11 @@ impl DelayedPhase<'_, '_> {
                     0,
                     Some(KafkaError::NotLeaderOrFollower),
                     (0, 0),
+                    Vec::new(),
                 )),
             };
-            let Some((from, count, error, (log_start_offset, high_watermark))) = answered else {
+            let Some((from, count, error, (log_start_offset, high_watermark), removed)) = answered
+            else {
                 if !wire.held() {
                     wires.hold(id, now + FETCH_MAX_WAIT_MS);
                 }
@@ -154,18 +169,6 @@ impl DelayedPhase<'_, '_> {
                 .then(|| seen.leader.map(|l| (l, seen.leader_epoch)))
                 .flatten()
                 .filter(|(l, _)| *l != broker);
-            // The fetch is capped in records: the offsets compaction emptied count for none.
-            let (count, removed) = match served_by(request, partition, replicas) {
-                Some(replica) if error.is_none() => {
-                    let (end, removed) = replica.cleaned.records_from(
-                        from,
-                        high_watermark,
-                        u64::from(request.max_records),
-                    );
-                    (end - from, removed)
-                }
-                _ => (count, Vec::new()),
-            };
             if error.is_none() && seen.leader != Some(broker) {
                 metrics.records_read_from_followers +=
                     count - removed.iter().map(|r| r.end - r.start).sum::<u64>();
