@@ -488,15 +488,16 @@ impl<T: Clone> Chunked<T> {
     /// No item of sealed chunk `k` will be read again for what it holds (compaction removed
     /// every one): the chunk is let go, freed once no clone holds it either, and a shared chunk
     /// of copies of `placeholder` keeps the places, so that every later item keeps its index.
-    /// Does nothing to the tail, to a chunk before the front, or to one vacated already.
-    pub fn vacate(&mut self, k: usize, placeholder: &T) {
+    /// Does nothing to the tail, to a chunk before the front, or to one vacated already; says
+    /// whether it vacated it.
+    pub fn vacate(&mut self, k: usize, placeholder: &T) -> bool {
         let vacant = self
             .vacant
             .get_or_insert_with(|| Buf::copy_of(&vec![placeholder.clone(); CHUNK]))
             .clone();
         let held = |chunk: &Chunk<T>| chunk.0.as_ref().is_some_and(|b| !Arc::ptr_eq(b, &vacant));
         if k < self.freed || !self.chunk(k).is_some_and(held) {
-            return;
+            return false;
         }
         let in_supers = self.in_supers();
         let chunk = if k < in_supers {
@@ -511,6 +512,7 @@ impl<T: Clone> Chunked<T> {
             &mut Arc::make_mut(&mut self.sealed)[k]
         };
         *chunk = Chunk(Some(vacant));
+        true
     }
 
     /// The items from index `from` on, or from the front if that is later.

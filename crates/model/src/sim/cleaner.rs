@@ -20,6 +20,7 @@ use super::clock::Standing;
 use super::cluster::{Partition, Record, Replica};
 use super::events::EventKind;
 use super::keys::Key;
+use super::ledger::AckLedger;
 use super::retention::{LogManager, task_due};
 use super::segments::LogConfig;
 use super::timeline::Timeline;
@@ -155,7 +156,7 @@ impl Cleaned {
     /// log either. Returns whether there were any.
     /// Whether compaction removed every record of chunk `k` of the log (its offsets from
     /// `k * CHUNK`).
-    fn removed_chunk(&self, k: usize) -> bool {
+    pub fn removed_chunk(&self, k: usize) -> bool {
         let Some(i) = ((k * CHUNK) as u64).checked_sub(self.base) else {
             return false;
         };
@@ -365,19 +366,40 @@ pub fn clean(replica: &mut Replica, to_clean: &ToClean, config: &LogConfig, now:
     }
 }
 
+/// The ledger lets go of its rows of the records in `vacated` (chunks of a log one replica just
+/// vacated) where every replica of the partition removed them too.
+fn forget_removed(
+    partition: &Partition,
+    vacated: &[usize],
+    replicas: Query<&Replica>,
+    ledger: &mut AckLedger,
+) {
+    let logs: Vec<&Replica> = partition
+        .replicas
+        .iter()
+        .filter_map(|r| replicas.get(*r).ok())
+        .collect();
+    let removed_everywhere = |o: u64| logs.iter().all(|r| r.cleaned.is_removed(o));
+    for &k in vacated {
+        if logs.iter().all(|r| r.cleaned.removed_chunk(k)) {
+            let offsets = (k * CHUNK) as u64..((k + 1) * CHUNK) as u64;
+            ledger.vacate_removed(partition.ordinal, offsets, removed_everywhere);
+        }
+    }
+}
+
 // A chunk's removal bits lie in one word of `Cleaned::words`.
 const _: () = assert!(64 % CHUNK == 0);
 
 /// The memory of the records a cleaning removed goes wherever a whole chunk of the log's places
 /// is removed (from `from` to `to`): the chunk is vacated ([`super::chunked::Chunked::vacate`]),
-/// and freed once no other replica or checkpoint holds it. The places stay, removed.
-pub fn vacate_removed(replica: &mut Replica, from: u64, to: u64) {
+/// and freed once no other replica or checkpoint holds it. The places stay, removed. Returns the
+/// chunks it vacated.
+pub fn vacate_removed(replica: &mut Replica, from: u64, to: u64) -> Vec<usize> {
     let placeholder = Record::placeholder();
-    for k in (from as usize).div_ceil(CHUNK)..to as usize / CHUNK {
-        if replica.cleaned.removed_chunk(k) {
-            replica.log.vacate(k, &placeholder);
-        }
-    }
+    ((from as usize).div_ceil(CHUNK)..to as usize / CHUNK)
+        .filter(|k| replica.cleaned.removed_chunk(*k) && replica.log.vacate(*k, &placeholder))
+        .collect()
 }
 
 /// Whether any broker's cleaner is due to look: at its deadline, or after a timeline action (a
@@ -455,14 +477,20 @@ impl LogManager<'_, '_> {
                 if let Some((i, to_clean)) = filthiest {
                     done[i] = true;
                     let (partition, replica) = logs[i];
-                    let mut replica = replicas.get_mut(replica).expect("replica entity");
-                    let cleaning = clean(&mut replica, &to_clean, &partition.log, now);
-                    gone |= cleaning.removed > 0;
                     // The ledger finds a record sent with acks=0 by its id, anywhere in the
                     // log: a partition that took one keeps its removed records' memory.
-                    if !ledger.took_acks_zero(partition.ordinal) {
-                        vacate_removed(&mut replica, cleaning.from, cleaning.to);
-                    }
+                    let vacates = !ledger.took_acks_zero(partition.ordinal);
+                    let (cleaning, vacated) = {
+                        let mut replica = replicas.get_mut(replica).expect("replica entity");
+                        let cleaning = clean(&mut replica, &to_clean, &partition.log, now);
+                        let vacated = match vacates {
+                            true => vacate_removed(&mut replica, cleaning.from, cleaning.to),
+                            false => Vec::new(),
+                        };
+                        (cleaning, vacated)
+                    };
+                    gone |= cleaning.removed > 0;
+                    forget_removed(partition, &vacated, replicas.as_readonly(), ledger);
                     events.push(
                         now,
                         EventKind::LogCleaned {

@@ -3,7 +3,9 @@
 
 use bevy_ecs::prelude::*;
 
-use super::chunked::Chunked;
+use std::ops::Range;
+
+use super::chunked::{CHUNK, Chunked};
 use super::keys::Key;
 use crate::scenario::Acks;
 
@@ -45,6 +47,11 @@ type Row = u64;
 
 /// The bits of a row that hold the key.
 const KEY_BITS: u32 = 16;
+
+/// What keeps a row's place once its chunk was let go ([`Acked::vacate_removed`]): its id part
+/// is `2^48 - 1`, which no record reaches (the scenario limits keep a producer's send numbers
+/// far below `2^40`).
+const VACANT: Row = u64::MAX;
 
 /// A row whose key has no compact form.
 const WIDE: u16 = u16::MAX - 1;
@@ -139,6 +146,9 @@ impl Acked {
     }
 
     fn record_of(&self, partition: u32, run: &Run, i: usize, row: Row) -> Option<AckedRecord> {
+        if row == VACANT {
+            return None;
+        }
         let key = match row as u16 {
             WIDE => *self.wide.get(i)?,
             compact => Key::from_compact(compact),
@@ -222,6 +232,57 @@ impl Acked {
                 return;
             }
             self.runs.drop_front(r + 1);
+        }
+    }
+
+    /// The offset the leader answered row `i` with; `None` for acks=0, or once forgotten.
+    fn offset_of(&self, i: usize) -> Option<u64> {
+        let run = self.run_of(i)?;
+        (i >= self.rows.front() && i < self.rows.len() && run.base_offset != NO_BASE_OFFSET)
+            .then(|| u64::from(run.base_offset) + (i as u64 - u64::from(run.first)))
+    }
+
+    /// Lets go of the chunks of rows whose records every replica's cleaner removed, among those
+    /// at `offsets` (a chunk of the log every replica emptied). The rows are found from the run
+    /// holding `offsets.start`, by its offset: a partition's runs rise in offset as they do in
+    /// rows, but for acks settings mixed on one partition or a leader that moved, and rows found
+    /// no other way keep their memory.
+    fn vacate_removed(&mut self, offsets: Range<u64>, removed_everywhere: impl Fn(u64) -> bool) {
+        let (mut lo, mut hi) = (self.runs.front(), self.runs.len());
+        if lo == hi {
+            return;
+        }
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            match self.runs.get(mid) {
+                Some(run) if u64::from(run.base_offset) <= offsets.start => lo = mid,
+                _ => hi = mid,
+            }
+        }
+        let Some(&run) = self.runs.get(lo) else {
+            return;
+        };
+        let (first, base) = (u64::from(run.first), u64::from(run.base_offset));
+        if run.base_offset == NO_BASE_OFFSET || base > offsets.start {
+            return;
+        }
+        // The rows of those offsets, if they follow one another from there.
+        let from = first + (offsets.start - base);
+        let to = from + (offsets.end - offsets.start);
+        let sealed = self.rows.len() / CHUNK;
+        for c in from as usize / CHUNK..(to as usize).div_ceil(CHUNK).min(sealed) {
+            let rows = c * CHUNK..(c + 1) * CHUNK;
+            if rows.start < self.rows.front()
+                || !rows
+                    .clone()
+                    .all(|i| self.offset_of(i).is_some_and(&removed_everywhere))
+            {
+                continue;
+            }
+            self.rows.vacate(c, &VACANT);
+            if self.wide_from.is_some_and(|w| w <= rows.start) {
+                self.wide.vacate(c, &Key::NONE);
+            }
         }
     }
 
@@ -327,6 +388,20 @@ impl AckLedger {
         }
     }
 
+    /// Lets go of the rows of `partition`'s records at `offsets` (a chunk of its log that every
+    /// replica's cleaner emptied) where `removed_everywhere` says every replica removed them:
+    /// their memory goes, and they are never judged, as a forgotten one is not.
+    pub fn vacate_removed(
+        &mut self,
+        partition: u32,
+        offsets: Range<u64>,
+        removed_everywhere: impl Fn(u64) -> bool,
+    ) {
+        if let Some(acked) = self.partitions.get_mut(partition as usize) {
+            acked.vacate_removed(offsets, removed_everywhere);
+        }
+    }
+
     /// The ids of `partition`'s records from its `from`th on.
     pub fn ids_from(&self, partition: u32, from: usize) -> impl Iterator<Item = u64> + '_ {
         self.partitions
@@ -413,6 +488,30 @@ mod tests {
         ledger.forget_expired(&[u64::MAX, u64::MAX], |_, _| false);
         let ids: Vec<u64> = ledger.iter().map(|r| r.id).collect();
         assert_eq!(ids, [1000]);
+    }
+
+    #[test]
+    fn rows_of_records_removed_everywhere_are_let_go_a_chunk_at_a_time() {
+        let mut ledger = AckLedger::default();
+        for n in 0..10u64 {
+            let ids = (0..10).map(|i| (n * 10 + i, Key::random(i)));
+            ledger.add_batch(0, Some(n * 10), Acks::All, ids);
+        }
+        // Offsets 30 to 69 are removed everywhere: only the rows of 32 to 63 fill a chunk.
+        let removed = |o: u64| (30..70).contains(&o);
+        ledger.vacate_removed(0, 32..64, removed);
+        ledger.vacate_removed(0, 0..32, removed);
+        let held: Vec<u64> = ledger.iter().map(|r| r.id).collect();
+        assert_eq!(held, (0..32).chain(64..100).collect::<Vec<_>>());
+        assert_eq!(ledger.get(0, 40).map(|r| r.id), None);
+        assert_eq!(ledger.get(0, 64).map(|r| r.offset()), Some(Some(64)));
+        // The places stay where they were.
+        assert_eq!(ledger.len(), 100);
+        assert_eq!(ledger.ids_from(0, 0).nth(64), Some(64));
+        assert_eq!(ledger.ids_from(0, 0).position(|id| id == 40), None);
+        // Forgetting from the front passes over the rows let go.
+        ledger.forget_expired(&[30], |_, o| removed(o));
+        assert_eq!(ledger.iter().next().map(|r| r.id), Some(70));
     }
 
     #[test]

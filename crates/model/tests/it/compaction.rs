@@ -9,7 +9,7 @@ use kafkascope_model::sim::chunked::CHUNK;
 use kafkascope_model::sim::consumer::Consumer;
 use kafkascope_model::sim::keys::Key;
 use kafkascope_model::sim::ledger::AckLedger;
-use kafkascope_model::sim::{Cluster, EventKind, Replica, Sim};
+use kafkascope_model::sim::{Cluster, EventKind, Partition, Replica, Sim};
 
 /// Every replica of the topic's partition 0.
 fn replicas<'a>(sim: &'a Sim, topic: &str) -> Vec<&'a Replica> {
@@ -139,6 +139,65 @@ fn the_ledger_forgets_what_every_replica_compacted_away() {
         ledger.forgotten() as u64,
         kept_from,
         "one producer's records, in order"
+    );
+}
+
+/// A value kept for good (`user-42`, never deleted here) stops the ledger's forgetting at its
+/// offset; past it, the rows of whole chunks every replica's cleaner emptied are let go, and
+/// nothing counts as lost.
+#[test]
+fn past_a_value_kept_for_good_the_ledger_lets_go_of_emptied_chunks() {
+    let source = crate::built_in_source("compaction").replace(
+        "(at_ms: 40000, action: Tombstone(\"accounts\", \"user-42\")),",
+        "",
+    );
+    let mut sim = Sim::new(&crate::scenario(&source));
+    sim.run_until(120_000);
+    let replicas = replicas(&sim, "profiles");
+    let world = sim.world();
+    let ordinal = {
+        let cluster = world.resource::<Cluster>();
+        let entity = cluster
+            .topics
+            .iter()
+            .find(|t| t.name == "profiles")
+            .unwrap()
+            .partitions[0];
+        world.get::<Partition>(entity).unwrap().ordinal
+    };
+    let ledger = world.resource::<AckLedger>();
+    let front = ledger.forgotten();
+    let first = ledger.get(ordinal, front).expect("the oldest record kept");
+    assert!(
+        first.offset().is_some_and(|o| o < 20),
+        "user-42's value, written at 5 s, holds the front: {first:?}"
+    );
+    let len = ledger.len_of(ordinal);
+    let vacant: Vec<usize> = (front..len)
+        .filter(|i| ledger.get(ordinal, *i).is_none())
+        .collect();
+    assert!(vacant.len() >= 2 * CHUNK, "{} rows let go", vacant.len());
+    // Whole chunks of rows, each of records every replica removed.
+    assert!(
+        vacant
+            .chunks(CHUNK)
+            .all(|c| c[0] % CHUNK == 0 && c.len() == CHUNK)
+    );
+    let kept: Vec<u64> = (front..len)
+        .filter_map(|i| ledger.get(ordinal, i))
+        .filter_map(|r| r.offset())
+        .filter(|o| replicas.iter().all(|r| r.cleaned.is_removed(*o)))
+        .collect();
+    assert!(
+        kept.len() < 2 * CHUNK,
+        "removed everywhere yet kept: only rows in chunks with a record some replica keeps"
+    );
+    let report = Report::of(&sim);
+    assert!(report.lost_records.is_empty(), "{:?}", report.lost_records);
+    assert!(report.invariant_violations.is_empty());
+    assert_eq!(
+        report.producers.iter().map(|p| p.stats.acked).sum::<u64>(),
+        len as u64
     );
 }
 
