@@ -23,8 +23,6 @@ use super::keys::Key;
 use super::ledger::AckLedger;
 use super::retention::{LogManager, task_due};
 use super::segments::LogConfig;
-use super::timeline::Timeline;
-use super::{SimClock, Wake};
 
 /// What compaction removed from one replica's log, and where its cleaner got to.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -400,12 +398,6 @@ pub fn vacate_removed(replica: &mut Replica, from: u64, to: u64) -> Vec<usize> {
     ((from as usize).div_ceil(CHUNK)..to as usize / CHUNK)
         .filter(|k| replica.cleaned.removed_chunk(*k) && replica.log.vacate(*k, &placeholder))
         .collect()
-}
-
-/// Whether any broker's cleaner is due to look: at its deadline, or after a timeline action (a
-/// restarted broker's cleaner looks at once).
-pub(super) fn cleaner_due(clock: &SimClock, wake: &Wake, timeline: &Timeline) -> bool {
-    wake.due(Standing::Cleaner, clock) || timeline.acted_at(clock.now_ms)
 }
 
 /// The cleaner phase: each broker whose cleaner is due cleans its dirtiest compacted logs and

@@ -156,6 +156,8 @@ pub struct Phases {
     systems: Vec<(Phase, BoxedSystem)>,
     /// For the look at whether a fault can lose messages.
     brokers: QueryState<&'static Broker>,
+    /// The scenario has consumer groups (no phase adds one): found at the first step.
+    groups: Option<bool>,
 }
 
 impl Phases {
@@ -171,6 +173,7 @@ impl Phases {
         Phases {
             systems,
             brokers: world.query(),
+            groups: None,
         }
     }
 
@@ -183,28 +186,26 @@ impl Phases {
     pub fn run(&mut self, world: &mut World) {
         // Only the last phase moves the clock, and no phase adds a consumer group.
         let clock = *world.resource::<SimClock>();
-        let groups = !world.resource::<Cluster>().groups.is_empty();
-        // Whether the cleaner is due, found with the retention phase's.
-        let mut cleaner_due = false;
+        let groups = *self
+            .groups
+            .get_or_insert_with(|| !world.resource::<Cluster>().groups.is_empty());
+        let mut due = Due {
+            groups,
+            ..Due::default()
+        };
         for (phase, system) in &mut self.systems {
             // Only the phases up to the controller's change what the brokers' views hold.
             if *phase == Phase::Replication {
                 let views = cluster::broker_views(self.brokers.iter(world));
                 *world.resource_mut::<BrokerViews>() = views;
             }
-            let due = due(
-                *phase,
-                &clock,
-                (groups, &mut cleaner_due),
-                world,
-                &mut self.brokers,
-            );
-            if !due {
+            if !due.phase(*phase, &clock, world, &mut self.brokers) {
                 continue;
             }
             system
                 .run_without_applying_deferred((), world)
                 .expect("the model's resources are in its world");
+            due.timeline_ran |= *phase == Phase::Timeline;
         }
         // What a step spawns (a consumer the timeline adds) exists from the next step on. Only
         // systems with commands have anything to apply.
@@ -223,43 +224,52 @@ impl Phases {
 
 /// Whether a phase has anything to do at this step; looked at when the phase's turn comes, after
 /// the phases before it ran.
-/// `cleaner_due` is found with the retention phase's, which comes just before it: only each of
-/// the two phases' own runs changes its deadline, and the timeline's actions come before both,
-/// so two look-ups serve both.
-fn due(
-    phase: Phase,
-    clock: &SimClock,
-    (groups, cleaner_due): (bool, &mut bool),
-    world: &World,
-    brokers: &mut QueryState<&'static Broker>,
-) -> bool {
-    match phase {
-        Phase::Timeline => timeline::actions_due(clock, world.resource()),
-        Phase::Network => faults::any_fault(clock, world.resource(), brokers.iter(world)),
-        Phase::Controller => controller_due(clock, world.resource(), world.resource()),
-        Phase::Retention => {
-            let (wake, timeline) = (world.resource(), world.resource());
-            *cleaner_due = cleaner::cleaner_due(clock, wake, timeline);
-            retention::retention_due(clock, wake, timeline)
-        }
-        Phase::Cleaner => *cleaner_due,
-        // Scenarios without consumer groups skip the consumer side altogether.
-        Phase::Groups | Phase::Consumers | Phase::Lag => groups,
-        Phase::Replication
-        | Phase::Append
-        | Phase::Isr
-        | Phase::Delayed
-        | Phase::Producers
-        | Phase::Checks
-        | Phase::Clock => true,
-    }
+/// What a step has found out about which phases are due: each phase is looked at when its turn
+/// comes, after the phases before it ran, with as few look-ups of resources as that allows (each
+/// costs about 70 instructions, and a step makes a few dozen).
+#[derive(Default)]
+struct Due {
+    /// The scenario has consumer groups: no phase adds one.
+    groups: bool,
+    /// The timeline's phase ran at this step: only then can it have acted now.
+    timeline_ran: bool,
+    /// Whether the retention and cleaner phases are due, found with the controller's: only each
+    /// of the two phases' own runs moves its deadline, and the timeline acts before all three.
+    log_manager: [bool; 2],
 }
 
-/// The controller's rules act only at their deadlines (a heartbeat to send, a message arriving, a
-/// session to expire, a balance check) or after a timeline action: at other steps they are
-/// skipped. Each run collects the next deadline afresh.
-fn controller_due(clock: &SimClock, wake: &Wake, timeline: &Timeline) -> bool {
-    wake.due(Standing::Controller, clock) || timeline.acted_at(clock.now_ms)
+impl Due {
+    fn phase(
+        &mut self,
+        phase: Phase,
+        clock: &SimClock,
+        world: &World,
+        brokers: &mut QueryState<&'static Broker>,
+    ) -> bool {
+        match phase {
+            Phase::Timeline => timeline::actions_due(clock, world.resource()),
+            Phase::Network => faults::any_fault(clock, world.resource(), brokers.iter(world)),
+            Phase::Controller => {
+                let acted =
+                    self.timeline_ran && world.resource::<Timeline>().acted_at(clock.now_ms);
+                let wake = world.resource::<Wake>();
+                let due = |rule| wake.due(rule, clock) || acted;
+                self.log_manager = [due(Standing::Retention), due(Standing::Cleaner)];
+                due(Standing::Controller)
+            }
+            Phase::Retention => self.log_manager[0],
+            Phase::Cleaner => self.log_manager[1],
+            // Scenarios without consumer groups skip the consumer side altogether.
+            Phase::Groups | Phase::Consumers | Phase::Lag => self.groups,
+            Phase::Replication
+            | Phase::Append
+            | Phase::Isr
+            | Phase::Delayed
+            | Phase::Producers
+            | Phase::Checks
+            | Phase::Clock => true,
+        }
+    }
 }
 
 /// The clock's phase, the last of a step: the wire as the next step sees it, the clock moved on

@@ -11,18 +11,11 @@ use super::clock::Standing;
 use super::cluster::{Broker, Cluster, Partition, Replica};
 use super::events::{EventKind, EventLog};
 use super::ledger::AckLedger;
-use super::timeline::Timeline;
 use super::{SimClock, Wake};
 
 /// `log.initial.task.delay.ms` (`ServerLogConfigs.LOG_INITIAL_TASK_DELAY_MS_DEFAULT`): how long
 /// after a broker starts its first retention check runs.
 pub const INITIAL_TASK_DELAY_MS: u64 = 30_000;
-
-/// Whether any broker's check is due: at its deadline, or after a timeline action (a restarted
-/// broker's first check is set by it).
-pub(super) fn retention_due(clock: &SimClock, wake: &Wake, timeline: &Timeline) -> bool {
-    wake.due(Standing::Retention, clock) || timeline.acted_at(clock.now_ms)
-}
 
 /// What a broker's log manager borrows for one step: the context of the retention phase's rules
 /// and of the cleaner phase's (`cleaner.rs`), Kafka's two tasks that age logs.
