@@ -149,9 +149,6 @@ impl Cleaned {
         };
     }
 
-    /// A follower appended the records from `from` up to `to` of its leader's log: those the
-    /// leader's cleaner had removed are not in the batches it fetched, so they are not in its
-    /// log either. Returns whether there were any.
     /// Whether compaction removed every record of chunk `k` of the log (its offsets from
     /// `k * CHUNK`).
     pub fn removed_chunk(&self, k: usize) -> bool {
@@ -165,6 +162,9 @@ impl Cleaned {
             .is_some_and(|w| w & mask == mask)
     }
 
+    /// A follower appended the records from `from` up to `to` of its leader's log: those the
+    /// leader's cleaner had removed are not in the batches it fetched, so they are not in its
+    /// log either. Returns whether there were any.
     pub fn copy_removed(&mut self, leader: &Cleaned, from: u64, to: u64) -> bool {
         let marked_to = leader.base + 64 * leader.words.len() as u64;
         let mut any = false;
@@ -369,21 +369,24 @@ pub fn clean(replica: &mut Replica, to_clean: &ToClean, config: &LogConfig, now:
 fn forget_removed(
     partition: &Partition,
     vacated: &[usize],
-    replicas: Query<&Replica>,
+    replicas: &Query<&Replica>,
     ledger: &mut AckLedger,
 ) {
-    let logs: Vec<&Replica> = partition
-        .replicas
-        .iter()
-        .filter_map(|r| replicas.get(*r).ok())
-        .collect();
-    let removed_everywhere = |o: u64| logs.iter().all(|r| r.cleaned.is_removed(o));
+    if vacated.is_empty() {
+        return;
+    }
+    let logs = super::retention::logs_of(partition, replicas);
     for &k in vacated {
         if logs.iter().all(|r| r.cleaned.removed_chunk(k)) {
             let offsets = (k * CHUNK) as u64..((k + 1) * CHUNK) as u64;
-            ledger.vacate_removed(partition.ordinal, offsets, removed_everywhere);
+            ledger.vacate_removed(partition.ordinal, offsets, |o| removed_everywhere(&logs, o));
         }
     }
+}
+
+/// Whether every one of a partition's replicas (`logs`) had compaction remove `offset`.
+pub(super) fn removed_everywhere(logs: &[&Replica], offset: u64) -> bool {
+    logs.iter().all(|r| r.cleaned.is_removed(offset))
 }
 
 // A chunk's removal bits lie in one word of `Cleaned::words`.
@@ -475,14 +478,15 @@ impl LogManager<'_, '_> {
                     let (cleaning, vacated) = {
                         let mut replica = replicas.get_mut(replica).expect("replica entity");
                         let cleaning = clean(&mut replica, &to_clean, &partition.log, now);
-                        let vacated = match vacates {
-                            true => vacate_removed(&mut replica, cleaning.from, cleaning.to),
-                            false => Vec::new(),
+                        let vacated = if vacates {
+                            vacate_removed(&mut replica, cleaning.from, cleaning.to)
+                        } else {
+                            Vec::new()
                         };
                         (cleaning, vacated)
                     };
                     gone |= cleaning.removed > 0;
-                    forget_removed(partition, &vacated, replicas.as_readonly(), ledger);
+                    forget_removed(partition, &vacated, &replicas.as_readonly(), ledger);
                     events.push(
                         now,
                         EventKind::LogCleaned {

@@ -138,29 +138,30 @@ impl LogManager<'_, '_> {
     /// every replica's cleaner removed: followers take their leader's log start from their
     /// fetches, so by the next check they have caught up with this one's deletions.
     pub(super) fn forget_expired(&mut self) {
-        let replicas = &self.replicas;
-        let log_starts: Vec<u64> = self
+        let replicas = &self.replicas.as_readonly();
+        let logs: Vec<Vec<&Replica>> = self
             .partitions
             .iter_many(&self.cluster.partitions)
-            .map(|p| {
-                p.replicas
-                    .iter()
-                    .filter_map(|r| replicas.get(*r).ok())
-                    .map(|r| r.log_start_offset)
-                    .min()
-                    .unwrap_or(0)
-            })
+            .map(|p| logs_of(p, replicas))
             .collect();
-        let (cluster, partitions) = (&self.cluster, &self.partitions);
-        let removed_everywhere = |ordinal: u32, offset: u64| {
-            partitions
-                .get(cluster.partitions[ordinal as usize])
-                .is_ok_and(|p| {
-                    p.replicas
-                        .iter()
-                        .all(|r| replicas.get(*r).is_ok_and(|r| r.cleaned.is_removed(offset)))
-                })
-        };
-        self.ledger.forget_expired(&log_starts, removed_everywhere);
+        let log_starts: Vec<u64> = logs
+            .iter()
+            .map(|l| l.iter().map(|r| r.log_start_offset).min().unwrap_or(0))
+            .collect();
+        self.ledger.forget_expired(&log_starts, |ordinal, offset| {
+            super::cleaner::removed_everywhere(&logs[ordinal as usize], offset)
+        });
     }
+}
+
+/// A partition's replicas, in assignment order.
+pub(super) fn logs_of<'a>(
+    partition: &Partition,
+    replicas: &'a Query<&Replica>,
+) -> Vec<&'a Replica> {
+    partition
+        .replicas
+        .iter()
+        .filter_map(|r| replicas.get(*r).ok())
+        .collect()
 }
