@@ -325,7 +325,7 @@ fn state_holds(world: &bevy::prelude::World, expect: &Expect, record: Option<Pic
             world
                 .get::<Replica>(entity)
                 .and_then(|r| r.log.get(o as usize))
-                .is_some_and(|r| r.id == id)
+                .is_some_and(|r| r.id() == id)
         })
     };
     match expect {

@@ -167,7 +167,7 @@ pub fn at_offset(world: &World, ordinal: u32, offset: u64) -> Option<Picked> {
         let record = world.get::<Replica>(e)?.log.get(offset as usize)?;
         // The coordinator's records have no producer: nothing to follow.
         (record.written().is_none()).then_some(Picked {
-            id: record.id,
+            id: record.id(),
             partition: ordinal,
             offset: Some(offset),
         })
@@ -202,7 +202,7 @@ pub fn resolve(world: &World, record: &RecordRef) -> Option<Picked> {
                         .find(|(r, _)| {
                             r.producer() == producer.index && producer.key_is(r.key, key)
                         })
-                        .map(|(r, offset)| (r.id, Some(offset)))
+                        .map(|(r, offset)| (r.id(), Some(offset)))
                 };
                 let in_log = partition
                     .leader_replica()
@@ -264,11 +264,11 @@ pub fn trace(world: &mut World, picked: Picked, acks: &mut AckScan) -> Option<Tr
         let hinted = picked
             .offset
             .and_then(|o| Some((o, replica.log.get(o as usize)?)))
-            .filter(|(_, r)| r.id == picked.id);
+            .filter(|(_, r)| r.id() == picked.id);
         let (offset, record) = hinted.or_else(|| {
             let leo = replica.log_end_offset();
             let mut newest_first = (0..leo).rev().zip(replica.log.iter().rev());
-            newest_first.find(|(_, r)| r.id == picked.id)
+            newest_first.find(|(_, r)| r.id() == picked.id)
         })?;
         // A place its cleaner emptied holds no record any more.
         (!replica.cleaned.is_removed(offset)).then_some((replica.broker, offset, record))
@@ -287,7 +287,7 @@ pub fn trace(world: &mut World, picked: Picked, acks: &mut AckScan) -> Option<Tr
         .filter_map(|e| {
             let replica = world.get::<Replica>(*e)?;
             let at = replica.log.get(offset? as usize)?;
-            (at.id == picked.id && !replica.cleaned.is_removed(offset?)).then_some(replica.broker)
+            (at.id() == picked.id && !replica.cleaned.is_removed(offset?)).then_some(replica.broker)
         })
         .collect();
 
@@ -298,7 +298,9 @@ pub fn trace(world: &mut World, picked: Picked, acks: &mut AckScan) -> Option<Tr
                 .batches
                 .iter()
                 .any(|b| b.records.iter().any(|r| r.id == picked.id)),
-            Payload::FetchResponse(response) => response.records.iter().any(|r| r.id == picked.id),
+            Payload::FetchResponse(response) => {
+                response.records.iter().any(|r| r.id() == picked.id)
+            }
             Payload::ConsumerFetchResponse(response) => offset.is_some_and(|offset| {
                 response.partition == partition_entity
                     && (response.from..response.from + response.count).contains(&offset)

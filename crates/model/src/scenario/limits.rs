@@ -20,7 +20,7 @@ pub const RECORD_MEMORY_BYTES: u64 = 2 * 1024 * 1024 * 1024;
 /// when it compiles). Replicas that agree share their copies, so counting one per replica is on
 /// the safe side; what it leaves over pays for the checkpoints (`large`: 10 simulated minutes,
 /// 3 million records, 342 MB in all).
-pub const LOG_RECORD_BYTES: u64 = 32;
+pub const LOG_RECORD_BYTES: u64 = 24;
 /// What a produced record costs besides its log copies: its ledger row (16 bytes, and a share of
 /// its batch's 12), its queue and wire copies while in flight, and the allocator's share.
 pub const PRODUCED_RECORD_BYTES: u64 = 64;

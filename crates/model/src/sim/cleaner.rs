@@ -560,7 +560,7 @@ mod tests {
             } else {
                 record
             };
-            replica.append([record], config, now, now);
+            replica.append([record], 0, config, now, now);
         }
         replica.high_watermark = replica.log_end_offset();
     }

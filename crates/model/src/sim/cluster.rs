@@ -542,50 +542,60 @@ impl Partition {
     }
 }
 
-/// One record in a replica's log, in 32 bytes: a long run's logs hold millions. Its offset is
+/// One record in a replica's log, in 24 bytes: a long run's logs hold millions. Its offset is
 /// its index: retention frees what lies below the log start, and compaction leaves a record in
 /// place, marked removed in its replica's [`super::cleaner::Cleaned`]. What Kafka keeps once
 /// per batch (the producer's id and epoch, the base sequence, the sizes) is packed into the
-/// record's own word, with its place in its batch.
+/// record's own words. Its leader epoch is its replica's epoch cache's to say
+/// ([`Replica::epochs`]); the record keeps only its low bits, to check the cache by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Record {
-    /// Unique over the run: which `send()` made it (a retried duplicate has the same id), its
-    /// producer in its high bits ([`super::ledger::producer_of`]). 0 in `__consumer_offsets`.
-    pub id: u64,
+    /// The record's id in the low [`ID_BITS`]: unique over the run, which `send()` made it (a
+    /// retried duplicate has the same id), its producer in its high bits
+    /// ([`super::ledger::producer_of`]); 0 in `__consumer_offsets`. Above it, a produced record's
+    /// producer epoch, or a coordinator's record's leader epoch mark ([`EPOCH_MARK_BITS`]).
+    word: u64,
     /// Written out by its producer's [`super::producer::Producer::key_text`]. In
     /// `__consumer_offsets`, what the coordinator wrote about (the group, and the partition of
     /// a committed offset), as Kafka's `OffsetCommitKey` and `GroupMetadataKey` say it.
     pub key: super::keys::Key,
-    /// The leader epoch of the leader that appended it.
-    pub leader_epoch: u32,
-    /// Idempotent producer sequence number, or -1 (`RecordBatch.NO_SEQUENCE`).
-    pub sequence: i32,
-    /// A produced record: its bytes, its place in its batch and its producer's epoch
-    /// ([`Packed`]). In `__consumer_offsets`: the committed offset.
+    /// A produced record: its bytes, whether it starts its batch, whether it is a tombstone,
+    /// its sequence and its leader epoch mark ([`Packed`]). In `__consumer_offsets`: the
+    /// committed offset.
     packed: u64,
 }
 
-/// The bits of a produced record's word: bytes, then its place in its batch, whether it is a
-/// tombstone, then the epoch.
+/// A record's id fits this many bits: its producer's index, then its send number
+/// ([`super::ledger::record_id`]).
+pub const ID_BITS: u32 = 48;
+const ID_MASK: u64 = (1 << ID_BITS) - 1;
+
+/// The low bits of a record's leader epoch that it keeps: enough for the epoch-cache check
+/// (`invariants`) to tell a lost or misplaced epoch from the right one.
+pub const EPOCH_MARK_BITS: u32 = 9;
+const EPOCH_MARK_MASK: u64 = (1 << EPOCH_MARK_BITS) - 1;
+
+/// The bits of a produced record's word: bytes, whether it starts its batch, whether it is a
+/// tombstone, its sequence plus one (0 for none), then its leader epoch mark.
 struct Packed;
 
 impl Packed {
     /// `limits::RECORD_BYTES` (1 MiB) fits in 21 bits.
     const BYTES_BITS: u32 = 21;
-    /// A batch of `limits::BATCH_SIZE` one-byte records (16 Mi) fits in 26 bits.
-    const INDEX_BITS: u32 = 26;
-    const INDEX_SHIFT: u32 = Self::BYTES_BITS;
-    const TOMBSTONE: u64 = 1 << (Self::BYTES_BITS + Self::INDEX_BITS);
-    const EPOCH_SHIFT: u32 = Self::BYTES_BITS + Self::INDEX_BITS + 1;
     const BYTES_MASK: u64 = (1 << Self::BYTES_BITS) - 1;
-    const INDEX_MASK: u64 = (1 << Self::INDEX_BITS) - 1;
+    const FIRST: u64 = 1 << Self::BYTES_BITS;
+    const TOMBSTONE: u64 = Self::FIRST << 1;
+    const SEQUENCE_SHIFT: u32 = Self::BYTES_BITS + 2;
+    const EPOCH_SHIFT: u32 = Self::SEQUENCE_SHIFT + u32::BITS;
 }
 
 const _: () = assert!(
     crate::scenario::limits::RECORD_BYTES as u64 <= Packed::BYTES_MASK
-        && crate::scenario::limits::BATCH_SIZE as u64 <= Packed::INDEX_MASK + 1
-        && Packed::EPOCH_SHIFT + u16::BITS == u64::BITS,
-    "a record's bytes, place in its batch, tombstone bit and producer epoch must fit in its word"
+        && Packed::EPOCH_SHIFT + EPOCH_MARK_BITS == u64::BITS
+        && ID_BITS + u16::BITS == u64::BITS
+        && EPOCH_MARK_BITS <= u16::BITS,
+    "a record's bytes, batch start, tombstone bit, sequence and epoch mark must fit in its word, \
+     its id and producer epoch in the other"
 );
 
 /// The bytes the model counts for a record of `__consumer_offsets`.
@@ -593,7 +603,7 @@ const COORDINATOR_RECORD_BYTES: u32 = 64;
 
 impl Record {
     /// A record a producer sent: the `index`th of a batch whose first sequence is
-    /// `base_sequence` (`None` without idempotence).
+    /// `base_sequence` (`None` without idempotence), appended in `leader_epoch`.
     pub fn produced(
         id: u64,
         key: super::keys::Key,
@@ -603,15 +613,26 @@ impl Record {
         index: usize,
         bytes: u32,
     ) -> Record {
-        debug_assert!(u64::from(bytes) <= Packed::BYTES_MASK && index as u64 <= Packed::INDEX_MASK);
+        debug_assert!(u64::from(bytes) <= Packed::BYTES_MASK && id <= ID_MASK);
+        // A sequence is never negative (`DefaultRecordBatch.incrementSequence` wraps to 0), so
+        // it and one more fit in 32 bits.
+        let sequence = base_sequence.map_or(0, |s| s as u32 + index as u32 + 1);
         Record {
-            id,
+            word: id | u64::from(producer_epoch) << ID_BITS,
             key,
-            leader_epoch,
-            sequence: base_sequence.map_or(-1, |s| s + index as i32),
             packed: u64::from(bytes)
-                | (index as u64) << Packed::INDEX_SHIFT
-                | u64::from(producer_epoch) << Packed::EPOCH_SHIFT,
+                | if index == 0 { Packed::FIRST } else { 0 }
+                | u64::from(sequence) << Packed::SEQUENCE_SHIFT
+                | (u64::from(leader_epoch) & EPOCH_MARK_MASK) << Packed::EPOCH_SHIFT,
+        }
+    }
+
+    /// The same record under another id: a divergent copy of it, for tests of the checks.
+    pub fn renumbered(self, id: u64) -> Record {
+        debug_assert!(id <= ID_MASK);
+        Record {
+            word: self.word & !ID_MASK | id,
+            ..self
         }
     }
 
@@ -629,13 +650,11 @@ impl Record {
         self.key.coordinator_of().is_none() && self.packed & Packed::TOMBSTONE != 0
     }
 
-    /// A record a group's coordinator wrote to `__consumer_offsets`.
+    /// A record a group's coordinator wrote to `__consumer_offsets` in `leader_epoch`.
     pub fn coordinator(written: CoordinatorRecord, leader_epoch: u32) -> Record {
         Record {
-            id: 0,
+            word: (u64::from(leader_epoch) & EPOCH_MARK_MASK) << ID_BITS,
             key: super::keys::Key::coordinator(written.group, written.offset.map(|o| o.0)),
-            leader_epoch,
-            sequence: -1,
             packed: written.offset.map_or(0, |o| o.1),
         }
     }
@@ -645,7 +664,7 @@ impl Record {
     /// the coordinator's, nobody can follow it.
     pub fn placeholder() -> Record {
         Record {
-            id: u64::MAX,
+            word: u64::MAX,
             ..Record::coordinator(
                 CoordinatorRecord {
                     group: 0,
@@ -658,7 +677,13 @@ impl Record {
 
     /// Whether it keeps a place that holds no record ([`Record::placeholder`]).
     pub fn is_placeholder(&self) -> bool {
-        self.id == u64::MAX
+        self.word == u64::MAX
+    }
+
+    /// Unique over the run: which `send()` made it (a retried duplicate has the same id). 0 in
+    /// `__consumer_offsets`.
+    pub fn id(&self) -> u64 {
+        self.word & ID_MASK
     }
 
     /// What a group's coordinator wrote, for a record of `__consumer_offsets`.
@@ -682,7 +707,7 @@ impl Record {
         if self.key.coordinator_of().is_some() {
             return u32::MAX;
         }
-        super::ledger::producer_of(self.id)
+        super::ledger::producer_of(self.id())
     }
 
     /// The idempotent producer's epoch (bumped when it resets its sequence numbers).
@@ -690,15 +715,44 @@ impl Record {
         if self.key.coordinator_of().is_some() {
             return 0;
         }
-        (self.packed >> Packed::EPOCH_SHIFT) as u16
+        (self.word >> ID_BITS) as u16
     }
 
-    /// The sequence of the first record of its batch, or -1.
-    pub fn batch_first_sequence(&self) -> i32 {
-        if self.sequence < 0 {
-            return -1;
+    /// Its idempotent producer's sequence number, or `None` (`RecordBatch.NO_SEQUENCE`).
+    pub fn sequence(&self) -> Option<i32> {
+        if self.key.coordinator_of().is_some() {
+            return None;
         }
-        self.sequence - ((self.packed >> Packed::INDEX_SHIFT) & Packed::INDEX_MASK) as i32
+        let plus_one = (self.packed >> Packed::SEQUENCE_SHIFT) as u32;
+        plus_one.checked_sub(1).map(|s| s as i32)
+    }
+
+    /// Whether it is the first record of its producer's batch.
+    pub fn starts_batch(&self) -> bool {
+        self.key.coordinator_of().is_none() && self.packed & Packed::FIRST != 0
+    }
+
+    /// The low [`EPOCH_MARK_BITS`] of the leader epoch it was appended in.
+    pub fn epoch_mark(&self) -> u32 {
+        let mark = if self.key.coordinator_of().is_some() {
+            self.word >> ID_BITS
+        } else {
+            self.packed >> Packed::EPOCH_SHIFT
+        };
+        (mark & EPOCH_MARK_MASK) as u32
+    }
+
+    /// The latest leader epoch, up to `latest`, that its epoch mark can stand for: its epoch
+    /// when it was appended fewer than `2^EPOCH_MARK_BITS` epochs before `latest`.
+    pub fn leader_epoch_up_to(&self, latest: u32) -> u32 {
+        let behind = (Record::epoch_mark_of(latest) + (1 << EPOCH_MARK_BITS) - self.epoch_mark())
+            & EPOCH_MARK_MASK as u32;
+        latest.saturating_sub(behind)
+    }
+
+    /// The mark a record appended in `leader_epoch` carries.
+    pub fn epoch_mark_of(leader_epoch: u32) -> u32 {
+        (u64::from(leader_epoch) & EPOCH_MARK_MASK) as u32
     }
 }
 
@@ -880,21 +934,34 @@ impl Replica {
             .map(|(_, b)| b)
     }
 
-    /// Appends records at the end of the log (the leader's, or the follower's copy), the
-    /// largest of whose timestamps is `max_timestamp`, into its active segment or a new one
-    /// (`UnifiedLog.append`), and keeps the producers' batch metadata up to date, as both leader
-    /// and follower do. Returns the new segment's base offset if the log rolled.
+    /// Appends records of `leader_epoch` at the end of the log (the leader's, or the follower's
+    /// copy), the largest of whose timestamps is `max_timestamp`, into its active segment or a
+    /// new one (`UnifiedLog.append`), and keeps the producers' batch metadata up to date, as
+    /// both leader and follower do. Returns the new segment's base offset if the log rolled.
     pub fn append(
         &mut self,
         records: impl IntoIterator<Item = Record>,
+        leader_epoch: u32,
+        config: &LogConfig,
+        now: u64,
+        max_timestamp: u64,
+    ) -> Option<u64> {
+        let records = records.into_iter().map(|r| (leader_epoch, r));
+        self.append_of_epochs(records, config, now, max_timestamp)
+    }
+
+    /// [`Replica::append`], each record with its own leader epoch.
+    pub fn append_of_epochs(
+        &mut self,
+        records: impl IntoIterator<Item = (u32, Record)>,
         config: &LogConfig,
         now: u64,
         max_timestamp: u64,
     ) -> Option<u64> {
         let start = self.log_end_offset();
         let mut bytes = 0;
-        for record in records {
-            bytes += self.note_appended(&record, self.log_end_offset());
+        for (leader_epoch, record) in records {
+            bytes += self.note_appended(&record, leader_epoch, self.log_end_offset());
             self.log.push(record);
         }
         self.segments
@@ -903,12 +970,15 @@ impl Replica {
 
     /// A follower appends what it fetched from its leader, whose log `leader` holds the same
     /// records at the same offsets: it keeps the leader's copies instead of its own
-    /// ([`super::chunked::Chunked::extend_shared`]). The records are one append, as Kafka's
-    /// follower appends a partition's fetched records at once (`appendAsFollower`).
+    /// ([`super::chunked::Chunked::extend_shared`]). It reads each record's leader epoch from
+    /// the leader's epoch cache, as Kafka's follower reads it from each batch's header; where the
+    /// leader has truncated since it answered, from the record's mark, up to `latest_epoch`
+    /// ([`Record::leader_epoch_up_to`]). The records are one append, as Kafka's follower appends
+    /// a partition's fetched records at once (`appendAsFollower`).
     pub fn append_fetched(
         &mut self,
         records: &[Record],
-        leader: &Replica,
+        (leader, latest_epoch): (&Replica, u32),
         config: &LogConfig,
         now: u64,
         max_timestamp: u64,
@@ -917,13 +987,23 @@ impl Replica {
         self.log.extend_shared(&leader.log, records);
         let end = self.log_end_offset();
         let any_removed = self.cleaned.copy_removed(&leader.cleaned, start, end);
+        // The leader's epochs, from the one the first record is in.
+        let first = leader.epochs.partition_point(|(_, s)| *s <= start);
+        let mut epochs = leader.epochs[first.saturating_sub(1)..].iter().peekable();
+        let mut cached = None;
         let mut bytes = 0;
         for (offset, record) in (start..).zip(records) {
             // A place whose chunk the leader's compaction emptied holds nothing to note.
             if record.is_placeholder() {
                 continue;
             }
-            let record_bytes = self.note_appended(record, offset);
+            while let Some(&(e, _)) = epochs.next_if(|(_, s)| *s <= offset) {
+                cached = Some(e);
+            }
+            let epoch = cached
+                .filter(|e| Record::epoch_mark_of(*e) == record.epoch_mark())
+                .unwrap_or_else(|| record.leader_epoch_up_to(latest_epoch));
+            let record_bytes = self.note_appended(record, epoch, offset);
             if !(any_removed && self.cleaned.is_removed(offset)) {
                 bytes += record_bytes;
             }
@@ -986,16 +1066,16 @@ impl Replica {
         removed
     }
 
-    /// What appending `record` at `offset` changes besides the log: the leader epochs' start
-    /// offsets, and its producer's batches. Returns the record's bytes, which its segment grows by.
-    fn note_appended(&mut self, record: &Record, offset: u64) -> u64 {
+    /// What appending `record` of `leader_epoch` at `offset` changes besides the log: the
+    /// leader epochs' start offsets, and its producer's batches. Returns the record's bytes,
+    /// which its segment grows by.
+    fn note_appended(&mut self, record: &Record, leader_epoch: u32, offset: u64) -> u64 {
         // A record of another leader epoch starts that epoch in this replica's history
         // (`UnifiedLog.append`, `maybeAssignEpochStartOffset`).
-        self.assign_epoch(record.leader_epoch, offset);
-        if record.sequence >= 0 {
+        self.assign_epoch(leader_epoch, offset);
+        if let Some(sequence) = record.sequence() {
             let producer = record.producer();
-            let (producer_epoch, first_sequence) =
-                (record.producer_epoch(), record.batch_first_sequence());
+            let producer_epoch = record.producer_epoch();
             let batches = match self
                 .producer_batches
                 .iter_mut()
@@ -1014,29 +1094,51 @@ impl Replica {
             {
                 batches.clear();
             }
-            if record.sequence == first_sequence || batches.is_empty() {
+            if record.starts_batch() || batches.is_empty() {
                 if batches.len() == PRODUCER_STATE_BATCHES {
                     batches.pop_front();
                 }
+                // A log that starts inside a batch finds the batch's first sequence behind it.
+                let first_sequence = if record.starts_batch() {
+                    sequence
+                } else {
+                    batch_first_sequence(&self.log, (producer, producer_epoch), offset)
+                        .unwrap_or(sequence)
+                };
                 batches.push_back(BatchMetadata {
                     producer_epoch,
                     first_sequence,
-                    last_sequence: record.sequence,
+                    last_sequence: sequence,
                     first_offset: offset,
                 });
             } else if let Some(last) = batches.back_mut() {
-                last.last_sequence = record.sequence;
+                last.last_sequence = sequence;
             }
         }
         u64::from(record.bytes())
     }
 }
 
+/// The sequence of the first record of the batch of `producer` (and its epoch) that goes on at
+/// `offset`, if the log still holds it below.
+fn batch_first_sequence(
+    log: &super::chunked::Chunked<Record>,
+    (producer, epoch): (u32, u16),
+    offset: u64,
+) -> Option<i32> {
+    (0..offset as usize)
+        .rev()
+        .map_while(|o| log.get(o))
+        .take_while(|r| r.producer() == producer && r.producer_epoch() == epoch)
+        .find(|r| r.starts_batch())
+        .and_then(Record::sequence)
+}
+
 /// Kafka's internal topic of committed offsets.
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 
 // A log holds a record per offset, shared by the replicas that agree: keep it small.
-const _: () = assert!(size_of::<Record>() == 32);
+const _: () = assert!(size_of::<Record>() == 24);
 
 /// A query of the model's world read from outside the schedule (`load` registers every model
 /// component, so the query can be made from a shared borrow).
@@ -1066,5 +1168,116 @@ mod tests {
         assert!(replica.increment_log_start_offset(400));
         assert_eq!(replica.log_start_offset, 300);
         assert_eq!(replica.epochs, vec![(2, 300)]);
+    }
+
+    /// The `index`th record of a batch of producer 3 (epoch 7) whose first sequence is `base`.
+    fn batch_record(send: u64, leader_epoch: u32, base: i32, index: usize) -> Record {
+        let id = super::super::ledger::record_id(3, send);
+        let key = super::super::keys::Key::named(5);
+        Record::produced(id, key, leader_epoch, Some(base), 7, index, 1_000)
+    }
+
+    #[test]
+    fn a_record_keeps_what_kafka_keeps_per_batch_in_its_two_words() {
+        let record = batch_record(12, 600, i32::MAX - 2, 2);
+        assert_eq!(size_of::<Record>(), 24);
+        assert_eq!(record.id(), super::super::ledger::record_id(3, 12));
+        assert_eq!(record.producer(), 3);
+        assert_eq!(record.producer_epoch(), 7);
+        // The largest sequence there is, and the batch's place, survive the packing.
+        assert_eq!(record.sequence(), Some(i32::MAX));
+        assert!(!record.starts_batch() && batch_record(12, 600, 0, 0).starts_batch());
+        assert_eq!(record.bytes(), 1_000);
+        assert!(!record.is_tombstone() && record.tombstone().is_tombstone());
+        assert_eq!(record.epoch_mark(), 600 % 512);
+        assert_eq!(record.renumbered(40).id(), 40);
+        assert_eq!(record.renumbered(40).producer_epoch(), 7);
+        let plain = Record::produced(1, super::super::keys::Key::NONE, 0, None, 0, 0, 1);
+        assert_eq!(plain.sequence(), None);
+        // A coordinator's record keeps its committed offset whole, and its epoch mark too.
+        let written = CoordinatorRecord {
+            group: 2,
+            offset: Some((9, u64::MAX - 1)),
+        };
+        let offsets = Record::coordinator(written.clone(), 1_000);
+        assert_eq!(offsets.written(), Some(written));
+        assert_eq!((offsets.id(), offsets.sequence()), (0, None));
+        assert_eq!(offsets.epoch_mark(), 1_000 % 512);
+        assert!(!offsets.is_placeholder() && Record::placeholder().is_placeholder());
+    }
+
+    #[test]
+    fn an_epoch_mark_stands_for_the_latest_epoch_with_its_low_bits() {
+        let at = |epoch| batch_record(0, epoch, 0, 0);
+        assert_eq!(at(5).leader_epoch_up_to(5), 5);
+        assert_eq!(at(5).leader_epoch_up_to(9), 5);
+        assert_eq!(at(510).leader_epoch_up_to(514), 510);
+        assert_eq!(at(0).leader_epoch_up_to(511), 0);
+        // 512 epochs on, the mark is read as the later epoch.
+        assert_eq!(at(3).leader_epoch_up_to(515), 515);
+    }
+
+    #[test]
+    fn a_follower_takes_each_records_epoch_from_its_leaders_cache() {
+        let config = LogConfig::default();
+        let mut leader = Replica::new(Entity::PLACEHOLDER, 1);
+        leader.append(
+            (0..3).map(|i| batch_record(i, 0, 0, i as usize)),
+            0,
+            &config,
+            0,
+            0,
+        );
+        leader.append(
+            (3..5).map(|i| batch_record(i, 2, 3, i as usize - 3)),
+            2,
+            &config,
+            0,
+            0,
+        );
+        leader.append((5..6).map(|i| batch_record(i, 4, 5, 0)), 4, &config, 0, 0);
+        assert_eq!(leader.epochs, vec![(0, 0), (2, 3), (4, 5)]);
+        let records: Vec<Record> = leader.log.iter_from(0).copied().collect();
+        let mut follower = Replica::new(Entity::PLACEHOLDER, 2);
+        follower.append_fetched(&records[..4], (&leader, 4), &config, 0, 0);
+        assert_eq!(follower.epochs, vec![(0, 0), (2, 3)]);
+        follower.append_fetched(&records[4..], (&leader, 4), &config, 0, 0);
+        assert_eq!(follower.epochs, leader.epochs);
+        // Its producer state is the leader's: three batches, by their first sequences.
+        let firsts = |r: &Replica| -> Vec<(i32, i32, u64)> {
+            r.producer_state(3)
+                .into_iter()
+                .flatten()
+                .map(|b| (b.first_sequence, b.last_sequence, b.first_offset))
+                .collect()
+        };
+        assert_eq!(firsts(&follower), vec![(0, 2, 0), (3, 4, 3), (5, 5, 5)]);
+        assert_eq!(firsts(&follower), firsts(&leader));
+    }
+
+    #[test]
+    fn a_log_that_knows_no_batch_of_a_producer_finds_the_batchs_start_behind_it() {
+        let config = LogConfig::default();
+        let mut replica = Replica::new(Entity::PLACEHOLDER, 1);
+        replica.append(
+            (0..4).map(|i| batch_record(i, 0, 10, i as usize)),
+            0,
+            &config,
+            0,
+            0,
+        );
+        replica.producer_batches.clear();
+        replica.truncate_to(2, 0);
+        // The rest of the batch comes again: its first sequence is the one at offset 0.
+        replica.append(
+            (2..4).map(|i| batch_record(i, 0, 10, i as usize)),
+            0,
+            &config,
+            0,
+            0,
+        );
+        let batch = replica.producer_state(3).and_then(|b| b.back()).copied();
+        let batch = batch.expect("the producer's batch");
+        assert_eq!((batch.first_sequence, batch.last_sequence), (10, 13));
     }
 }

@@ -79,7 +79,7 @@ fn write_records(
             };
             Record::coordinator(written, epoch)
         });
-        if let Some(base_offset) = log.append(written, &offsets.log, now, now) {
+        if let Some(base_offset) = log.append(written, epoch, &offsets.log, now, now) {
             events.push(
                 now,
                 EventKind::SegmentRolled {

@@ -46,16 +46,14 @@ struct Order {
 impl Order {
     /// Notes a record; returns the id of the producer's later record it follows, if it does.
     fn see(&mut self, record: &Record) -> Option<u64> {
-        if record.sequence < 0 {
-            return None;
-        }
+        record.sequence()?;
         let (producer, epoch) = (record.producer(), record.producer_epoch());
         let Some(last) = self.last.iter_mut().find(|l| l.0 == producer) else {
-            self.last.push((producer, epoch, record.id));
+            self.last.push((producer, epoch, record.id()));
             return None;
         };
-        let out_of_order = (last.1 == epoch && record.id <= last.2).then_some(last.2);
-        *last = (producer, epoch, record.id);
+        let out_of_order = (last.1 == epoch && record.id() <= last.2).then_some(last.2);
+        *last = (producer, epoch, record.id());
         out_of_order
     }
 }
@@ -174,12 +172,13 @@ pub(super) fn plugin(app: &mut App) {
 }
 
 /// The leader epoch cache agrees with the log (`LeaderEpochFileCache`): the first and the last
-/// record of each epoch's range (from its start to the next epoch's) are of that epoch.
+/// record of each epoch's range (from its start to the next epoch's) are of that epoch, as far as
+/// the record's epoch mark tells ([`Record::epoch_mark`]: its epoch's low bits).
 /// Truncation to a divergence point reads the cache, so a cache that has lost an epoch, or its
 /// real start, truncates too little. Looks only at the ranges' edges.
 fn epoch_cache_disagrees(replica: &Replica) -> Option<String> {
     let leo = replica.log_end_offset();
-    let epoch_at = |o: u64| replica.log.get(o as usize).map(|r| r.leader_epoch);
+    let mark_at = |o: u64| replica.log.get(o as usize).map(Record::epoch_mark);
     let epochs = &replica.epochs;
     for (i, &(epoch, start)) in epochs.iter().enumerate() {
         let end = epochs.get(i + 1).map_or(leo, |next| next.1).min(leo);
@@ -191,10 +190,11 @@ fn epoch_cache_disagrees(replica: &Replica) -> Option<String> {
             .into_iter()
             .filter(|o| !replica.cleaned.is_removed(*o))
         {
-            let found = epoch_at(offset);
-            if found != Some(epoch) {
+            let found = mark_at(offset);
+            if found != Some(Record::epoch_mark_of(epoch)) {
                 return Some(format!(
-                    "the epoch cache puts offset {offset} in epoch {epoch}, the log in {found:?}"
+                    "the epoch cache puts offset {offset} in epoch {epoch}, the log in one \
+                     whose mark is {found:?}"
                 ));
             }
         }
@@ -289,9 +289,9 @@ fn check_committed_agree(
                     .iter()
                     .zip(f)
                     .zip(at..)
-                    .position(|((l, f), o)| l.id != f.id && kept(o))
+                    .position(|((l, f), o)| l.id() != f.id() && kept(o))
             {
-                found.push((broker, at + j as u64, l[j].id, f[j].id));
+                found.push((broker, at + j as u64, l[j].id(), f[j].id()));
                 break;
             }
             at += n as u64;
@@ -359,7 +359,7 @@ fn check_send_order(
             continue;
         }
         if let Some(later) = order.see(record) {
-            found.push((record.producer(), offset, record.id, later));
+            found.push((record.producer(), offset, record.id(), later));
         }
     }
     order.checked = leo;

@@ -94,7 +94,7 @@ fn append_batch(
             record
         }
     });
-    if let Some(base) = leader.append(records, &partition.log, now, batch.max_timestamp) {
+    if let Some(base) = leader.append(records, epoch, &partition.log, now, batch.max_timestamp) {
         rolled.push((batch.partition, base));
     }
     metrics.records_appended += count;

@@ -56,9 +56,12 @@ const VACANT: Row = u64::MAX;
 /// A row whose key has no compact form.
 const WIDE: u16 = u16::MAX - 1;
 
-// A record's id fits the bits above the key: its producer's index, then its send number.
+// A record's id fits the bits above the key, and a log record's id bits: its producer's index,
+// then its send number.
 const _: () = assert!(
     (crate::scenario::limits::PRODUCERS as u64) << SEND_NUMBER_BITS <= 1 << (u64::BITS - KEY_BITS)
+        && (crate::scenario::limits::PRODUCERS as u64) << SEND_NUMBER_BITS
+            <= 1 << super::cluster::ID_BITS
 );
 
 fn row(id: u64, key: Key) -> Row {

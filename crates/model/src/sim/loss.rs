@@ -279,11 +279,11 @@ struct Holds<'a> {
 
 impl<'a> Holds<'a> {
     fn new(replica: &'a Replica, by_id: bool) -> Self {
-        let ids = by_id.then(|| replica.log.iter().map(|r| r.id).collect());
+        let ids = by_id.then(|| replica.log.iter().map(|r| r.id()).collect());
         let first_kept = (by_id && replica.log_start_offset > 0).then(|| {
             let mut first = HashMap::new();
             for record in replica.log.iter() {
-                first.entry(record.producer()).or_insert(record.id);
+                first.entry(record.producer()).or_insert(record.id());
             }
             first
         });
@@ -318,7 +318,7 @@ impl<'a> Holds<'a> {
                 .replica
                 .log
                 .get(offset as usize)
-                .is_some_and(|r| r.id == record.id),
+                .is_some_and(|r| r.id() == record.id),
             None => self
                 .ids
                 .as_ref()

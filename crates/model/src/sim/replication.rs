@@ -527,12 +527,26 @@ impl ReplicationPhase<'_, '_> {
                             let [mut follower, leader] = replicas
                                 .get_many_mut([fetched.replica, leader])
                                 .expect("a follower and its leader are two replicas");
-                            let rolled =
-                                follower.append_fetched(records, &leader, log, now, max_timestamp);
+                            let rolled = follower.append_fetched(
+                                records,
+                                (&leader, partition.leader_epoch),
+                                log,
+                                now,
+                                max_timestamp,
+                            );
                             replica = follower;
                             rolled
                         }
-                        None => replica.append(records.iter().copied(), log, now, max_timestamp),
+                        // Without the leader's epoch cache, each record's epoch is the latest
+                        // its mark stands for: the answer is a few epochs old at most.
+                        None => replica.append_of_epochs(
+                            records
+                                .iter()
+                                .map(|r| (r.leader_epoch_up_to(partition.leader_epoch), *r)),
+                            log,
+                            now,
+                            max_timestamp,
+                        ),
                     };
                     if let Some(base_offset) = rolled {
                         events.push(

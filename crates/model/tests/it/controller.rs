@@ -428,7 +428,7 @@ fn logs(sim: &mut Sim) -> Vec<(u32, Vec<u64>)> {
     let mut replicas = world.query::<&kafkascope_model::sim::Replica>();
     let mut logs: Vec<(u32, Vec<u64>)> = replicas
         .iter(world)
-        .map(|r| (r.broker, r.log.iter().map(|record| record.id).collect()))
+        .map(|r| (r.broker, r.log.iter().map(|record| record.id()).collect()))
         .collect();
     logs.sort();
     logs

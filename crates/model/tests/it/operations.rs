@@ -469,7 +469,7 @@ fn keyed_records(sim: &kafkascope_model::sim::Sim, topic: &str) -> Vec<(u32, u64
         let replica = world.get::<Replica>(leader).expect("replica");
         for record in replica.log.iter_from(0) {
             let key = producer.key_text(record.key).expect("keyed records");
-            out.push((p.index, record.id, key));
+            out.push((p.index, record.id(), key));
         }
     }
     out
