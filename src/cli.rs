@@ -1031,7 +1031,8 @@ fn run(cli: Cli) -> Result<(), String> {
             );
             let messages_per_step = sim
                 .world()
-                .resource::<crate::sim::network::Network>()
+                .resource::<crate::sim::Runtime>()
+                .network
                 .messages_sent() as f64
                 / steps.max(1) as f64;
             let (checkpoints, every_ms) = sim.checkpoint_spacing();

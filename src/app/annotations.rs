@@ -9,7 +9,6 @@ use super::following::Following;
 use super::painter::Paint;
 use super::playback::{Model, Shown};
 use super::tour::TourPlay;
-use crate::sim::EventLog;
 use crate::view::annotations::{
     BAR_WIDTH, CALLOUT_ROW, CALLOUT_TEXT, Context, Drawing, Mark, ROW_TEXT, Row, Tone, drawing,
     isr_change,
@@ -40,7 +39,7 @@ pub(super) fn marks_of_beat(
     mut out: ResMut<BeatMarks>,
 ) {
     let beat = tour.as_ref().map(|t| &t.tour.beats[t.place.beat]);
-    let events = model.sim.world().resource::<EventLog>();
+    let events = &model.sim.world().resource::<crate::sim::Runtime>().events;
     let change = beat.and_then(|b| isr_change(b, events, shown.snapshot.now_ms));
     let ctx = Context {
         s: &shown.snapshot,

@@ -16,7 +16,6 @@ use super::input::{Pointer, Requests};
 use super::playback::{Control, MAX_SPEED, MIN_SPEED, Model, Playback, Shown};
 use super::tour::{TourControl, TourPlay};
 use crate::scenario::{Action, BUILT_IN, ClusterConfig};
-use crate::sim::EventLog;
 use crate::sim::chunked::Chunked;
 use crate::sim::lag::{LagMonitor, LagSample, PartitionLag};
 use crate::tour::LabMetric;
@@ -163,7 +162,12 @@ fn overlay(
         ctx.global_style_mut(|s| s.interaction.tooltip_delay = f32::MAX);
     }
     ctx.set_zoom_factor(shown.text_factor());
-    let events = &model.sim.world().resource::<EventLog>().events;
+    let events = &model
+        .sim
+        .world()
+        .resource::<crate::sim::Runtime>()
+        .events
+        .events;
     let mut root = egui::Ui::new(
         ctx.clone(),
         "overlay".into(),

@@ -610,7 +610,8 @@ fn read(model: &mut Model, playback: &Playback, shown: &mut Shown) {
     let events = model
         .sim
         .world()
-        .resource::<crate::sim::EventLog>()
+        .resource::<crate::sim::Runtime>()
+        .events
         .events
         .len();
     if shown.lost_at_events != Some(events) {

@@ -144,7 +144,8 @@ fn panel(
                     let events: Vec<crate::sim::Event> = model
                         .sim
                         .world()
-                        .resource::<crate::sim::EventLog>()
+                        .resource::<crate::sim::Runtime>()
+                        .events
                         .events
                         .iter()
                         .filter(|e| e.at_ms >= from)

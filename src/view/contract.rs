@@ -157,10 +157,7 @@ fn instants(
             }
         }
     }
-    let events = &sim
-        .world()
-        .resource::<crate::sim::events::EventLog>()
-        .events;
+    let events = &sim.world().resource::<crate::sim::Runtime>().events.events;
     for (i, expect) in expectations.iter().enumerate() {
         if is_event(expect) {
             at[i] = events
@@ -300,7 +297,8 @@ fn matches_event(expect: &Expect, kind: &EventKind) -> bool {
 fn state_holds(world: &bevy::prelude::World, expect: &Expect, record: Option<Picked>) -> bool {
     if *expect == Expect::ReadFromFollowers {
         return world
-            .resource::<crate::sim::events::Metrics>()
+            .resource::<crate::sim::Runtime>()
+            .metrics
             .records_read_from_followers
             > 0;
     }

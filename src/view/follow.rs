@@ -13,7 +13,6 @@ use crate::sim::consumer_group::ConsumerGroup;
 use crate::sim::ledger::{AckLedger, AckedRecord};
 use crate::sim::producer::Producer;
 use crate::sim::protocol::Payload;
-use crate::sim::wires::Wires;
 use crate::tour::RecordRef;
 
 /// A record picked to follow: its id (which `send()` made it), and its partition.
@@ -236,7 +235,7 @@ pub fn resolve(world: &World, record: &RecordRef) -> Option<Picked> {
 /// failed.
 pub fn trace(world: &mut World, picked: Picked, acks: &mut AckScan) -> Option<Trace> {
     let world = &*world;
-    let on_wire = world.resource::<Wires>();
+    let on_wire = &world.resource::<crate::sim::Runtime>().wires;
     let cluster = world.resource::<Cluster>();
     let partition_entity = *cluster.partitions.get(picked.partition as usize)?;
     let partition = world.get::<Partition>(partition_entity)?;

@@ -4,17 +4,16 @@
 use bevy::prelude::*;
 
 use crate::scenario::GroupProtocol;
+use crate::sim::Metrics;
 use crate::sim::cluster::{Broker, Cluster, FollowerStates, Partition, Replica};
 use crate::sim::consumer::Consumer;
 use crate::sim::consumer_group::ConsumerGroup;
 use crate::sim::consumer_group::ReconcileState;
 use crate::sim::lag::{LagMonitor, owned};
-use crate::sim::network::{Network, Node, Wire, WireState};
+use crate::sim::network::{Node, Wire, WireState};
 use crate::sim::producer::Producer;
 use crate::sim::protocol::Payload;
 use crate::sim::protocol::{GroupResponse, GroupResponseBody};
-use crate::sim::wires::Wires;
-use crate::sim::{Metrics, SimClock};
 
 use super::palette::ReplicaRole;
 
@@ -537,7 +536,8 @@ impl Snapshot {
     pub fn of(world: &mut World) -> Snapshot {
         // Rows are kept in send order.
         let messages = world
-            .resource::<Wires>()
+            .resource::<crate::sim::Runtime>()
+            .wires
             .iter()
             .map(|message| {
                 let (kind, detail, records, acks) = message_kind(&message.payload);
@@ -568,7 +568,7 @@ impl Snapshot {
             .collect();
 
         let cluster = world.resource::<Cluster>();
-        let network = world.resource::<Network>();
+        let network = &world.resource::<crate::sim::Runtime>().network;
         let brokers: Vec<BrokerView> = cluster
             .brokers
             .iter()
@@ -813,14 +813,14 @@ impl Snapshot {
             })
             .collect();
         Snapshot {
-            now_ms: world.resource::<SimClock>().now_ms,
+            now_ms: world.resource::<crate::sim::Runtime>().clock.now_ms,
             scenario: cluster.scenario.clone(),
             brokers,
             partitions,
             producers,
             groups,
             messages,
-            metrics: world.resource::<Metrics>().clone(),
+            metrics: world.resource::<crate::sim::Runtime>().metrics.clone(),
             eligible_leader_replicas: cluster.config.eligible_leader_replicas,
             offsets_topic_partitions: cluster.config.offsets_topic_partitions,
             assignments_version: cluster.assignments_version,

@@ -5,7 +5,7 @@
 //! colours only: the layout takes none.)
 
 use bevy::math::{Rect, Vec2};
-use kafkascope::sim::{EventLog, Sim};
+use kafkascope::sim::{Runtime, Sim};
 use kafkascope::tour::Focus;
 use kafkascope::tour::Tour;
 use kafkascope::view::annotations::{Context, Drawing, Mark, drawing, isr_change};
@@ -210,7 +210,11 @@ fn no_callout_collides_at_any_beat_size_or_preset() {
             let followed = picked.and_then(|p| trace(sim.world_mut(), p, &mut acks));
             let snapshot = Snapshot::of(sim.world_mut());
             let beat_ = &tour.beats[beat];
-            let change = isr_change(beat_, sim.world().resource::<EventLog>(), snapshot.now_ms);
+            let change = isr_change(
+                beat_,
+                &sim.world().resource::<Runtime>().events,
+                snapshot.now_ms,
+            );
             for window in WINDOWS {
                 for talk in [false, true] {
                     for area in scene_areas(window, talk, halves) {

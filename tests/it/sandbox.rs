@@ -467,7 +467,11 @@ fn a_talk_marked_in_the_sandbox_saves_reopens_and_plays_through() {
         }
     };
     let events = |model: &Model| -> Vec<kafkascope::sim::Event> {
-        let log = model.sim.world().resource::<kafkascope::sim::EventLog>();
+        let log = &model
+            .sim
+            .world()
+            .resource::<kafkascope::sim::Runtime>()
+            .events;
         log.events.iter().cloned().collect()
     };
     let mut draft = Draft::new(0);

@@ -36,7 +36,10 @@
 //!
 //! A phase's context is a `#[derive(SystemParam)]` struct that borrows, for one step, the
 //! resources, queries and scratch (`Local`) its rules use; the rules are its methods, so none
-//! takes its parameters one by one. A phase whose rules live in several files (`Delayed`) has
+//! takes its parameters one by one. What nearly every phase needs (the clock and its deadlines,
+//! the generator, the network and its wire, the event log, the metrics and the brokers' views)
+//! is one resource, [`sim::Runtime`]: a system fetches each of its resources at every run, at
+//! about 70 instructions each in Bevy 0.19. A phase whose rules live in several files (`Delayed`) has
 //! `impl` blocks of its context in each.
 //!
 //! What a phase sends arrives at a later step. A phase touches only what is due: messages by

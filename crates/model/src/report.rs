@@ -15,7 +15,7 @@ use crate::sim::invariants::Invariants;
 use crate::sim::lag::{LagMonitor, lag_now, owned};
 use crate::sim::loss::{LostRecord, Missing, lost_in};
 use crate::sim::producer::{Producer, ProducerStats};
-use crate::sim::{Event, EventLog, Metrics, Sim, SimClock};
+use crate::sim::{Event, Metrics, Sim};
 
 /// Runs a scenario headless to `until_ms` (its duration when `None`) and reports what it did;
 /// `name` is how the user gave `until_ms`, for the message when it is out of range.
@@ -228,8 +228,9 @@ impl Report {
                 }
             })
             .collect();
-        let now = world.resource::<SimClock>().now_ms;
-        let mut metrics = world.resource::<Metrics>().clone();
+        let runtime = world.resource::<crate::sim::Runtime>();
+        let now = runtime.clock.now_ms;
+        let mut metrics = runtime.metrics.clone();
         let mut brokers = Vec::new();
         let broker_entities = world.resource::<Cluster>().brokers.clone();
         for e in broker_entities {
@@ -364,7 +365,8 @@ impl Report {
                 .count() as u64,
             lost_records: lost,
             events: world
-                .resource::<EventLog>()
+                .resource::<crate::sim::Runtime>()
+                .events
                 .events
                 .iter()
                 .cloned()

@@ -23,6 +23,7 @@ use super::network::Network;
 use super::producer::Producer;
 use super::protocol::Payload;
 use super::quorum::Controller;
+use super::runtime::Runtime;
 use super::timeline::Timeline;
 use super::wires::Wires;
 
@@ -288,6 +289,29 @@ impl HeapBytes for Consumer {
     }
 }
 
+impl HeapBytes for Runtime {
+    fn heap_bytes(&self) -> usize {
+        let Runtime {
+            clock,
+            wake,
+            rng,
+            network,
+            wires,
+            events,
+            metrics,
+            views,
+        } = self;
+        clock.heap_bytes()
+            + wake.heap_bytes()
+            + rng.heap_bytes()
+            + network.heap_bytes()
+            + wires.heap_bytes()
+            + events.heap_bytes()
+            + metrics.heap_bytes()
+            + views.heap_bytes()
+    }
+}
+
 impl HeapBytes for Wires {
     fn heap_bytes(&self) -> usize {
         self.approx_bytes()
@@ -470,6 +494,29 @@ no_entities!(
     SimClock, SimRng, Wake, EventLog, Metrics, Network, AckLedger, Timeline, LagMonitor
 );
 
+impl Remap for Runtime {
+    fn remap(&mut self, map: &EntityHashMap<Entity>) {
+        let Runtime {
+            clock,
+            wake,
+            rng,
+            network,
+            wires,
+            events,
+            metrics,
+            views,
+        } = self;
+        clock.remap(map);
+        wake.remap(map);
+        rng.remap(map);
+        network.remap(map);
+        wires.remap(map);
+        events.remap(map);
+        metrics.remap(map);
+        views.remap(map);
+    }
+}
+
 impl Remap for Invariants {
     fn remap(&mut self, map: &EntityHashMap<Entity>) {
         self.entities_mut(|e| remap(e, map));
@@ -489,19 +536,12 @@ model_state! {
         consumer: Consumer,
     }
     resources {
-        clock: SimClock,
-        rng: SimRng,
-        wake: Wake,
-        events: EventLog,
-        metrics: Metrics,
-        network: Network,
-        wires: Wires,
+        runtime: Runtime,
         ledger: AckLedger,
         timeline: Timeline,
         invariants: Invariants,
         lag: LagMonitor,
         cluster: Cluster,
-        views: BrokerViews,
     }
 }
 
@@ -539,7 +579,7 @@ impl Checkpoint {
             Components::capture(world, before.map(|b| (&b.components, b.taken.1)), now);
         let resources = Resources::capture(world);
         let mut checkpoint = Checkpoint {
-            at_ms: world.resource::<SimClock>().now_ms,
+            at_ms: world.resource::<Runtime>().clock.now_ms,
             components,
             resources,
             taken: (run, tick),
@@ -562,7 +602,7 @@ impl Checkpoint {
     /// clock steps (skipping idle instants and rules) is a setting of the run, not model state,
     /// and stays as it is.
     pub fn restore(&self, world: &mut World) {
-        let settings = world.get_resource::<SimClock>().copied();
+        let settings = world.get_resource::<Runtime>().map(|r| r.clock);
         for entity in model_entities(world) {
             world.despawn(entity);
         }
@@ -575,7 +615,7 @@ impl Checkpoint {
         self.components.insert(world, &map);
         self.resources.insert(world, &map);
         if let Some(settings) = settings {
-            let mut clock = world.resource_mut::<SimClock>();
+            let clock = &mut world.resource_mut::<Runtime>().clock;
             clock.skip_idle = settings.skip_idle;
             clock.skip_idle_rules = settings.skip_idle_rules;
         }

@@ -15,6 +15,7 @@ use std::collections::HashMap;
 
 use bevy_ecs::prelude::*;
 
+use super::Runtime;
 use super::chunked::CHUNK;
 use super::clock::Standing;
 use super::cluster::{Partition, Record, Replica};
@@ -420,15 +421,19 @@ impl LogManager<'_, '_> {
     /// moved or a cleaning removed records: what the ledger may forget.
     fn clean_logs(&mut self) -> bool {
         let Self {
-            clock,
+            runtime,
             cluster,
-            events,
             ledger,
-            wake,
             brokers,
             partitions,
             replicas,
         } = self;
+        let Runtime {
+            clock,
+            events,
+            wake,
+            ..
+        } = &mut **runtime;
         let now = clock.now_ms;
         let backoff = cluster.config.log_cleaner_backoff_ms;
         let mut gone = false;

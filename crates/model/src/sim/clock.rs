@@ -1,7 +1,5 @@
 //! Sim time and the one random number generator of a run.
 
-use bevy_app::App;
-use bevy_ecs::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 
@@ -9,7 +7,7 @@ use rand_pcg::Pcg64;
 /// at which anything can happen: one millisecond on, or further when every rule says it has
 /// nothing to do before then. Skipped instants are those at which no rule could act, so a run
 /// gives the same report with skipping on or off (a test checks it).
-#[derive(Resource, Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 pub struct SimClock {
     pub now_ms: u64,
     /// The clock never moves past this instant in one step (where the caller wants to stop).
@@ -40,7 +38,7 @@ impl Default for SimClock {
 /// Rules that are idle most of the time (the controller, the periodic ISR check) do not run at
 /// every step: they keep a standing deadline here, which lasts until they run again, and run only
 /// when it is due (the controller also after a timeline action).
-#[derive(Resource, Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 pub struct Wake {
     next_ms: u64,
     standing: [u64; Standing::COUNT],
@@ -107,7 +105,7 @@ impl Wake {
 /// The run's only source of randomness: PCG64, whose output is fixed by its specification on every
 /// platform, seeded from the scenario. Ranges are drawn here, not by `rand`'s distributions, so
 /// the numbers cannot change with a library version.
-#[derive(Clone, Resource)]
+#[derive(Clone)]
 pub struct SimRng {
     pcg: Pcg64,
     /// Numbers drawn so far: part of the trace digest, so that a run that draws once more or
@@ -138,12 +136,6 @@ impl SimRng {
     pub fn permille(&mut self, lo_permille: u64, hi_permille: u64) -> u64 {
         lo_permille + self.below(hi_permille - lo_permille)
     }
-}
-
-pub(super) fn plugin(app: &mut App) {
-    app.init_resource::<SimClock>()
-        .init_resource::<Wake>()
-        .insert_resource(SimRng::new(0));
 }
 
 /// Moves the clock to the next instant at which anything is due.

@@ -126,7 +126,7 @@ pub struct BrokerView {
 /// The brokers' views, indexed by id (index 0 unused). As a resource, the views once the
 /// controller's phase has run: no later phase of a step changes what they hold, so those phases
 /// read them there instead of building them again (`Phases::run` refreshes them).
-#[derive(Resource, Clone, Debug)]
+#[derive(Clone, Debug)]
 pub struct BrokerViews {
     views: [BrokerView; crate::scenario::limits::BROKERS as usize + 1],
     len: usize,

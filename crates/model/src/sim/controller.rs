@@ -20,6 +20,8 @@
 use bevy_ecs::prelude::*;
 use bevy_ecs::system::SystemParam;
 
+use super::Runtime;
+use super::Wake;
 use super::clock::{SimRng, Standing};
 use super::cluster::{
     Broker, BrokerId, BrokerViews, Cluster, FollowerState, FollowerStates, LeaderRecord, Partition,
@@ -27,12 +29,11 @@ use super::cluster::{
 };
 use super::consumer_group::ConsumerGroup;
 use super::events::{EventKind, EventLog, Metrics};
-use super::network::{Network, Node};
+use super::network::Node;
 use super::protocol::OnWire;
 use super::protocol::{Heartbeat, HeartbeatResponse};
 use super::quorum::{Controller, MetadataLog};
 use super::wires::Wires;
-use super::{SimClock, Wake};
 
 /// What an election needs besides the partition.
 pub struct ElectionContext<'a> {
@@ -261,14 +262,8 @@ type PartitionsMut<'w, 's> = Query<'w, 's, (&'static mut Partition, &'static mut
 /// The controller's rules, with what they borrow for one step.
 #[derive(SystemParam)]
 pub(super) struct ControllerPhase<'w, 's> {
-    clock: Res<'w, SimClock>,
+    runtime: ResMut<'w, Runtime>,
     cluster: ResMut<'w, Cluster>,
-    network: ResMut<'w, Network>,
-    wake: ResMut<'w, Wake>,
-    events: ResMut<'w, EventLog>,
-    metrics: ResMut<'w, Metrics>,
-    rng: ResMut<'w, SimRng>,
-    wires: ResMut<'w, Wires>,
     controllers: Query<'w, 's, &'static mut Controller>,
     brokers: Query<'w, 's, &'static mut Broker>,
     /// With what each partition's leader knows of its followers, which an election resets.
@@ -297,7 +292,7 @@ pub(super) fn phase(mut rules: ControllerPhase) {
     rules.controller_completes_reassignments();
     // What this step's elections wrote reaches the brokers a network latency later.
     if let Some(at) = rules.controller().metadata.next_delivery() {
-        rules.wake.standing_at(Standing::Controller, at);
+        rules.runtime.wake.standing_at(Standing::Controller, at);
     }
 }
 
@@ -320,12 +315,13 @@ impl<'w, 's> ControllerPhase<'w, 's> {
             .get_mut(self.cluster.controller)
             .expect("controller")
             .into_inner();
+        let runtime = &mut *self.runtime;
         let ctx = ElectionContext {
-            now: self.clock.now_ms,
+            now: runtime.clock.now_ms,
             cluster: &self.cluster,
             brokers: super::cluster::broker_views(self.brokers.iter()),
-            events: &mut self.events,
-            metrics: &mut self.metrics,
+            events: &mut runtime.events,
+            metrics: &mut runtime.metrics,
             metadata: &mut controller.metadata,
             reason,
         };
@@ -356,7 +352,7 @@ impl<'w, 's> ControllerPhase<'w, 's> {
         if fenced {
             return true;
         }
-        let now = self.clock.now_ms;
+        let now = self.runtime.clock.now_ms;
         let entity = self.cluster.brokers[b as usize - 1];
         if !self
             .brokers
@@ -368,7 +364,8 @@ impl<'w, 's> ControllerPhase<'w, 's> {
                 .get_mut(entity)
                 .expect("broker")
                 .in_controlled_shutdown = true;
-            self.events
+            self.runtime
+                .events
                 .push(now, EventKind::BrokerInControlledShutdown { broker: b });
             let (mut ctx, partitions) = self.election("controlled shutdown");
             leave_isrs_and_leaderships(b, partitions, &mut ctx);
@@ -472,13 +469,17 @@ impl<'w, 's> ControllerPhase<'w, 's> {
 
     fn brokers_send_heartbeats(&mut self) {
         let Self {
-            clock,
+            runtime,
             cluster,
-            network,
-            wake,
             brokers,
             ..
         } = self;
+        let Runtime {
+            clock,
+            network,
+            wake,
+            ..
+        } = &mut **runtime;
         let now = clock.now_ms;
         wake.clear(Standing::Controller);
         for &entity in &cluster.brokers {
@@ -507,14 +508,18 @@ impl<'w, 's> ControllerPhase<'w, 's> {
     /// heartbeat answer.
     fn controller_publishes_metadata(&mut self) {
         let Self {
-            clock,
+            runtime,
             cluster,
-            network,
-            wake,
             controllers,
             brokers,
             ..
         } = self;
+        let Runtime {
+            clock,
+            network,
+            wake,
+            ..
+        } = &mut **runtime;
         let now = clock.now_ms;
         let mut controller = controllers.get_mut(cluster.controller).expect("controller");
         let metadata = &mut controller.metadata;
@@ -564,16 +569,20 @@ impl<'w, 's> ControllerPhase<'w, 's> {
     /// usual interval).
     fn brokers_take_heartbeat_responses(&mut self) {
         let Self {
-            clock,
+            runtime,
             cluster,
-            rng,
-            wake,
-            events,
-            wires,
             brokers,
             due,
             ..
         } = self;
+        let Runtime {
+            clock,
+            rng,
+            wake,
+            events,
+            wires,
+            ..
+        } = &mut **runtime;
         let now = clock.now_ms;
         wake_at_arrivals::<HeartbeatResponse>(wires, wake);
         wires.arriving::<HeartbeatResponse>(due);
@@ -630,13 +639,18 @@ impl<'w, 's> ControllerPhase<'w, 's> {
     }
 
     fn controller_handles_heartbeats(&mut self) {
-        let now = self.clock.now_ms;
-        wake_at_arrivals::<Heartbeat>(&self.wires, &mut self.wake);
+        let now = self.runtime.clock.now_ms;
+        let runtime = &mut *self.runtime;
+        wake_at_arrivals::<Heartbeat>(&runtime.wires, &mut runtime.wake);
         let mut due = std::mem::take(&mut *self.due);
-        self.wires.arriving::<Heartbeat>(&mut due);
+        self.runtime.wires.arriving::<Heartbeat>(&mut due);
         for &id in &due {
-            self.wires.finish(id);
-            let (&wire, heartbeat) = self.wires.get_of::<Heartbeat>(id).expect("a heartbeat");
+            self.runtime.wires.finish(id);
+            let (&wire, heartbeat) = self
+                .runtime
+                .wires
+                .get_of::<Heartbeat>(id)
+                .expect("a heartbeat");
             let heartbeat = heartbeat.clone();
             let b = heartbeat.broker;
             let broker_entity = self.cluster.brokers[b as usize - 1];
@@ -659,7 +673,8 @@ impl<'w, 's> ControllerPhase<'w, 's> {
                 // The old incarnation's session runs on.
                 if controller.refused[b as usize] != heartbeat.incarnation {
                     controller.refused[b as usize] = heartbeat.incarnation;
-                    self.events
+                    self.runtime
+                        .events
                         .push(now, EventKind::RegistrationRefused { broker: b });
                 }
             } else if heartbeat.registration && current {
@@ -674,7 +689,8 @@ impl<'w, 's> ControllerPhase<'w, 's> {
                 let mut broker = self.brokers.get_mut(broker_entity).expect("broker");
                 broker.in_controlled_shutdown = false;
                 let unclean_shutdown = std::mem::take(&mut broker.unclean_shutdown);
-                self.events
+                self.runtime
+                    .events
                     .push(now, EventKind::BrokerRegistered { broker: b });
                 if !fenced {
                     self.change_fencing(true, b);
@@ -710,9 +726,11 @@ impl<'w, 's> ControllerPhase<'w, 's> {
                 should_shut_down,
             };
             let response = self
+                .runtime
                 .network
                 .send(now, Node::Controller, wire.from, response);
-            self.wake
+            self.runtime
+                .wake
                 .standing_at(Standing::Controller, response.arrive_ms);
         }
         *self.due = due;
@@ -721,7 +739,7 @@ impl<'w, 's> ControllerPhase<'w, 's> {
     /// `BrokerHeartbeatManager`: a broker whose last heartbeat is older than the session timeout is
     /// fenced.
     fn controller_checks_sessions(&mut self) {
-        let now = self.clock.now_ms;
+        let now = self.runtime.clock.now_ms;
         let session = self.cluster.config.session_timeout_ms;
         for i in 0..self.cluster.brokers.len() {
             let broker = self.brokers.get(self.cluster.brokers[i]).expect("broker");
@@ -731,7 +749,9 @@ impl<'w, 's> ControllerPhase<'w, 's> {
             let b = broker.id;
             let deadline = self.controller().last_heartbeat_ms[b as usize] + session;
             if now <= deadline {
-                self.wake.standing_at(Standing::Controller, deadline + 1);
+                self.runtime
+                    .wake
+                    .standing_at(Standing::Controller, deadline + 1);
                 continue;
             }
             self.change_fencing(true, b);
@@ -746,7 +766,7 @@ impl<'w, 's> ControllerPhase<'w, 's> {
     /// (`QuorumController.maybeScheduleNextBalancePartitionLeaders`, which the controller calls after
     /// every change it writes).
     fn controller_balances_leaders(&mut self) {
-        let now = self.clock.now_ms;
+        let now = self.runtime.clock.now_ms;
         let periodic = self.cluster.config.auto_leader_rebalance_enable;
         let mut controller = self.controller();
         let due_check = periodic && controller.next_balance_check_ms.is_some_and(|at| now >= at);
@@ -758,12 +778,13 @@ impl<'w, 's> ControllerPhase<'w, 's> {
             self.elect_preferred_leaders();
         }
         let Self {
+            runtime,
             cluster,
-            wake,
             controllers,
             partitions,
             ..
         } = self;
+        let Runtime { wake, .. } = &mut **runtime;
         let mut controller = controllers.get_mut(cluster.controller).expect("controller");
         let imbalanced = || {
             partitions
@@ -795,12 +816,13 @@ impl<'w, 's> ControllerPhase<'w, 's> {
             }
         }
         let Self {
+            runtime,
             cluster,
-            wake,
             controllers,
             partitions,
             ..
         } = self;
+        let Runtime { wake, .. } = &mut **runtime;
         let mut controller = controllers.get_mut(cluster.controller).expect("controller");
         let leaderless = || partitions.iter().any(|(p, _)| p.leader.is_none());
         if controller.next_unclean_check_ms.is_none() && leaderless() {
@@ -815,14 +837,18 @@ impl<'w, 's> ControllerPhase<'w, 's> {
     /// and the network make room for them, and their registration heartbeats go out.
     fn controller_adds_brokers(&mut self) {
         let Self {
-            clock,
+            runtime,
             cluster,
-            network,
-            wake,
             controllers,
             brokers,
             ..
         } = self;
+        let Runtime {
+            clock,
+            network,
+            wake,
+            ..
+        } = &mut **runtime;
         let mut controller = controllers.get_mut(cluster.controller).expect("controller");
         if controller.new_brokers.is_empty() {
             return;
@@ -856,16 +882,20 @@ impl<'w, 's> ControllerPhase<'w, 's> {
     /// (`GroupMetadataManager.onNewMetadataImage`, then `consumerGroupHeartbeat`).
     fn controller_creates_partitions(&mut self) {
         let Self {
-            clock,
+            runtime,
             cluster,
-            wake,
-            events,
             controllers,
             partitions,
             replicas,
             groups,
             ..
         } = self;
+        let Runtime {
+            clock,
+            wake,
+            events,
+            ..
+        } = &mut **runtime;
         let now = clock.now_ms;
         let mut controller = controllers.get_mut(cluster.controller).expect("controller");
         if controller.requested_partitions.is_empty() {
@@ -933,15 +963,19 @@ impl<'w, 's> ControllerPhase<'w, 's> {
     /// target replica is in the ISR (`controller_completes_reassignments`).
     fn controller_starts_reassignments(&mut self) {
         let Self {
-            clock,
+            runtime,
             cluster,
-            wake,
-            events,
             controllers,
             partitions,
             replicas,
             ..
         } = self;
+        let Runtime {
+            clock,
+            wake,
+            events,
+            ..
+        } = &mut **runtime;
         let now = clock.now_ms;
         let mut controller = controllers.get_mut(cluster.controller).expect("controller");
         if controller.requested.is_empty() {
@@ -1001,7 +1035,7 @@ impl<'w, 's> ControllerPhase<'w, 's> {
     /// `ReplicaManager.applyDelta`), and if the leader was removed, the first target replica in the
     /// ISR leads (or none: the partition goes offline).
     fn controller_completes_reassignments(&mut self) {
-        let now = self.clock.now_ms;
+        let now = self.runtime.clock.now_ms;
         let pending = std::mem::take(&mut self.controller().reassigning);
         if pending.is_empty() {
             return;

@@ -1,8 +1,6 @@
 //! What happened, in order: the event log the report, the view's timeline and the event panel
 //! read, and the counters behind Kafka's metrics.
 
-use bevy_app::App;
-use bevy_ecs::prelude::*;
 use serde::Serialize;
 
 /// One event at one instant.
@@ -333,7 +331,7 @@ pub enum ResetReason {
     PastLogEnd,
 }
 
-#[derive(Clone, Resource, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct EventLog {
     /// In chunks shared with checkpoints, which would otherwise each copy the whole log. Those
     /// older than the seekable window ([`super::SEEKABLE_MS`]) are forgotten, as the
@@ -350,7 +348,7 @@ impl EventLog {
 }
 
 /// Counters over the whole run.
-#[derive(Resource, Debug, Default, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize)]
 pub struct Metrics {
     /// `IsrShrinksPerSec`, summed.
     pub isr_shrinks: u64,
@@ -378,8 +376,4 @@ pub struct Metrics {
     pub records_truncated: u64,
     /// Records consumers were sent by a follower (KIP-392's fetch from the closest replica).
     pub records_read_from_followers: u64,
-}
-
-pub(super) fn plugin(app: &mut App) {
-    app.init_resource::<EventLog>().init_resource::<Metrics>();
 }

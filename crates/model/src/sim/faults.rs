@@ -4,15 +4,14 @@
 use bevy_ecs::prelude::*;
 use bevy_ecs::system::SystemParam;
 
+use super::Runtime;
 use super::SimClock;
-use super::clock::SimRng;
 use super::cluster::{Broker, Cluster, broker_views};
 use super::consumer::Consumer;
 use super::ledger::AckLedger;
 use super::network::{Network, Node, Wire};
 use super::producer::Producer;
 use super::protocol::Payload;
-use super::wires::Wires;
 
 /// Only a cut link or a dead broker loses messages: a healthy cluster skips the phase.
 pub(super) fn any_fault<'a>(
@@ -26,12 +25,9 @@ pub(super) fn any_fault<'a>(
 /// What faults do to the messages on the wire, with what it borrows for one step.
 #[derive(SystemParam)]
 pub(super) struct NetworkPhase<'w, 's> {
-    clock: Res<'w, SimClock>,
+    runtime: ResMut<'w, Runtime>,
     cluster: Res<'w, Cluster>,
-    network: Res<'w, Network>,
-    rng: ResMut<'w, SimRng>,
     ledger: ResMut<'w, AckLedger>,
-    wires: ResMut<'w, Wires>,
     brokers: Query<'w, 's, &'static mut Broker>,
     producers: Query<'w, 's, &'static mut Producer>,
     consumers: Query<'w, 's, &'static mut Consumer>,
@@ -49,12 +45,13 @@ impl NetworkPhase<'_, '_> {
     /// A message whose link is cut while it travels never arrives (a network partition drops
     /// packets; nobody is told).
     fn drop_on_cut_links(&mut self) {
-        let Self {
+        let Self { runtime, .. } = self;
+        let Runtime {
             clock,
             network,
             wires,
             ..
-        } = self;
+        } = &mut **runtime;
         let now = clock.now_ms;
         if !network.any_cut() {
             return;
@@ -67,17 +64,18 @@ impl NetworkPhase<'_, '_> {
     /// sees NETWORK_EXCEPTION, a follower's fetcher backs off).
     fn refuse_at_dead_brokers(&mut self) {
         let Self {
-            clock,
+            runtime,
             cluster,
-            rng,
             ledger,
             brokers,
-            wires,
             producers,
             consumers,
             due,
             ..
         } = self;
+        let Runtime {
+            clock, rng, wires, ..
+        } = &mut **runtime;
         let now = clock.now_ms;
         if brokers.iter().all(|b| b.alive) {
             return;

@@ -13,9 +13,9 @@ use std::collections::BTreeMap;
 use bevy_ecs::prelude::*;
 use bevy_ecs::system::SystemParam;
 
-use super::cluster::{
-    Broker, BrokerView, BrokerViews, Cluster, CoordinatorRecord, Partition, Record, Replica,
-};
+use super::Runtime;
+use super::Wake;
+use super::cluster::{Broker, BrokerView, Cluster, CoordinatorRecord, Partition, Record, Replica};
 use super::consumer_group::{ConsumerGroup, GroupMember, GroupState, PendingSync, Reconciliation};
 use super::consumer_protocol;
 use super::events::{EventKind, EventLog};
@@ -24,7 +24,6 @@ use super::protocol::{
     GroupError, GroupRequest, GroupRequestBody, GroupResponse, GroupResponseBody,
 };
 use super::wires::Wires;
-use super::{SimClock, Wake};
 use crate::assignor::Member;
 use crate::scenario::GroupProtocol;
 
@@ -180,15 +179,9 @@ fn release_syncs(
 /// coordinator by its own metadata.
 #[derive(SystemParam)]
 pub(super) struct GroupsPhase<'w, 's> {
-    clock: Res<'w, SimClock>,
+    runtime: ResMut<'w, Runtime>,
     cluster: Res<'w, Cluster>,
-    network: ResMut<'w, Network>,
-    events: ResMut<'w, EventLog>,
-    wake: ResMut<'w, Wake>,
-    wires: ResMut<'w, Wires>,
     brokers: Query<'w, 's, &'static Broker>,
-    /// The brokers as this step's controller phase left them.
-    views: Res<'w, BrokerViews>,
     partitions: Query<'w, 's, &'static Partition>,
     replicas: Query<'w, 's, &'static mut Replica>,
     groups: Query<'w, 's, &'static mut ConsumerGroup>,
@@ -217,14 +210,15 @@ impl GroupsPhase<'_, '_> {
     /// told NOT_COORDINATOR.
     fn follow_offsets_partitions(&mut self) {
         let Self {
+            runtime,
             cluster,
             brokers,
             partitions,
             replicas,
             groups,
-            views,
             ..
         } = self;
+        let Runtime { views, .. } = &mut **runtime;
         let views = views.checked(brokers.iter());
         let brokers: &[BrokerView] = views;
         let replicas = &replicas.as_readonly();
@@ -282,20 +276,24 @@ impl GroupsPhase<'_, '_> {
 
     fn handle_group_requests(&mut self) {
         let Self {
-            clock,
+            runtime,
             cluster,
-            network,
-            events,
-            wires,
             brokers,
             partitions,
             replicas,
             groups,
-            wake,
             due,
-            views,
             ..
         } = self;
+        let Runtime {
+            clock,
+            network,
+            events,
+            wires,
+            wake,
+            views,
+            ..
+        } = &mut **runtime;
         let views = views.checked(brokers.iter());
         let brokers: &[BrokerView] = views;
         let now = clock.now_ms;
@@ -622,15 +620,19 @@ impl GroupsPhase<'_, '_> {
     /// subscriptions.
     fn complete_joins(&mut self) {
         let Self {
-            clock,
+            runtime,
             cluster,
-            network,
-            wake,
-            wires,
             groups,
             due,
             ..
         } = self;
+        let Runtime {
+            clock,
+            network,
+            wake,
+            wires,
+            ..
+        } = &mut **runtime;
         let now = clock.now_ms;
         for &entity in &cluster.groups {
             let mut group = groups.get_mut(entity).expect("group entity");
@@ -707,13 +709,17 @@ impl GroupsPhase<'_, '_> {
     /// [`NEW_MEMBER_JOIN_TIMEOUT_MS`].
     fn expire_sessions(&mut self) {
         let Self {
-            clock,
+            runtime,
             cluster,
-            events,
-            wake,
             groups,
             ..
         } = self;
+        let Runtime {
+            clock,
+            events,
+            wake,
+            ..
+        } = &mut **runtime;
         let now = clock.now_ms;
         for &entity in &cluster.groups {
             let mut group = groups.get_mut(entity).expect("group entity");
@@ -770,19 +776,23 @@ impl GroupsPhase<'_, '_> {
     /// stored assignment makes its group stable, or, failing, resets it and rebalances again.
     fn complete_writes(&mut self) {
         let Self {
-            clock,
+            runtime,
             cluster,
-            network,
-            events,
-            wires,
             brokers,
             partitions,
             replicas,
             groups,
             due,
-            views,
             ..
         } = self;
+        let Runtime {
+            clock,
+            network,
+            events,
+            wires,
+            views,
+            ..
+        } = &mut **runtime;
         let views = views.checked(brokers.iter());
         let brokers: &[BrokerView] = views;
         let replicas = &replicas.as_readonly();
@@ -981,12 +991,13 @@ mod tests {
             };
             let id = sim
                 .world_mut()
-                .resource_mut::<Network>()
+                .resource_mut::<Runtime>()
+                .network
                 .send(now, Node::Consumer(0), Node::Broker(coordinator), request)
                 .id;
             for _ in 0..100 {
                 sim.step();
-                let wires = sim.world().resource::<Wires>();
+                let wires = &sim.world().resource::<Runtime>().wires;
                 if let Some(answer) = wires
                     .iter()
                     .filter_map(|m| GroupResponse::of(&m.payload))

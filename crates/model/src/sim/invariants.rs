@@ -7,8 +7,8 @@ use bevy_app::App;
 use bevy_ecs::prelude::*;
 use bevy_ecs::system::SystemParam;
 
-use super::SimClock;
-use super::cluster::{Broker, BrokerViews, Cluster, Partition, Record, Replica};
+use super::Runtime;
+use super::cluster::{Broker, Cluster, Partition, Record, Replica};
 use super::consumer::Consumer;
 use super::consumer_group::ConsumerGroup;
 use super::events::Metrics;
@@ -392,14 +392,11 @@ pub(super) fn elections_or_truncations(metrics: &Metrics, invariants: &Invariant
 /// The checks of Kafka's invariants, with what they read for one step.
 #[derive(SystemParam)]
 pub(super) struct ChecksPhase<'w, 's> {
-    clock: Res<'w, SimClock>,
+    runtime: Res<'w, Runtime>,
     cluster: Res<'w, Cluster>,
-    metrics: Res<'w, Metrics>,
     ledger: Res<'w, AckLedger>,
     invariants: ResMut<'w, Invariants>,
     brokers: Query<'w, 's, &'static Broker>,
-    /// The brokers as this step's controller phase left them.
-    views: Res<'w, BrokerViews>,
     partitions: Query<'w, 's, &'static Partition>,
     replicas: Query<'w, 's, &'static Replica>,
     producers: Query<'w, 's, &'static Producer>,
@@ -417,7 +414,7 @@ pub(super) fn phase(mut rules: ChecksPhase) {
     let partitions = rules.cluster.partitions.len();
     rules.invariants.fit(partitions);
     rules.check();
-    if elections_or_truncations(&rules.metrics, &rules.invariants) {
+    if elections_or_truncations(&rules.runtime.metrics, &rules.invariants) {
         rules.check_no_safe_loss();
     }
     if !rules.cluster.groups.is_empty() {
@@ -429,7 +426,7 @@ pub(super) fn phase(mut rules: ChecksPhase) {
 impl ChecksPhase<'_, '_> {
     fn check(&mut self) {
         let Self {
-            clock,
+            runtime,
             cluster,
             invariants,
             changed_partitions,
@@ -439,9 +436,9 @@ impl ChecksPhase<'_, '_> {
             replicas,
             producers,
             touched,
-            views,
             ..
         } = self;
+        let Runtime { clock, views, .. } = &**runtime;
         let now = clock.now_ms;
         let views = views.checked(brokers.iter());
         let name = |p: &Partition| cluster.partition_name(p);
@@ -591,9 +588,8 @@ impl ChecksPhase<'_, '_> {
     /// no acknowledged record. Checked whenever a leader changed or a log was truncated.
     fn check_no_safe_loss(&mut self) {
         let Self {
-            clock,
+            runtime,
             cluster,
-            metrics,
             ledger,
             invariants,
             partitions,
@@ -601,6 +597,7 @@ impl ChecksPhase<'_, '_> {
             producers,
             ..
         } = self;
+        let Runtime { clock, metrics, .. } = &**runtime;
         let changes = (metrics.leader_elections, metrics.records_truncated);
         if changes == invariants.last_changes || ledger.disk_lost {
             return;
@@ -645,12 +642,13 @@ impl ChecksPhase<'_, '_> {
     /// (`CoordinatorLoaderImpl` sets the last committed offset to it) until its followers fetch.
     fn check_committed_offsets(&mut self) {
         let Self {
-            clock,
+            runtime,
             cluster,
             invariants,
             groups,
             ..
         } = self;
+        let Runtime { clock, .. } = &**runtime;
         if invariants.committed.len() < cluster.groups.len() {
             invariants
                 .committed
@@ -707,13 +705,14 @@ impl ChecksPhase<'_, '_> {
     /// (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID), so it is left out.
     fn check_single_owner(&mut self) {
         let Self {
-            clock,
+            runtime,
             cluster,
             invariants,
             groups,
             consumers,
             ..
         } = self;
+        let Runtime { clock, .. } = &**runtime;
         let changed = std::mem::take(&mut invariants.owners_changed);
         for g in changed {
             let group = groups

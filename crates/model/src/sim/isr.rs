@@ -17,11 +17,10 @@ use std::collections::BTreeSet;
 use bevy_ecs::prelude::*;
 use bevy_ecs::system::SystemParam;
 
+use super::Runtime;
 use super::clock::Standing;
-use super::cluster::{
-    Broker, BrokerView, BrokerViews, Cluster, FollowerStates, Partition, Replica,
-};
-use super::events::{EventKind, EventLog, Metrics};
+use super::cluster::{Broker, BrokerView, Cluster, FollowerStates, Partition, Replica};
+use super::events::EventKind;
 use super::network::{Network, Node};
 use super::{SimClock, Wake};
 
@@ -85,15 +84,9 @@ fn lapses<'a>(
 /// The ISR phase's rules, with what they borrow for one step.
 #[derive(SystemParam)]
 pub(super) struct IsrPhase<'w, 's> {
-    clock: Res<'w, SimClock>,
+    runtime: ResMut<'w, Runtime>,
     cluster: Res<'w, Cluster>,
-    network: Res<'w, Network>,
-    events: ResMut<'w, EventLog>,
-    metrics: ResMut<'w, Metrics>,
-    wake: ResMut<'w, Wake>,
     brokers: Query<'w, 's, &'static Broker>,
-    /// The brokers as this step's controller phase left them.
-    views: Res<'w, BrokerViews>,
     /// With what each leader knows of its followers, as the replication phase left it.
     partitions: Query<'w, 's, (Entity, &'static mut Partition, Ref<'static, FollowerStates>)>,
     replicas: Query<'w, 's, &'static mut Replica>,
@@ -106,7 +99,7 @@ pub(super) struct IsrPhase<'w, 's> {
 pub(super) fn phase(mut rules: IsrPhase) {
     rules.expand_isr();
     // The ISR check is periodic: the steps between checks skip it.
-    if isr_check_due(&rules.clock, &rules.wake) {
+    if isr_check_due(&rules.runtime.clock, &rules.runtime.wake) {
         rules.shrink_isr();
     }
     rules.advance_high_watermarks();
@@ -115,19 +108,23 @@ pub(super) fn phase(mut rules: IsrPhase) {
 impl IsrPhase<'_, '_> {
     fn expand_isr(&mut self) {
         let Self {
-            clock,
+            runtime,
             cluster,
+            brokers,
+            partitions,
+            replicas,
+            fetched,
+            ..
+        } = self;
+        let Runtime {
+            clock,
             wake,
             events,
             metrics,
             network,
-            brokers,
-            partitions,
-            replicas,
             views,
-            fetched,
             ..
-        } = self;
+        } = &mut **runtime;
         let replicas = &replicas.as_readonly();
         let views = views.checked(brokers.iter());
         // Only a partition a follower fetched now can take it back: its states changed since the
@@ -197,18 +194,22 @@ impl IsrPhase<'_, '_> {
 
     fn shrink_isr(&mut self) {
         let Self {
-            clock,
+            runtime,
             cluster,
-            events,
-            metrics,
-            network,
             brokers,
             partitions,
             replicas,
+            ..
+        } = self;
+        let Runtime {
+            clock,
+            events,
+            metrics,
+            network,
             wake,
             views,
             ..
-        } = self;
+        } = &mut **runtime;
         let replicas = &replicas.as_readonly();
         let lag_max = cluster.config.replica_lag_time_max_ms;
         let period = lag_max / 2;
@@ -269,16 +270,17 @@ impl IsrPhase<'_, '_> {
 
     fn advance_high_watermarks(&mut self) {
         let Self {
-            clock,
+            runtime,
             cluster,
             brokers,
             partitions,
             replicas,
-            wake,
             watch,
-            views,
             ..
         } = self;
+        let Runtime {
+            clock, wake, views, ..
+        } = &mut **runtime;
         let watch = &mut **watch;
         let now = clock.now_ms;
         let lag_max = cluster.config.replica_lag_time_max_ms;

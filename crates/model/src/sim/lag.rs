@@ -7,10 +7,10 @@ use bevy_app::App;
 use bevy_ecs::prelude::*;
 use bevy_ecs::system::SystemParam;
 
+use super::Runtime;
 use super::cluster::{Cluster, Partition, Replica};
 use super::consumer::Consumer;
 use super::consumer_group::ConsumerGroup;
-use super::{SimClock, Wake};
 
 /// How often lag is sampled.
 pub const SAMPLE_EVERY_MS: u64 = 1_000;
@@ -157,10 +157,9 @@ impl Owners {
 /// The lag monitor's rules, with what they read and keep for one step.
 #[derive(SystemParam)]
 pub(super) struct LagPhase<'w, 's> {
-    clock: Res<'w, SimClock>,
+    runtime: ResMut<'w, Runtime>,
     cluster: Res<'w, Cluster>,
     monitor: ResMut<'w, LagMonitor>,
-    wake: ResMut<'w, Wake>,
     partitions: Query<'w, 's, &'static Partition>,
     replicas: Query<'w, 's, &'static Replica>,
     groups: Query<'w, 's, &'static ConsumerGroup>,
@@ -182,7 +181,7 @@ impl LagPhase<'_, '_> {
     /// its owner dead. Counted per partition once every partition of the group was consumed.
     fn count_paused(&mut self) {
         let Self {
-            clock,
+            runtime,
             cluster,
             monitor,
             groups,
@@ -190,6 +189,7 @@ impl LagPhase<'_, '_> {
             owners,
             ..
         } = self;
+        let Runtime { clock, .. } = &mut **runtime;
         let consumers = &consumers.as_readonly();
         let now = clock.now_ms;
         if monitor.groups.len() < cluster.groups.len() {
@@ -237,16 +237,16 @@ impl LagPhase<'_, '_> {
 
     fn sample_lag(&mut self) {
         let Self {
-            clock,
+            runtime,
             cluster,
             monitor,
-            wake,
             groups,
             partitions,
             replicas,
             owners,
             ..
         } = self;
+        let Runtime { clock, wake, .. } = &mut **runtime;
         let now = clock.now_ms;
         wake.at((now / SAMPLE_EVERY_MS + 1) * SAMPLE_EVERY_MS);
         if !now.is_multiple_of(SAMPLE_EVERY_MS) {

@@ -5,15 +5,14 @@
 use bevy_ecs::prelude::*;
 use bevy_ecs::system::SystemParam;
 
-use super::SimClock;
-use super::cluster::{Broker, BrokerViews, Cluster, Partition, Record, Replica};
-use super::events::{EventKind, EventLog, Metrics};
+use super::Runtime;
+use super::cluster::{Broker, Cluster, Partition, Record, Replica};
+use super::events::{EventKind, Metrics};
 use super::network::{Network, Node, Wire, WireState};
 use super::protocol::{
     BatchOutcome, BatchResult, KafkaError, ProduceRequest, ProduceResponse, WireBatch,
 };
 use super::purgatory::DelayedPhase;
-use super::wires::Wires;
 use crate::scenario::Acks;
 
 fn broker_of(node: Node) -> u32 {
@@ -167,15 +166,9 @@ fn respond(
 /// The append phase's rule, with what it borrows for one step.
 #[derive(SystemParam)]
 pub(super) struct AppendPhase<'w, 's> {
-    clock: Res<'w, SimClock>,
+    runtime: ResMut<'w, Runtime>,
     cluster: Res<'w, Cluster>,
-    network: ResMut<'w, Network>,
-    metrics: ResMut<'w, Metrics>,
-    events: ResMut<'w, EventLog>,
-    wires: ResMut<'w, Wires>,
     brokers: Query<'w, 's, &'static Broker>,
-    /// The brokers as this step's controller phase left them.
-    views: Res<'w, BrokerViews>,
     partitions: Query<'w, 's, &'static Partition>,
     replicas: Query<'w, 's, &'static mut Replica>,
     /// The produce requests arriving now, kept between steps.
@@ -192,20 +185,24 @@ pub(super) fn phase(mut rules: AppendPhase) {
 impl AppendPhase<'_, '_> {
     fn append_produce_requests(&mut self) {
         let Self {
-            clock,
-            network,
-            metrics,
-            wires,
+            runtime,
             brokers,
             partitions,
             replicas,
             due,
-            views,
             cluster,
-            events,
             rolled,
             ..
         } = self;
+        let Runtime {
+            clock,
+            network,
+            metrics,
+            wires,
+            views,
+            events,
+            ..
+        } = &mut **runtime;
         let now = clock.now_ms;
         rolled.clear();
         wires.arriving::<ProduceRequest>(due);
@@ -290,16 +287,20 @@ impl DelayedPhase<'_, '_> {
     /// fallen below `min.insync.replicas`), or times out with REQUEST_TIMED_OUT.
     pub(super) fn complete_delayed_produce(&mut self) {
         let Self {
-            clock,
-            network,
-            wires,
+            runtime,
             brokers,
             partitions,
             replicas,
             due,
-            views,
             ..
         } = self;
+        let Runtime {
+            clock,
+            network,
+            wires,
+            views,
+            ..
+        } = &mut **runtime;
         let now = clock.now_ms;
         wires.held::<ProduceRequest>(due);
         if due.is_empty() {

@@ -4,12 +4,11 @@
 
 use bevy_ecs::prelude::*;
 
-use super::clock::{SimClock, SimRng, Wake};
+use super::Runtime;
 use super::cluster::{
     Broker, BrokerId, Cluster, FollowerStates, OFFSETS_TOPIC, Partition, Replica, Topic,
     TopicSettings,
 };
-use super::events::{EventLog, Metrics};
 use super::invariants::Invariants;
 use super::network::Network;
 use super::producer::Producer;
@@ -27,13 +26,7 @@ pub fn load(world: &mut World, scenario: &Scenario) {
     world.register_component::<super::quorum::Controller>();
     world.register_component::<super::consumer_group::ConsumerGroup>();
     world.register_component::<super::consumer::Consumer>();
-    world.insert_resource(SimClock::default());
-    world.insert_resource(Wake::default());
-    world.insert_resource(SimRng::new(scenario.seed));
-    world.insert_resource(EventLog::default());
-    world.insert_resource(Metrics::default());
-    world.insert_resource(Network::new(&scenario.cluster));
-    world.insert_resource(super::wires::Wires::default());
+    world.insert_resource(Runtime::new(Network::new(&scenario.cluster), scenario.seed));
     world.insert_resource(super::ledger::AckLedger::default());
 
     let brokers: Vec<Entity> = (1..=scenario.cluster.brokers)

@@ -14,7 +14,6 @@ use bevy_ecs::prelude::*;
 use bevy_ecs::system::BoxedSystem;
 
 use clock::Standing;
-use network::Network;
 use timeline::Timeline;
 
 pub mod checkpoint;
@@ -48,6 +47,7 @@ pub mod reads;
 pub mod replication;
 mod retention;
 mod run;
+pub mod runtime;
 pub mod segments;
 mod sender;
 pub mod timeline;
@@ -65,6 +65,7 @@ pub use run::{
     OPEN_ENDED_REPLAY_APPENDS, OPEN_ENDED_THINNING, SEEKABLE_MS, Sim, checkpoint_every_ms,
     open_ended_max_every_ms,
 };
+pub use runtime::Runtime;
 pub use wires::Wires;
 
 /// The phases of a step, in the order they run. Each message that arrives at a step is handled in
@@ -185,7 +186,7 @@ impl Phases {
     /// Runs one step.
     pub fn run(&mut self, world: &mut World) {
         // Only the last phase moves the clock, and no phase adds a consumer group.
-        let clock = *world.resource::<SimClock>();
+        let clock = world.resource::<Runtime>().clock;
         let groups = *self
             .groups
             .get_or_insert_with(|| !world.resource::<Cluster>().groups.is_empty());
@@ -197,7 +198,7 @@ impl Phases {
             // Only the phases up to the controller's change what the brokers' views hold.
             if *phase == Phase::Replication {
                 let views = cluster::broker_views(self.brokers.iter(world));
-                *world.resource_mut::<BrokerViews>() = views;
+                world.resource_mut::<Runtime>().views = views;
             }
             if !due.phase(*phase, &clock, world, &mut self.brokers) {
                 continue;
@@ -222,11 +223,9 @@ impl Phases {
     }
 }
 
-/// Whether a phase has anything to do at this step; looked at when the phase's turn comes, after
-/// the phases before it ran.
 /// What a step has found out about which phases are due: each phase is looked at when its turn
 /// comes, after the phases before it ran, with as few look-ups of resources as that allows (each
-/// costs about 70 instructions, and a step makes a few dozen).
+/// costs about 70 instructions).
 #[derive(Default)]
 struct Due {
     /// The scenario has consumer groups: no phase adds one.
@@ -248,11 +247,14 @@ impl Due {
     ) -> bool {
         match phase {
             Phase::Timeline => timeline::actions_due(clock, world.resource()),
-            Phase::Network => faults::any_fault(clock, world.resource(), brokers.iter(world)),
+            Phase::Network => {
+                let network = &world.resource::<Runtime>().network;
+                faults::any_fault(clock, network, brokers.iter(world))
+            }
             Phase::Controller => {
                 let acted =
                     self.timeline_ran && world.resource::<Timeline>().acted_at(clock.now_ms);
-                let wake = world.resource::<Wake>();
+                let wake = &world.resource::<Runtime>().wake;
                 let due = |rule| wake.due(rule, clock) || acted;
                 self.log_manager = [due(Standing::Retention), due(Standing::Cleaner)];
                 due(Standing::Controller)
@@ -275,34 +277,22 @@ impl Due {
 /// The clock's phase, the last of a step: the wire as the next step sees it, the clock moved on
 /// to the next instant at which anything is due (the timeline's next action among them), and
 /// what arrives then.
-fn clock_phase(
-    mut clock: ResMut<SimClock>,
-    mut wake: ResMut<Wake>,
-    timeline: Res<Timeline>,
-    mut network: ResMut<Network>,
-    mut wires: ResMut<Wires>,
-    mut metrics: ResMut<Metrics>,
-) {
-    wires::end_step(
-        clock.now_ms,
-        &mut network,
-        &mut wires,
-        &mut metrics,
-        &mut wake,
-    );
-    clock::tick(&mut clock, &mut wake, timeline.next_at());
-    wires::take_arrivals(clock.now_ms, &mut wires);
+fn clock_phase(mut runtime: ResMut<Runtime>, timeline: Res<Timeline>) {
+    let Runtime {
+        clock,
+        wake,
+        network,
+        wires,
+        metrics,
+        ..
+    } = &mut *runtime;
+    wires::end_step(clock.now_ms, network, wires, metrics, wake);
+    clock::tick(clock, wake, timeline.next_at());
+    wires::take_arrivals(clock.now_ms, wires);
 }
 
 /// The model's resources and components, with their initial state. The step's systems are
 /// [`Phases`], which [`Sim`] builds for its world.
 pub fn plugin(app: &mut App) {
-    app.init_resource::<BrokerViews>();
-    app.add_plugins((
-        clock::plugin,
-        events::plugin,
-        timeline::plugin,
-        invariants::plugin,
-        lag::plugin,
-    ));
+    app.add_plugins((timeline::plugin, invariants::plugin, lag::plugin));
 }

@@ -5,7 +5,6 @@
 
 use std::collections::BTreeSet;
 
-use bevy_ecs::prelude::*;
 use serde::Serialize;
 
 use super::cluster::BrokerId;
@@ -64,7 +63,7 @@ impl Wire {
 }
 
 /// Link latency, cut links and slow brokers.
-#[derive(Resource, Debug, Clone)]
+#[derive(Debug, Clone)]
 pub struct Network {
     pub latency_ms: u64,
     /// Cut broker-to-broker links, smaller id first.

@@ -9,18 +9,17 @@ use std::collections::BTreeMap;
 use bevy_ecs::prelude::*;
 use bevy_ecs::system::SystemParam;
 
-use super::cluster::{Broker, BrokerViews, Cluster, Partition, Replica};
+use super::Runtime;
+use super::cluster::{Broker, Cluster, Partition, Replica};
 use super::consumer_group::{ConsumerGroup, GroupState};
-use super::events::{EventKind, EventLog, ResetReason};
+use super::events::{EventKind, ResetReason};
 use super::invariants::Invariants;
 use super::metadata::Refresh;
-use super::network::{Network, Node};
+use super::network::Node;
 use super::protocol::{
     ConsumerFetch, ConsumerFetchResponse, GroupError, GroupRequest, GroupRequestBody,
     GroupResponse, GroupResponseBody, KafkaError,
 };
-use super::wires::Wires;
-use super::{SimClock, Wake};
 use crate::assignor::{self, Assignor, TopicPartition};
 use crate::scenario::{GroupProtocol, OffsetReset};
 
@@ -234,16 +233,10 @@ fn coordinator_allows(
 /// The consumers' rules, with what they borrow for one step.
 #[derive(SystemParam)]
 pub(super) struct ConsumersPhase<'w, 's> {
-    clock: Res<'w, SimClock>,
+    runtime: ResMut<'w, Runtime>,
     cluster: Res<'w, Cluster>,
-    events: ResMut<'w, EventLog>,
-    network: ResMut<'w, Network>,
-    wake: ResMut<'w, Wake>,
-    wires: ResMut<'w, Wires>,
     invariants: ResMut<'w, Invariants>,
     brokers: Query<'w, 's, &'static Broker>,
-    /// The brokers as this step's controller phase left them.
-    views: Res<'w, BrokerViews>,
     partitions: Query<'w, 's, &'static Partition>,
     replicas: Query<'w, 's, &'static Replica>,
     groups: Query<'w, 's, &'static ConsumerGroup>,
@@ -263,15 +256,19 @@ pub(super) fn phase(mut rules: ConsumersPhase) {
 impl ConsumersPhase<'_, '_> {
     fn handle_group_responses(&mut self) {
         let Self {
-            clock,
+            runtime,
             cluster,
-            network,
-            wires,
             groups,
             consumers,
             due,
             ..
         } = self;
+        let Runtime {
+            clock,
+            network,
+            wires,
+            ..
+        } = &mut **runtime;
         let now = clock.now_ms;
         wires.arriving::<GroupResponse>(due);
         for &id in due.iter() {
@@ -500,11 +497,9 @@ impl ConsumersPhase<'_, '_> {
 
     fn handle_fetch_responses(&mut self) {
         let Self {
-            clock,
+            runtime,
             cluster,
-            events,
             invariants,
-            wires,
             partitions,
             replicas,
             groups,
@@ -512,6 +507,12 @@ impl ConsumersPhase<'_, '_> {
             due,
             ..
         } = self;
+        let Runtime {
+            clock,
+            events,
+            wires,
+            ..
+        } = &mut **runtime;
         let now = clock.now_ms;
         wires.arriving::<ConsumerFetchResponse>(due);
         for &id in due.iter() {
@@ -649,13 +650,13 @@ impl ConsumersPhase<'_, '_> {
     /// order the poll returned it; with `commit_after_each_batch` it commits once the batch is done.
     fn process_records(&mut self) {
         let Self {
-            clock,
+            runtime,
             cluster,
-            wake,
             groups,
             consumers,
             ..
         } = self;
+        let Runtime { clock, wake, .. } = &mut **runtime;
         let now = clock.now_ms;
         for &entity in &cluster.consumers {
             // A consumer added this step is spawned at its end.
@@ -714,20 +715,24 @@ impl ConsumersPhase<'_, '_> {
     /// Joins, heartbeats, commits and fetches, each when due.
     fn send_requests(&mut self) {
         let Self {
-            clock,
+            runtime,
             cluster,
-            network,
-            wake,
             invariants,
             brokers,
             partitions,
             replicas,
             groups,
             consumers,
+            ..
+        } = self;
+        let Runtime {
+            clock,
+            network,
+            wake,
             views,
             events,
             ..
-        } = self;
+        } = &mut **runtime;
         let now = clock.now_ms;
         let views = views.checked(brokers.iter());
         let racks = &cluster.config.broker_racks;

@@ -8,25 +8,17 @@ use bevy_ecs::entity::EntityHashMap;
 use bevy_ecs::prelude::*;
 use bevy_ecs::system::SystemParam;
 
-use super::SimClock;
+use super::Runtime;
 use super::cluster::{Broker, BrokerViews, Cluster, Partition, Replica};
-use super::events::Metrics;
-use super::network::Network;
 use super::protocol::{Answers, ConsumerFetch};
-use super::wires::Wires;
 
 /// What the delayed phase's rules borrow for one step. The rules live beside the requests they
 /// finish; the changes they watch come from Bevy's change detection since this phase last ran.
 #[derive(SystemParam)]
 pub(super) struct DelayedPhase<'w, 's> {
-    pub(super) clock: Res<'w, SimClock>,
+    pub(super) runtime: ResMut<'w, Runtime>,
     pub(super) cluster: Res<'w, Cluster>,
-    pub(super) network: ResMut<'w, Network>,
-    pub(super) wires: ResMut<'w, Wires>,
-    pub(super) metrics: ResMut<'w, Metrics>,
     pub(super) brokers: Query<'w, 's, &'static Broker>,
-    /// The brokers as this step's controller phase left them.
-    pub(super) views: Res<'w, BrokerViews>,
     pub(super) partitions: Query<'w, 's, &'static Partition>,
     pub(super) replicas: Query<'w, 's, &'static Replica>,
     pub(super) changed_partitions: Query<'w, 's, Entity, Changed<Partition>>,
@@ -137,18 +129,18 @@ impl Applied {
 /// The delayed phase: the held requests that can finish now.
 pub(super) fn phase(mut rules: DelayedPhase) {
     let DelayedPhase {
+        runtime,
         cluster,
-        views,
         applied,
         log_ends,
         changed_replicas,
         ..
     } = &mut rules;
-    applied.update(cluster, views);
+    applied.update(cluster, &runtime.views);
     log_ends.update(cluster, changed_replicas.iter());
     rules.complete_delayed_produce();
     rules.complete_delayed_fetches();
-    if rules.wires.any_due::<ConsumerFetch>() {
+    if rules.runtime.wires.any_due::<ConsumerFetch>() {
         rules.serve_consumer_fetches();
     }
 }

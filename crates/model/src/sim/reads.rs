@@ -7,6 +7,7 @@
 
 use bevy_ecs::prelude::*;
 
+use super::Runtime;
 use super::cluster::{BrokerView, Cluster, LeaderRecord, Partition, Replica};
 use super::network::{Wire, WireState};
 use super::protocol::{ConsumerFetch, ConsumerFetchResponse, KafkaError};
@@ -76,11 +77,8 @@ impl DelayedPhase<'_, '_> {
     /// metadata moved, or its wait ran out: nothing else changes its answer.
     pub(super) fn serve_consumer_fetches(&mut self) {
         let Self {
-            clock,
+            runtime,
             cluster,
-            network,
-            wires,
-            metrics,
             brokers,
             applied,
             partitions,
@@ -90,9 +88,16 @@ impl DelayedPhase<'_, '_> {
             touched,
             due,
             arriving,
-            views,
             ..
         } = self;
+        let Runtime {
+            clock,
+            network,
+            wires,
+            metrics,
+            views,
+            ..
+        } = &mut **runtime;
         let now = clock.now_ms;
         let views = views.checked(brokers.iter());
         touched.clear();

@@ -9,17 +9,15 @@ use std::ops::Range;
 use bevy_ecs::prelude::*;
 use bevy_ecs::system::SystemParam;
 
-use super::cluster::{
-    Broker, BrokerId, BrokerViews, Cluster, FollowerStates, Partition, Record, Replica,
-};
-use super::events::{EventKind, EventLog, Metrics};
+use super::Runtime;
+use super::Wake;
+use super::cluster::{Broker, BrokerId, Cluster, FollowerStates, Partition, Record, Replica};
+use super::events::{EventKind, EventLog};
 use super::network::{Network, Node, Wire, WireState};
 use super::protocol::{
     Answers, Diverging, FetchPartition, FetchRequest, FetchResponse, FetchedPartition, KafkaError,
 };
 use super::purgatory::DelayedPhase;
-use super::wires::Wires;
-use super::{SimClock, Wake};
 use crate::scenario::ClusterConfig;
 
 /// The records from `from` up to `max_bytes` (at least one, as Kafka always returns a whole first
@@ -251,16 +249,9 @@ fn wake_fetchers(broker: &Broker, now: u64, config: &ClusterConfig, wake: &mut W
 /// The replication phase's rules, with what they borrow for one step.
 #[derive(SystemParam)]
 pub(super) struct ReplicationPhase<'w, 's> {
-    clock: Res<'w, SimClock>,
+    runtime: ResMut<'w, Runtime>,
     cluster: Res<'w, Cluster>,
-    network: ResMut<'w, Network>,
-    wake: ResMut<'w, Wake>,
-    events: ResMut<'w, EventLog>,
-    metrics: ResMut<'w, Metrics>,
-    wires: ResMut<'w, Wires>,
     brokers: Query<'w, 's, &'static mut Broker>,
-    /// The brokers as this step's controller phase left them.
-    views: Res<'w, BrokerViews>,
     partitions: Query<'w, 's, &'static Partition>,
     /// What each leader knows of its followers, from their fetches.
     followers: Query<'w, 's, &'static mut FollowerStates>,
@@ -365,20 +356,24 @@ impl ReplicationPhase<'_, '_> {
     /// the follower, else holds the fetch.
     fn leaders_answer_fetches(&mut self) {
         let Self {
-            clock,
+            runtime,
             cluster,
-            network,
-            metrics,
-            wires,
             brokers,
             partitions,
             followers,
             replicas,
             due,
             answers,
-            views,
             ..
         } = self;
+        let Runtime {
+            clock,
+            network,
+            metrics,
+            wires,
+            views,
+            ..
+        } = &mut **runtime;
         let brokers = &brokers.as_readonly();
         let replicas = &replicas.as_readonly();
         let now = clock.now_ms;
@@ -441,17 +436,21 @@ impl ReplicationPhase<'_, '_> {
     /// end of the leader's epoch, or its own end of that epoch if sooner.
     fn followers_take_responses(&mut self) {
         let Self {
-            clock,
+            runtime,
             cluster,
-            metrics,
-            events,
-            wires,
             brokers,
             partitions,
             replicas,
             due,
             ..
         } = self;
+        let Runtime {
+            clock,
+            metrics,
+            events,
+            wires,
+            ..
+        } = &mut **runtime;
         let partitions = &partitions.as_readonly();
         let now = clock.now_ms;
         wires.arriving::<FetchResponse>(due);
@@ -482,7 +481,7 @@ impl ReplicationPhase<'_, '_> {
                         leader,
                         replicas,
                         now,
-                        (cluster, &mut **events),
+                        (cluster, events),
                     );
                     continue;
                 }
@@ -586,16 +585,20 @@ impl ReplicationPhase<'_, '_> {
     /// replicas' log end offsets, in one request.
     fn followers_send_fetches(&mut self) {
         let Self {
-            clock,
+            runtime,
             cluster,
-            network,
-            wake,
             brokers,
             partitions,
             replicas,
             followed,
             ..
         } = self;
+        let Runtime {
+            clock,
+            network,
+            wake,
+            ..
+        } = &mut **runtime;
         let partitions = &partitions.as_readonly();
         let replicas = &replicas.as_readonly();
         let now = clock.now_ms;
@@ -662,10 +665,8 @@ impl DelayedPhase<'_, '_> {
     /// watermark change alone does not finish it (KAFKA-9952).
     pub(super) fn complete_delayed_fetches(&mut self) {
         let Self {
-            clock,
+            runtime,
             cluster,
-            network,
-            wires,
             brokers,
             partitions,
             replicas,
@@ -675,9 +676,15 @@ impl DelayedPhase<'_, '_> {
             answers,
             applied,
             log_ends,
-            views,
             ..
         } = self;
+        let Runtime {
+            clock,
+            network,
+            wires,
+            views,
+            ..
+        } = &mut **runtime;
         let now = clock.now_ms;
         let views = views.checked(brokers.iter());
         // Only a partition whose log on the fetch's broker moved since the last step can have new

@@ -7,11 +7,12 @@
 use bevy_ecs::prelude::*;
 use bevy_ecs::system::SystemParam;
 
+use super::Runtime;
+use super::Wake;
 use super::clock::Standing;
 use super::cluster::{Broker, Cluster, Partition, Replica};
 use super::events::{EventKind, EventLog};
 use super::ledger::AckLedger;
-use super::{SimClock, Wake};
 
 /// `log.initial.task.delay.ms` (`ServerLogConfigs.LOG_INITIAL_TASK_DELAY_MS_DEFAULT`): how long
 /// after a broker starts its first retention check runs.
@@ -21,11 +22,9 @@ pub const INITIAL_TASK_DELAY_MS: u64 = 30_000;
 /// and of the cleaner phase's (`cleaner.rs`), Kafka's two tasks that age logs.
 #[derive(SystemParam)]
 pub(super) struct LogManager<'w, 's> {
-    pub(super) clock: Res<'w, SimClock>,
+    pub(super) runtime: ResMut<'w, Runtime>,
     pub(super) cluster: Res<'w, Cluster>,
-    pub(super) events: ResMut<'w, EventLog>,
     pub(super) ledger: ResMut<'w, AckLedger>,
-    pub(super) wake: ResMut<'w, Wake>,
     pub(super) brokers: Query<'w, 's, &'static mut Broker>,
     pub(super) partitions: Query<'w, 's, &'static Partition>,
     pub(super) replicas: Query<'w, 's, &'static mut Replica>,
@@ -62,15 +61,19 @@ impl LogManager<'_, '_> {
     /// replica in partition order. Returns whether any broker checked.
     fn delete_old_segments(&mut self) -> bool {
         let Self {
-            clock,
+            runtime,
             cluster,
-            events,
-            wake,
             brokers,
             partitions,
             replicas,
             ..
         } = self;
+        let Runtime {
+            clock,
+            events,
+            wake,
+            ..
+        } = &mut **runtime;
         let mut checked = false;
         let now = clock.now_ms;
         let interval = cluster.config.log_retention_check_interval_ms;

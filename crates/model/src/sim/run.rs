@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use bevy_app::App;
 use bevy_ecs::prelude::*;
 
-use super::{Phases, SimClock, checkpoint, load, plugin, timeline};
+use super::{Phases, Runtime, checkpoint, load, plugin, timeline};
 use crate::scenario::Scenario;
 
 /// Every despawn leaves Bevy a note per component for `RemovedComponents` readers (the model has
@@ -151,7 +151,7 @@ impl Sim {
     }
 
     pub fn now_ms(&self) -> u64 {
-        self.world().resource::<SimClock>().now_ms
+        self.world().resource::<Runtime>().clock.now_ms
     }
 
     /// Runs one step: the current instant, after which the clock moves to the next instant at
@@ -172,13 +172,16 @@ impl Sim {
 
     /// Steps every millisecond instead of jumping over idle ones (the reports are the same).
     pub fn set_skip_idle(&mut self, skip: bool) {
-        self.world_mut().resource_mut::<SimClock>().skip_idle = skip;
+        self.world_mut().resource_mut::<Runtime>().clock.skip_idle = skip;
     }
 
     /// Runs the timeline, fault handling, the controller and the ISR check at every step instead
     /// of only when something is due for them (the reports are the same).
     pub fn set_skip_idle_rules(&mut self, skip: bool) {
-        self.world_mut().resource_mut::<SimClock>().skip_idle_rules = skip;
+        self.world_mut()
+            .resource_mut::<Runtime>()
+            .clock
+            .skip_idle_rules = skip;
     }
 
     /// Runs every step before `until_ms`; afterwards the clock reads `until_ms`. Returns how many
@@ -206,7 +209,7 @@ impl Sim {
     /// what retention freed before the oldest checkpoint kept (which holds what it had).
     pub fn record_bytes(&self) -> u64 {
         use crate::scenario::limits::{LOG_RECORD_BYTES, PRODUCED_RECORD_BYTES};
-        let m = self.world.resource::<super::Metrics>();
+        let m = &self.world.resource::<Runtime>().metrics;
         let (log_freed, rows_freed) = self.checkpoints.front().map_or((0, 0), |c| c.freed);
         (m.records_appended + m.records_replicated).saturating_sub(log_freed) * LOG_RECORD_BYTES
             + m.records_appended.saturating_sub(rows_freed) * PRODUCED_RECORD_BYTES
@@ -237,7 +240,7 @@ impl Sim {
     }
 
     fn run_steps_until(&mut self, until_ms: u64) -> u64 {
-        self.world.resource_mut::<SimClock>().horizon_ms = until_ms;
+        self.world.resource_mut::<Runtime>().clock.horizon_ms = until_ms;
         let mut steps = 0;
         while self.now_ms() < until_ms {
             self.step_once();

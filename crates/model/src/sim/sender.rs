@@ -7,15 +7,14 @@
 use bevy_ecs::prelude::*;
 use bevy_ecs::system::SystemParam;
 
+use super::Runtime;
 use super::clock::SimRng;
-use super::cluster::{Broker, BrokerId, BrokerViews, Cluster, Partition};
+use super::cluster::{Broker, BrokerId, Cluster, Partition};
 use super::keys::{self, Key};
 use super::ledger::AckLedger;
 use super::metadata::Refresh;
 use super::network::{Network, Node};
 use super::protocol::{BatchResult, ProduceRequest, ProduceResponse, WireBatch};
-use super::wires::Wires;
-use super::{SimClock, Wake};
 use crate::scenario::Acks;
 
 use super::producer::*;
@@ -159,16 +158,10 @@ fn send_requests(
 /// The producers' rules, with what they borrow for one step.
 #[derive(SystemParam)]
 pub(super) struct ProducersPhase<'w, 's> {
-    clock: Res<'w, SimClock>,
+    runtime: ResMut<'w, Runtime>,
     cluster: Res<'w, Cluster>,
-    network: ResMut<'w, Network>,
-    wake: ResMut<'w, Wake>,
-    rng: ResMut<'w, SimRng>,
     ledger: ResMut<'w, AckLedger>,
-    wires: ResMut<'w, Wires>,
     brokers: Query<'w, 's, &'static Broker>,
-    /// The brokers as this step's controller phase left them.
-    views: Res<'w, BrokerViews>,
     partitions: Query<'w, 's, &'static Partition>,
     producers: Query<'w, 's, &'static mut Producer>,
     /// Kept between steps, so that a step allocates little: the responses arriving now,
@@ -192,15 +185,16 @@ pub(super) fn phase(mut rules: ProducersPhase) {
 impl ProducersPhase<'_, '_> {
     fn handle_responses(&mut self) {
         let Self {
-            clock,
+            runtime,
             cluster,
-            rng,
             ledger,
-            wires,
             producers,
             due,
             ..
         } = self;
+        let Runtime {
+            clock, rng, wires, ..
+        } = &mut **runtime;
         let now = clock.now_ms;
         wires.arriving::<ProduceResponse>(due);
         for &id in due.iter() {
@@ -252,14 +246,15 @@ impl ProducersPhase<'_, '_> {
     /// a connection closed for a timeout never arrives.
     fn expire(&mut self) {
         let Self {
-            clock,
+            runtime,
             cluster,
-            rng,
             ledger,
-            wires,
             producers,
             ..
         } = self;
+        let Runtime {
+            clock, rng, wires, ..
+        } = &mut **runtime;
         let now = clock.now_ms;
         // In scenario order: the order producers draw random numbers and wire ids in.
         for &entity in &cluster.producers {
@@ -274,13 +269,13 @@ impl ProducersPhase<'_, '_> {
     /// second, and those the timeline asks for.
     fn accumulate(&mut self) {
         let Self {
-            clock,
+            runtime,
             cluster,
-            rng,
             producers,
             key_scratch,
             ..
         } = self;
+        let Runtime { clock, rng, .. } = &mut **runtime;
         let now = clock.now_ms;
         let (batch, available, text) = &mut **key_scratch;
         // In scenario order: the order producers draw random numbers and wire ids in.
@@ -322,16 +317,20 @@ impl ProducersPhase<'_, '_> {
     /// `unknownLeaderTopics`); a producer's load on a broker is its requests in flight there.
     fn refresh_metadata(&mut self) {
         let Self {
-            clock,
+            runtime,
             cluster,
-            network,
-            wake,
             brokers,
             partitions,
             producers,
-            views,
             ..
         } = self;
+        let Runtime {
+            clock,
+            network,
+            wake,
+            views,
+            ..
+        } = &mut **runtime;
         let views = views.checked(brokers.iter());
         for &entity in &cluster.producers {
             let mut producer = producers.get_mut(entity).expect("producer entity");
@@ -386,18 +385,22 @@ impl ProducersPhase<'_, '_> {
     /// to that broker wait an answer.
     fn send(&mut self) {
         let Self {
-            clock,
+            runtime,
             cluster,
-            network,
-            rng,
             ledger,
-            wake,
             brokers,
             producers,
             by_leader,
-            views,
             ..
         } = self;
+        let Runtime {
+            clock,
+            network,
+            rng,
+            wake,
+            views,
+            ..
+        } = &mut **runtime;
         let now = clock.now_ms;
         let views = views.checked(brokers.iter());
         // In scenario order: the order producers draw random numbers and wire ids in.

@@ -4,13 +4,13 @@ use bevy_app::App;
 use bevy_ecs::prelude::*;
 use bevy_ecs::system::SystemParam;
 
+use super::Runtime;
 use super::SimClock;
 use super::cluster::{Broker, Cluster, FollowerStates, Partition, Replica, TopicSettings};
 use super::consumer::Consumer;
 use super::consumer_group::ConsumerGroup;
-use super::events::{EventKind, EventLog, Metrics};
+use super::events::{EventKind, EventLog};
 use super::ledger::AckLedger;
-use super::network::Network;
 use super::producer::Producer;
 use super::quorum::{Controller, RequestedReassignment};
 use crate::scenario::{Action, ConsumerGroupConfig, Scenario, Stop};
@@ -128,21 +128,19 @@ pub(super) fn actions_due(clock: &SimClock, timeline: &Timeline) -> bool {
 /// What the timeline's actions change, borrowed for one step.
 #[derive(SystemParam)]
 pub(super) struct Targets<'w, 's> {
-    /// For events besides an action's own (the members a `SetGroupMembers` starts, say).
-    events: ResMut<'w, EventLog>,
+    /// The event log, for events besides an action's own (the members a `SetGroupMembers`
+    /// starts, say), and the wake-ups: a member started now acts from the next instant,
+    /// whatever else is due then.
+    runtime: ResMut<'w, Runtime>,
     cluster: ResMut<'w, Cluster>,
-    network: ResMut<'w, Network>,
     ledger: ResMut<'w, AckLedger>,
     producers: Query<'w, 's, &'static mut Producer>,
     brokers: Query<'w, 's, &'static mut Broker>,
     replicas: Query<'w, 's, &'static mut Replica>,
     partitions: Query<'w, 's, &'static mut Partition>,
-    metrics: ResMut<'w, Metrics>,
     controllers: Query<'w, 's, &'static mut Controller>,
     groups: Query<'w, 's, &'static ConsumerGroup>,
     consumers: Query<'w, 's, &'static mut Consumer>,
-    /// A member started now acts from the next instant, whatever else is due then.
-    wake: ResMut<'w, super::Wake>,
     commands: Commands<'w, 's>,
     /// Members started in this step (group, instance id): spawned, not yet in `consumers`.
     spawned: Local<'s, Vec<(u32, Option<String>)>>,
@@ -153,12 +151,8 @@ type Outcome = Result<EventKind, String>;
 
 /// The timeline's phase: every action due now, in order. An action that cannot apply now is
 /// refused with the reason, in the event log; it never stops the run.
-pub(super) fn apply_actions(
-    clock: Res<SimClock>,
-    mut timeline: ResMut<Timeline>,
-    mut targets: Targets,
-) {
-    let now = clock.now_ms;
+pub(super) fn apply_actions(mut timeline: ResMut<Timeline>, mut targets: Targets) {
+    let now = targets.runtime.clock.now_ms;
     targets.spawned.clear();
     while let Some((at, action, _)) = timeline.pending.get(timeline.next).cloned() {
         if at > now {
@@ -198,7 +192,7 @@ pub(super) fn apply_actions(
             | Action::SetGroupMembers(..) => group_action(&mut targets, now, &action),
             Action::RollingRestart(stop) => start_rolling(&mut timeline, &targets, now, stop),
         };
-        log(&mut targets.events, now, &action, outcome);
+        log(&mut targets.runtime.events, now, &action, outcome);
     }
     if timeline
         .rolling
@@ -225,7 +219,7 @@ fn apply_for_rolling(t: &mut Targets, now: u64, action: Action) {
         Action::PreferredElection => controller_action(t, &action),
         _ => broker_action(t, now, &action),
     };
-    log(&mut t.events, now, &action, outcome);
+    log(&mut t.runtime.events, now, &action, outcome);
 }
 
 /// A rolling restart's look at the cluster: the current broker moves on a stage when it can, and
@@ -254,7 +248,7 @@ fn roll_on(timeline: &mut Timeline, t: &mut Targets, now: u64) {
             }
             None => {
                 timeline.rolling = None;
-                t.events.push(now, EventKind::RollingRestartDone);
+                t.runtime.events.push(now, EventKind::RollingRestartDone);
                 apply_for_rolling(t, now, Action::PreferredElection);
             }
         },
@@ -278,7 +272,8 @@ fn roll_on(timeline: &mut Timeline, t: &mut Targets, now: u64) {
             });
             if !under_replicated {
                 rolling.current = None;
-                t.events
+                t.runtime
+                    .events
                     .push(now, EventKind::RollingRestartBrokerDone { broker: b });
             }
         }
@@ -321,7 +316,7 @@ fn misrouted(action: &Action) -> String {
 
 /// Links and reachability: cuts, heals and delays.
 fn network_action(t: &mut Targets, now: u64, action: &Action) -> Outcome {
-    let network = &mut t.network;
+    let network = &mut t.runtime.network;
     Ok(match *action {
         Action::CutLink(a, b) => {
             network.cut_link(a, b);
@@ -447,7 +442,7 @@ fn leader_back(t: &mut Targets, b: u32, now: u64) {
         if partition.leader == Some(b)
             && let Some(since) = partition.dead_leader_since_ms.take()
         {
-            t.metrics.dead_leader_ms += now - since;
+            t.runtime.metrics.dead_leader_ms += now - since;
         }
     }
 }
@@ -832,7 +827,8 @@ fn group_action(t: &mut Targets, now: u64, action: &Action) -> Outcome {
             for _ in live..*members {
                 let member = add_member(t, index, &config, now);
                 let group = group.clone();
-                t.events
+                t.runtime
+                    .events
                     .push(now, EventKind::ConsumerAdded { group, member });
             }
             for _ in *members..live {
@@ -840,7 +836,8 @@ fn group_action(t: &mut Targets, now: u64, action: &Action) -> Outcome {
                 let mut c = t.consumers.get_mut(entity).expect("consumer entity");
                 c.leaving = true;
                 let (group, member) = (group.clone(), c.member_id.clone());
-                t.events
+                t.runtime
+                    .events
                     .push(now, EventKind::ConsumerRemoved { group, member });
             }
             EventKind::GroupMembersSet {
@@ -901,7 +898,7 @@ fn add_member(t: &mut Targets, group: u32, config: &ConsumerGroupConfig, now: u6
     }
     let member = consumer.member_id.clone();
     t.spawned.push((group, consumer.instance_id.clone()));
-    t.wake.at(now + 1);
+    t.runtime.wake.at(now + 1);
     let entity = t
         .commands
         .spawn((Name::new(format!("consumer {member}")), consumer))

@@ -7,9 +7,9 @@
 
 use bevy_ecs::prelude::*;
 
+use super::Runtime;
+use super::Sim;
 use super::network::{Node, WireState};
-use super::wires::Wires;
-use super::{Sim, SimRng};
 
 /// FNV-1a, 64 bits: portable and fixed by its definition.
 #[derive(Debug, Clone, Copy)]
@@ -66,9 +66,10 @@ fn state(s: WireState) -> [u64; 2] {
 
 /// Folds the state of the world after a step into the digest.
 fn fold_step(world: &World, hash: &mut Fnv) {
-    hash.word(world.resource::<super::SimClock>().now_ms);
-    hash.word(world.resource::<SimRng>().draws());
-    let wires = world.resource::<Wires>();
+    let runtime = world.resource::<Runtime>();
+    hash.word(runtime.clock.now_ms);
+    hash.word(runtime.rng.draws());
+    let wires = &runtime.wires;
     hash.word(wires.len() as u64);
     // In send order, as rows are kept.
     for message in wires.iter() {
@@ -109,7 +110,7 @@ impl Sim {
                 lines.push(TraceLine {
                     until_ms: now,
                     steps,
-                    draws: self.world().resource::<SimRng>().draws(),
+                    draws: self.world().resource::<Runtime>().rng.draws(),
                     digest: hash.0,
                 });
                 next_line = (now / every_ms + 1) * every_ms;

@@ -135,7 +135,7 @@ impl<T: Ord + Copy> Sorted<T> {
 }
 
 /// Every message on the wire or held at its receiver, by wire id, and the queues of what is due.
-#[derive(Resource, Debug, Clone, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Wires {
     rows: Rows,
     /// Per kind, (arrive_ms, wire id) of the messages still travelling, earliest first (lost ones

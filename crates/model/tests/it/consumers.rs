@@ -405,7 +405,10 @@ fn a_consumer_in_a_rack_reads_from_the_in_sync_replica_there() {
     let mut seen = 0;
     while sim.now_ms() < scenario.duration_ms {
         sim.step();
-        let wires = sim.world().resource::<kafkascope_model::sim::Wires>();
+        let wires = &sim
+            .world()
+            .resource::<kafkascope_model::sim::Runtime>()
+            .wires;
         for message in wires.iter() {
             if !matches!(
                 message.payload,

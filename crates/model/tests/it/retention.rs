@@ -420,7 +420,7 @@ fn the_offsets_topic_rolls_at_its_own_segment_size() {
 #[test]
 fn out_of_range_from_a_follower_sends_the_next_fetch_to_the_leader() {
     use kafkascope_model::sim::protocol::KafkaError;
-    use kafkascope_model::sim::{Node, Payload, Wires};
+    use kafkascope_model::sim::{Node, Payload};
     let scenario = crate::scenario(
         r#"(
         name: "rack-retention", seed: 8, duration_ms: 60000,
@@ -440,7 +440,10 @@ fn out_of_range_from_a_follower_sends_the_next_fetch_to_the_leader() {
     while sim.now_ms() < scenario.duration_ms {
         sim.step();
         let now = sim.now_ms();
-        let wires = sim.world().resource::<Wires>();
+        let wires = &sim
+            .world()
+            .resource::<kafkascope_model::sim::Runtime>()
+            .wires;
         let mut new: Vec<_> = wires.iter().filter(|m| m.wire.id >= seen).collect();
         new.sort_by_key(|m| m.wire.id);
         for message in &new {

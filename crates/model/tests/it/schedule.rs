@@ -142,7 +142,10 @@ fn seeking_keeps_how_the_clock_steps() {
     sim.set_skip_idle_rules(false);
     sim.run_until(12_000);
     sim.seek(3_000);
-    let clock = *sim.world().resource::<kafkascope_model::sim::SimClock>();
+    let clock = sim
+        .world()
+        .resource::<kafkascope_model::sim::Runtime>()
+        .clock;
     assert!(!clock.skip_idle && !clock.skip_idle_rules);
     assert_eq!(clock.now_ms, 3_000);
 }
