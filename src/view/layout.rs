@@ -507,7 +507,9 @@ impl Layout {
 
 /// Where to write a label of `size` about the line from `a` to `b` (a cut link): by the line,
 /// near its middle, on no broker's title or row (where HW and LEO are written) and no other
-/// box, nor on the labels `taken` already; the middle where every place by the line is on one.
+/// box, nor on the labels `taken` already. Where every place by the line is on one (a short line
+/// between boxes stacked close), the nearest clear place around its middle inside the area; the
+/// middle where there is none.
 pub fn clear_spot(layout: &Layout, a: Vec2, b: Vec2, size: Vec2, taken: &[Rect]) -> Vec2 {
     // A broker's title line and its rows (where HW and LEO are), and every other box whole.
     let headers = layout.brokers.iter().map(|b| {
@@ -533,14 +535,28 @@ pub fn clear_spot(layout: &Layout, a: Vec2, b: Vec2, size: Vec2, taken: &[Rect])
         Vec2::new(half.x + 8.0, 0.0),
         Vec2::new(-half.x - 8.0, 0.0),
     ];
-    [0.5, 0.4, 0.6, 0.3, 0.7, 0.2, 0.8, 0.1, 0.9]
+    let by_the_line = [0.5, 0.4, 0.6, 0.3, 0.7, 0.2, 0.8, 0.1, 0.9]
         .into_iter()
-        .flat_map(|f| offsets.map(|o| a.lerp(b, f) + o))
+        .flat_map(|f| offsets.map(|o| a.lerp(b, f) + o));
+    // Rings around the middle, a label's height apart, each tried from the right round.
+    let middle = a.lerp(b, 0.5);
+    let around = (1..=16).flat_map(move |k| {
+        let reach = Vec2::new(half.x + 8.0, half.y + 4.0) + Vec2::splat(k as f32 * size.y);
+        (0..16).map(move |i| {
+            let angle = i as f32 * std::f32::consts::TAU / 16.0;
+            middle + Vec2::new(angle.cos(), angle.sin()) * reach
+        })
+    });
+    let area = Rect::from_corners(layout.origin, layout.origin + layout.area);
+    by_the_line
+        .chain(around)
         .find(|at| {
             let r = Rect::from_center_half_size(*at, half);
-            boxes.iter().all(|b| b.intersect(r).is_empty())
+            area.contains(r.min)
+                && area.contains(r.max)
+                && boxes.iter().all(|b| b.intersect(r).is_empty())
         })
-        .unwrap_or((a + b) / 2.0 + Vec2::Y * (half.y + 4.0))
+        .unwrap_or(middle + Vec2::Y * (half.y + 4.0))
 }
 
 #[cfg(test)]
@@ -655,5 +671,53 @@ mod tests {
         assert!(a.x < b.x, "producers are left of brokers");
         assert!(c.y < b.y, "the controller is above the brokers");
         assert!(layout.anchor(Node::Broker(5)).is_none());
+    }
+
+    /// Broker 3 stacked right under broker 1, as the talk preset lays out three brokers: the
+    /// cut link between them is a few units long, and every place by it is on a broker's title
+    /// or row. The label goes to the nearest clear place instead of over broker 3's title.
+    #[test]
+    fn a_cut_links_label_between_stacked_brokers_finds_a_clear_place() {
+        let broker = |x: f32, y: f32| Rect::new(x, y, x + 410.0, y + 230.0);
+        let (b1, b2, b3) = (
+            broker(410.0, 215.0),
+            broker(840.0, 215.0),
+            broker(410.0, 465.0),
+        );
+        let row = |b: Rect| Rect::new(b.min.x + 8.0, b.min.y + 70.0, b.max.x - 8.0, b.max.y - 10.0);
+        let slot = |broker, r| ReplicaSlot {
+            ordinal: 0,
+            broker,
+            rect: r,
+        };
+        let layout = Layout {
+            area: Vec2::new(1280.0, 720.0),
+            origin: Vec2::ZERO,
+            scale: 1.0,
+            text: 1.0,
+            controller: Rect::new(570.0, 20.0, 1090.0, 180.0),
+            brokers: vec![b1, b2, b3],
+            producers: vec![Rect::new(20.0, 215.0, 370.0, 545.0)],
+            groups: Vec::new(),
+            lag_monitor: None,
+            replicas: vec![slot(1, row(b1)), slot(2, row(b2)), slot(3, row(b3))],
+            hidden: vec![0; 3],
+            members: 0,
+        };
+        let (a, b) = (Vec2::new(740.0, 445.0), Vec2::new(740.0, 465.0));
+        let size = Vec2::new(200.0, 26.0);
+        let at = clear_spot(&layout, a, b, size, &[]);
+        let label = Rect::from_center_size(at, size);
+        let header = |b: Rect| Rect::new(b.min.x, b.min.y, b.max.x, b.min.y + BROKER_HEADER);
+        for taken in [b1, b2, b3]
+            .map(header)
+            .into_iter()
+            .chain(layout.replicas.iter().map(|s| s.rect))
+        {
+            assert!(taken.intersect(label).is_empty(), "{label:?} on {taken:?}");
+        }
+        assert!(label.min.cmpge(Vec2::ZERO).all() && label.max.cmple(layout.area).all());
+        // Near the line still: within a few labels' heights of its middle.
+        assert!(at.distance(a.lerp(b, 0.5)) < 8.0 * size.y, "{at}");
     }
 }
