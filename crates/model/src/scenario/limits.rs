@@ -19,10 +19,11 @@ pub const RECORD_MEMORY_BYTES: u64 = 2 * 1024 * 1024 * 1024;
 /// What one replica's copy of a record costs (the size of `sim::Record`, which `sim` checks
 /// when it compiles). Replicas that agree share their copies, so counting one per replica is on
 /// the safe side; what it leaves over pays for the checkpoints (`large`: 10 simulated minutes,
-/// 3 million records, 342 MB in all).
+/// 3 million records, 297 MB in all).
 pub const LOG_RECORD_BYTES: u64 = 24;
-/// What a produced record costs besides its log copies: its ledger row (16 bytes, and a share of
-/// its batch's 12), its queue and wire copies while in flight, and the allocator's share.
+/// What a produced record costs besides its log copies: its ledger row (8 bytes, 16 where its
+/// key has no compact form, and a share of its run's entry), its queue and wire copies while in
+/// flight, and the allocator's share.
 pub const PRODUCED_RECORD_BYTES: u64 = 64;
 pub const DURATION_MS: u64 = 7 * 24 * 3_600_000;
 pub const LATENCY_MS: u64 = 60_000;
