@@ -123,7 +123,7 @@ pub struct BrokerView {
     pub metadata_offset: u64,
 }
 
-/// The brokers' views, indexed by id (index 0 unused). As a resource, the views once the
+/// The brokers' views, indexed by id (index 0 unused). In [`super::Runtime`], the views once the
 /// controller's phase has run: no later phase of a step changes what they hold, so those phases
 /// read them there instead of building them again (`Phases::run` refreshes them).
 #[derive(Clone, Debug)]
