@@ -167,6 +167,32 @@ pub fn describe(kind: &EventKind) -> (Severity, String) {
         E::BrokerShutDown { broker } => (Info, format!("broker {broker} stopped cleanly")),
         E::LinkCut { a, b } => (Bad, format!("network link {a}-{b} cut")),
         E::LinkHealed { a, b } => (Good, format!("network link {a}-{b} healed")),
+        E::ProduceAnswersDropped {
+            producer,
+            broker,
+            until_ms,
+        } => (
+            Bad,
+            format!(
+                "{producer}: broker {broker}'s produce answers lost until {}",
+                clock(*until_ms)
+            ),
+        ),
+        E::DuplicateAppended {
+            producer,
+            topic,
+            partition,
+            broker,
+            records,
+            offset,
+            first_offset,
+        } => (
+            Bad,
+            format!(
+                "{topic}-{partition}: broker {broker} appends {producer}'s retried batch again at offset {offset}: {records} {} duplicated (first written at {first_offset})",
+                if *records == 1 { "record" } else { "records" }
+            ),
+        ),
         E::BrokerSlowed { broker, extra_ms } => (
             Info,
             format!("broker {broker}: {extra_ms} ms added to every message"),

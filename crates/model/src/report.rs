@@ -169,6 +169,10 @@ pub struct ProducerReport {
     pub stats: ProducerStats,
     /// Records still in the accumulator or in flight.
     pub pending: u64,
+    /// Records its retries put in a leader's log a second time (an earlier attempt had been
+    /// appended, its answer lost): none for an idempotent producer, whose leaders recognise a
+    /// retried batch by its sequence numbers.
+    pub duplicate_records: u64,
 }
 
 impl Report {
@@ -215,6 +219,7 @@ impl Report {
                 }
             })
             .collect();
+        let runtime = world.resource::<crate::sim::Runtime>();
         let producers: Vec<ProducerReport> = producer_entities
             .iter()
             .map(|e| {
@@ -225,10 +230,15 @@ impl Report {
                     idempotent: p.idempotent,
                     stats: p.stats.clone(),
                     pending: p.pending(),
+                    duplicate_records: runtime
+                        .metrics
+                        .duplicates_by_producer
+                        .get(p.index as usize)
+                        .copied()
+                        .unwrap_or(0),
                 }
             })
             .collect();
-        let runtime = world.resource::<crate::sim::Runtime>();
         let now = runtime.clock.now_ms;
         let mut metrics = runtime.metrics.clone();
         let mut brokers = Vec::new();

@@ -72,6 +72,10 @@ pub const BUILT_IN: &[BuiltIn] = &[
         source: include_str!("../../../../scenarios/min-isr-protects.ron"),
     },
     BuiltIn {
+        name: "idempotence",
+        source: include_str!("../../../../scenarios/idempotence.ron"),
+    },
+    BuiltIn {
         name: "acks-one-crash",
         source: include_str!("../../../../scenarios/acks-one-crash.ron"),
     },

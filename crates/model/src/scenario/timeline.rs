@@ -42,6 +42,10 @@ pub enum Action {
     /// Cut a broker off from every other node, the controller and clients included.
     IsolateBroker(u32),
     HealBroker(u32),
+    /// A broker's answers to a producer's produce requests are lost until `until_ms`: the leader
+    /// appends the batches and answers, the answer never arrives, and the producer retries once
+    /// `request.timeout.ms` has passed (a lost packet, a proxy that drops replies).
+    DropResponses(String, u32, u64),
     /// Cut only the link between a broker and the controller.
     CutControllerLink(u32),
     HealControllerLink(u32),
@@ -139,6 +143,9 @@ impl fmt::Display for Action {
             WipeBroker(b) => write!(f, "broker {b} dies with its disk"),
             IsolateBroker(b) => write!(f, "isolate broker {b}"),
             HealBroker(b) => write!(f, "reconnect broker {b}"),
+            DropResponses(p, b, until) => {
+                write!(f, "{p}: broker {b}'s produce answers lost until {until} ms")
+            }
             CutControllerLink(b) => write!(f, "cut broker {b} off from the controller"),
             HealControllerLink(b) => write!(f, "reconnect broker {b} to the controller"),
             PreferredElection => f.write_str("preferred leader election"),
@@ -282,6 +289,19 @@ pub(super) fn validate(
                     return Err(bad(
                         field,
                         format!("{extra} ms: at most {}", limits::LATENCY_MS),
+                    ));
+                }
+            }
+            Action::DropResponses(name, b, until_ms) => {
+                producer(name)?;
+                broker(*b)?;
+                if *until_ms <= entry.at_ms {
+                    return Err(bad(
+                        field,
+                        format!(
+                            "until {until_ms} ms: it must come after the action's instant, {} ms",
+                            entry.at_ms
+                        ),
                     ));
                 }
             }

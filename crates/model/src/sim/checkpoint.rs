@@ -190,7 +190,11 @@ impl HeapBytes for BrokerViews {}
 impl HeapBytes for SimClock {}
 impl HeapBytes for SimRng {}
 impl HeapBytes for Wake {}
-impl HeapBytes for Metrics {}
+impl HeapBytes for Metrics {
+    fn heap_bytes(&self) -> usize {
+        vec_bytes(&self.duplicates_by_producer)
+    }
+}
 impl HeapBytes for Network {}
 
 impl HeapBytes for Controller {

@@ -968,6 +968,35 @@ impl Replica {
             .append(config, now, start, max_timestamp, bytes)
     }
 
+    /// Where its log already holds the batch whose first record is `first_id` and whose largest
+    /// timestamp is `max_timestamp`, below `before`: the earlier copy of a retried batch, which
+    /// a leader without the producer's sequence numbers cannot recognise and appends again. Not
+    /// a rule of Kafka's but the model's own look, made only for retried batches: it reads the
+    /// segments that can hold the batch (those whose largest timestamp reaches its own), newest
+    /// first.
+    pub fn earlier_copy(&self, first_id: u64, max_timestamp: u64, before: u64) -> Option<u64> {
+        let start = self.log_start_offset.max(self.log.front() as u64);
+        let mut end = before;
+        for segment in self.segments.iter().rev() {
+            let from = segment.base_offset.max(start);
+            if segment.largest_timestamp() >= max_timestamp {
+                let found = (from..end.max(from)).rev().find(|&offset| {
+                    self.log
+                        .get(offset as usize)
+                        .is_some_and(|r| r.id() == first_id && r.starts_batch())
+                });
+                if found.is_some() {
+                    return found;
+                }
+            }
+            if from <= start {
+                break;
+            }
+            end = end.min(segment.base_offset);
+        }
+        None
+    }
+
     /// A follower appends what it fetched from its leader, whose log `leader` holds the same
     /// records at the same offsets: it keeps the leader's copies instead of its own
     /// ([`super::chunked::Chunked::extend_shared`]). It reads each record's leader epoch from
@@ -1253,6 +1282,36 @@ mod tests {
         };
         assert_eq!(firsts(&follower), vec![(0, 2, 0), (3, 4, 3), (5, 5, 5)]);
         assert_eq!(firsts(&follower), firsts(&leader));
+    }
+
+    #[test]
+    fn an_earlier_copy_of_a_batch_is_found_in_the_segments_that_can_hold_it() {
+        // Two records of 1,000 bytes to a segment: each batch below gets one of its own.
+        let config = LogConfig {
+            segment_bytes: 2_500,
+            ..LogConfig::default()
+        };
+        let mut replica = Replica::new(Entity::PLACEHOLDER, 1);
+        for (batch, at) in [(0, 100), (1, 200), (2, 300)] {
+            let records = (0..2).map(|i| batch_record(batch * 2 + i, 0, 0, i as usize));
+            replica.append(records, 0, &config, at, at);
+        }
+        assert_eq!(replica.segments.len(), 3);
+        let first = |batch: u64| super::super::ledger::record_id(3, batch * 2);
+        let leo = replica.log_end_offset();
+        assert_eq!(replica.earlier_copy(first(0), 100, leo), Some(0));
+        assert_eq!(replica.earlier_copy(first(1), 200, leo), Some(2));
+        // Only the batch's first record starts it.
+        let second = super::super::ledger::record_id(3, 3);
+        assert_eq!(replica.earlier_copy(second, 200, leo), None);
+        // A segment whose records are all older than the batch cannot hold it.
+        assert_eq!(replica.earlier_copy(first(1), 250, leo), None);
+        // Below the offset asked for only, and above the log start.
+        assert_eq!(replica.earlier_copy(first(2), 300, 4), None);
+        replica.high_watermark = leo;
+        assert!(replica.increment_log_start_offset(2));
+        assert_eq!(replica.earlier_copy(first(0), 100, leo), None);
+        assert_eq!(replica.earlier_copy(first(2), 300, leo), Some(4));
     }
 
     #[test]

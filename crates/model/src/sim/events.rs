@@ -46,6 +46,25 @@ pub enum EventKind {
         broker: u32,
         extra_ms: u64,
     },
+    /// From now until `until_ms`, the broker's answers to the producer's produce requests are
+    /// lost on the way.
+    ProduceAnswersDropped {
+        producer: String,
+        broker: u32,
+        until_ms: u64,
+    },
+    /// A leader appended a retried batch that its log already held from an earlier attempt,
+    /// whose answer never reached the producer: its records are in the log twice.
+    DuplicateAppended {
+        producer: String,
+        topic: String,
+        partition: u32,
+        broker: u32,
+        records: u64,
+        offset: u64,
+        /// Where the earlier copy starts.
+        first_offset: u64,
+    },
     AcksChanged {
         producer: String,
         acks: String,
@@ -347,6 +366,18 @@ impl EventLog {
     }
 }
 
+impl Metrics {
+    /// Counts a producer's records appended a second time.
+    pub fn note_duplicate(&mut self, producer: u32, records: u64) {
+        self.duplicate_records += records;
+        let i = producer as usize;
+        if self.duplicates_by_producer.len() <= i {
+            self.duplicates_by_producer.resize(i + 1, 0);
+        }
+        self.duplicates_by_producer[i] += records;
+    }
+}
+
 /// Counters over the whole run.
 #[derive(Debug, Default, Clone, Serialize)]
 pub struct Metrics {
@@ -358,6 +389,12 @@ pub struct Metrics {
     pub fetch_requests: u64,
     /// Records appended by leaders (a retried batch without idempotence counts again).
     pub records_appended: u64,
+    /// Records a leader appended a second time: a retried batch whose earlier attempt it had
+    /// appended (what `enable.idempotence` prevents).
+    pub duplicate_records: u64,
+    /// The same, per producer (by index).
+    #[serde(skip)]
+    pub duplicates_by_producer: Vec<u64>,
     /// Records appended by followers from fetch responses.
     pub records_replicated: u64,
     /// Messages dropped on cut links or refused by a dead broker.

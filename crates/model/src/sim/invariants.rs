@@ -11,7 +11,7 @@ use super::Runtime;
 use super::cluster::{Broker, Cluster, Partition, Record, Replica};
 use super::consumer::Consumer;
 use super::consumer_group::ConsumerGroup;
-use super::events::Metrics;
+use super::events::{EventKind, Metrics};
 use super::ledger::{AckLedger, send_number};
 use super::loss::{Missing, lost_records};
 use super::producer::{Producer, producer_name};
@@ -87,6 +87,8 @@ pub struct Invariants {
     committed_may_go_back: BTreeSet<(u32, u32)>,
     /// Each group's loads by a coordinator at the last check.
     committed_loads: Vec<u64>,
+    /// The records appended twice at the last check (`Metrics::duplicate_records`).
+    duplicates_seen: u64,
 }
 
 impl super::checkpoint::HeapBytes for Invariants {
@@ -414,6 +416,9 @@ pub(super) fn phase(mut rules: ChecksPhase) {
     let partitions = rules.cluster.partitions.len();
     rules.invariants.fit(partitions);
     rules.check();
+    if rules.runtime.metrics.duplicate_records != rules.invariants.duplicates_seen {
+        rules.check_idempotent_duplicates();
+    }
     if elections_or_truncations(&rules.runtime.metrics, &rules.invariants) {
         rules.check_no_safe_loss();
     }
@@ -424,6 +429,72 @@ pub(super) fn phase(mut rules: ChecksPhase) {
 }
 
 impl ChecksPhase<'_, '_> {
+    /// An idempotent producer's batch is never in a leader's log twice within one producer
+    /// epoch: the leader recognises a retry by its sequence numbers (`ProducerStateManager`). Read
+    /// from the log at both copies of each batch appended again at this step. A batch renumbered
+    /// in a new epoch (KIP-360) may be written again, as in Kafka.
+    fn check_idempotent_duplicates(&mut self) {
+        let Self {
+            runtime,
+            cluster,
+            invariants,
+            partitions,
+            replicas,
+            ..
+        } = self;
+        let Runtime {
+            clock,
+            events,
+            metrics,
+            ..
+        } = &**runtime;
+        let now = clock.now_ms;
+        invariants.duplicates_seen = metrics.duplicate_records;
+        let appended_now = events.events.iter().rev().take_while(|e| e.at_ms == now);
+        for event in appended_now {
+            let EventKind::DuplicateAppended {
+                producer,
+                topic,
+                partition,
+                broker,
+                offset,
+                first_offset,
+                ..
+            } = &event.kind
+            else {
+                continue;
+            };
+            let Some(entity) = cluster
+                .topics
+                .iter()
+                .find(|t| t.name == *topic)
+                .and_then(|t| t.partitions.get(*partition as usize))
+            else {
+                continue;
+            };
+            let p = partitions.get(*entity).expect("partition entity");
+            let Some(replica) = p.replica_on(*broker).and_then(|r| replicas.get(r).ok()) else {
+                continue;
+            };
+            let at = |o: u64| replica.log.get(o as usize).copied();
+            let (Some(copy), Some(first)) = (at(*offset), at(*first_offset)) else {
+                continue;
+            };
+            if copy.sequence().is_some() && copy.producer_epoch() == first.producer_epoch() {
+                invariants.report(
+                    "idempotent-duplicate",
+                    p.ordinal as usize,
+                    *broker,
+                    format!(
+                        "{now} ms: {} on broker {broker}: producer {producer}'s batch at offset {offset} repeats the one at {first_offset} in producer epoch {} (an idempotent producer never writes a batch twice)",
+                        cluster.partition_name(p),
+                        copy.producer_epoch()
+                    ),
+                );
+            }
+        }
+    }
+
     fn check(&mut self) {
         let Self {
             runtime,

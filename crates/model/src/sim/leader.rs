@@ -9,6 +9,7 @@ use super::Runtime;
 use super::cluster::{Broker, Cluster, Partition, Record, Replica};
 use super::events::{EventKind, Metrics};
 use super::network::{Network, Node, Wire, WireState};
+use super::producer::{Producer, producer_name};
 use super::protocol::{
     BatchOutcome, BatchResult, KafkaError, ProduceRequest, ProduceResponse, WireBatch,
 };
@@ -29,7 +30,7 @@ fn append_batch(
     batch: &WireBatch,
     partition: &Partition,
     replicas: &mut Query<&mut Replica>,
-    (metrics, rolled): (&mut Metrics, &mut Vec<(Entity, u64)>),
+    (metrics, notes): (&mut Metrics, &mut Notes),
 ) -> BatchOutcome {
     let Some(epoch) = partition.leads_as_seen(broker, seen) else {
         return BatchOutcome::Done(Err(KafkaError::NotLeaderOrFollower));
@@ -77,6 +78,15 @@ fn append_batch(
     }
 
     let base = leader.log_end_offset();
+    if batch.retry
+        && let Some(first) = batch.records.first()
+        && let Some(first_offset) = leader.earlier_copy(first.id, batch.max_timestamp, base)
+    {
+        metrics.note_duplicate(batch.producer, count);
+        notes
+            .duplicated
+            .push((batch.partition, base, first_offset, count));
+    }
     let records = batch.records.iter().enumerate().map(|(i, r)| {
         let record = Record::produced(
             r.id,
@@ -94,7 +104,7 @@ fn append_batch(
         }
     });
     if let Some(base) = leader.append(records, epoch, &partition.log, now, batch.max_timestamp) {
-        rolled.push((batch.partition, base));
+        notes.rolled.push((batch.partition, base));
     }
     metrics.records_appended += count;
     wait_or_done(acks, base, count)
@@ -163,6 +173,15 @@ fn respond(
     );
 }
 
+/// What an append leaves for the event log.
+#[derive(Default)]
+pub(super) struct Notes {
+    /// The partitions whose leader rolled a segment, with its base offset.
+    rolled: Vec<(Entity, u64)>,
+    /// Retried batches appended again: partition, offset, the earlier copy's, records.
+    duplicated: Vec<(Entity, u64, u64, u64)>,
+}
+
 /// The append phase's rule, with what it borrows for one step.
 #[derive(SystemParam)]
 pub(super) struct AppendPhase<'w, 's> {
@@ -171,10 +190,11 @@ pub(super) struct AppendPhase<'w, 's> {
     brokers: Query<'w, 's, &'static Broker>,
     partitions: Query<'w, 's, &'static Partition>,
     replicas: Query<'w, 's, &'static mut Replica>,
+    producers: Query<'w, 's, &'static Producer>,
     /// The produce requests arriving now, kept between steps.
     due: Local<'s, Vec<u64>>,
-    /// Scratch: the partitions whose leader rolled a segment at this step, with its base offset.
-    rolled: Local<'s, Vec<(Entity, u64)>>,
+    /// Scratch: what this step's appends leave for the event log.
+    notes: Local<'s, Notes>,
 }
 
 /// The append phase: leaders append produce requests and answer acks=0/1 ones.
@@ -191,7 +211,8 @@ impl AppendPhase<'_, '_> {
             replicas,
             due,
             cluster,
-            rolled,
+            notes,
+            producers,
             ..
         } = self;
         let Runtime {
@@ -204,7 +225,6 @@ impl AppendPhase<'_, '_> {
             ..
         } = &mut **runtime;
         let now = clock.now_ms;
-        rolled.clear();
         wires.arriving::<ProduceRequest>(due);
         if due.is_empty() {
             return;
@@ -230,11 +250,11 @@ impl AppendPhase<'_, '_> {
                         batch,
                         partition,
                         replicas,
-                        (metrics, rolled),
+                        (metrics, notes),
                     )
                 })
                 .collect();
-            for &(partition, base_offset) in rolled.iter() {
+            for (partition, base_offset) in notes.rolled.drain(..) {
                 let partition = partitions.get(partition).expect("partition entity");
                 events.push(
                     now,
@@ -246,7 +266,21 @@ impl AppendPhase<'_, '_> {
                     },
                 );
             }
-            rolled.clear();
+            for (partition, offset, first_offset, records) in notes.duplicated.drain(..) {
+                let partition = partitions.get(partition).expect("partition entity");
+                events.push(
+                    now,
+                    EventKind::DuplicateAppended {
+                        producer: producer_name(cluster, producers, request.producer),
+                        topic: cluster.topics[partition.topic].name.clone(),
+                        partition: partition.index,
+                        broker,
+                        records,
+                        offset,
+                        first_offset,
+                    },
+                );
+            }
             request.outcomes = outcomes;
             let all_done = request
                 .outcomes

@@ -74,6 +74,8 @@ pub struct Network {
     pub controller_cut: BTreeSet<BrokerId>,
     /// Extra delay of every message to or from a broker, indexed by broker id.
     pub extra_ms: Vec<u64>,
+    /// (producer, broker, until): the broker's answers to that producer are lost until then.
+    pub dropped_answers: Vec<(u32, BrokerId, u64)>,
     next_id: u64,
     /// Sent at this step: on the wire from its end.
     sent: Vec<Message>,
@@ -87,6 +89,7 @@ impl Network {
             isolated: BTreeSet::new(),
             controller_cut: BTreeSet::new(),
             extra_ms: vec![0; config.brokers as usize + 1],
+            dropped_answers: Vec::new(),
             next_id: 0,
             sent: Vec::new(),
         }
@@ -120,6 +123,29 @@ impl Network {
         }
     }
 
+    /// Loses a broker's answers to a producer's produce requests until `until_ms` (the latest
+    /// such action for the pair holds).
+    pub fn drop_answers(&mut self, producer: u32, broker: BrokerId, until_ms: u64) {
+        self.dropped_answers
+            .retain(|&(p, b, _)| (p, b) != (producer, broker));
+        self.dropped_answers.push((producer, broker, until_ms));
+    }
+
+    /// Whether a message sent now is one of the answers being lost (a broker sends a producer
+    /// nothing but produce answers).
+    fn answer_dropped(&mut self, now: u64, from: Node, to: Node) -> bool {
+        if self.dropped_answers.is_empty() {
+            return false;
+        }
+        self.dropped_answers.retain(|&(_, _, until)| now < until);
+        let (Node::Broker(broker), Node::Producer(producer)) = (from, to) else {
+            return false;
+        };
+        self.dropped_answers
+            .iter()
+            .any(|&(p, b, _)| (p, b) == (producer, broker))
+    }
+
     /// Whether anything is cut at all (most of the time nothing is).
     pub fn any_cut(&self) -> bool {
         !(self.cut.is_empty() && self.isolated.is_empty() && self.controller_cut.is_empty())
@@ -151,7 +177,7 @@ impl Network {
 
     fn envelope(&mut self, now: u64, from: Node, to: Node) -> Wire {
         self.next_id += 1;
-        let state = if self.is_cut(from, to) {
+        let state = if self.is_cut(from, to) || self.answer_dropped(now, from, to) {
             WireState::Lost { at_ms: now }
         } else {
             WireState::InFlight

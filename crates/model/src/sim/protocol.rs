@@ -72,6 +72,9 @@ pub struct WireBatch {
     /// First sequence number when the producer is idempotent.
     pub base_sequence: Option<i32>,
     pub producer_epoch: u16,
+    /// Sent before: the model's own mark, so that a leader that appends it again can tell
+    /// (Kafka's request says nothing of it).
+    pub retry: bool,
     pub records: Vec<PendingRecord>,
     /// The largest of its records' timestamps (`maxTimestamp`; `CreateTime`, the time of each
     /// record's `send()`).

@@ -143,7 +143,7 @@ pub struct Deleted {
 }
 
 impl Segments {
-    pub fn iter(&self) -> impl Iterator<Item = &Segment> {
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Segment> + ExactSizeIterator {
         self.0.iter()
     }
 

@@ -130,6 +130,7 @@ fn send_requests(
                         None
                     },
                     producer_epoch: b.producer_epoch,
+                    retry: b.attempts > 0,
                     records: b.records.clone(),
                     max_timestamp: b.max_timestamp,
                 })

@@ -168,6 +168,7 @@ pub(super) fn apply_actions(mut timeline: ResMut<Timeline>, mut targets: Targets
             | Action::HealBroker(_)
             | Action::CutControllerLink(_)
             | Action::HealControllerLink(_) => network_action(&mut targets, now, &action),
+            Action::DropResponses(..) => drop_answers(&mut targets, &action),
             Action::CrashBroker(_)
             | Action::WipeBroker(_)
             | Action::RestartBroker(_)
@@ -358,6 +359,33 @@ fn network_action(t: &mut Targets, now: u64, action: &Action) -> Outcome {
             EventKind::ControllerLinkHealed { broker: b }
         }
         _ => return Err(misrouted(action)),
+    })
+}
+
+/// A broker's answers to one producer lost for a while.
+fn drop_answers(t: &mut Targets, action: &Action) -> Outcome {
+    let Action::DropResponses(name, broker, until_ms) = action else {
+        return Err(misrouted(action));
+    };
+    if t.cluster
+        .brokers
+        .get((*broker as usize).wrapping_sub(1))
+        .is_none()
+    {
+        return Err(format!("broker {broker} does not exist"));
+    }
+    let index = t
+        .cluster
+        .producers
+        .iter()
+        .find_map(|e| t.producers.get(*e).ok().filter(|p| p.name == *name))
+        .map(|p| p.index)
+        .ok_or_else(|| format!("no producer named {name:?}"))?;
+    t.runtime.network.drop_answers(index, *broker, *until_ms);
+    Ok(EventKind::ProduceAnswersDropped {
+        producer: name.clone(),
+        broker: *broker,
+        until_ms: *until_ms,
     })
 }
 

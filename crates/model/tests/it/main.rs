@@ -7,6 +7,7 @@ mod controller;
 mod coordinator;
 mod faults;
 mod golden;
+mod idempotence;
 mod operations;
 mod partitioner;
 mod replication;

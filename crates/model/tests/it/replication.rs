@@ -292,6 +292,8 @@ fn retries_duplicate_records_unless_the_producer_is_idempotent() {
             duplicates_expected,
             "idempotence {idempotence:?}: {duplicates} duplicates"
         );
+        // The report counts what the log holds twice.
+        assert_eq!(report.producers[0].duplicate_records, duplicates as u64);
     }
 }
 
