@@ -398,7 +398,8 @@ fn safe_schedule_with_a_group(seed: u64) -> Scenario {
     let broker = |rng: &mut SimRng| 1 + rng.below(u64::from(brokers)) as u32;
     for _ in 0..4 + rng.below(11) {
         let at_ms = 500 + rng.below(55_000);
-        let action = match rng.below(18) {
+        let action = match rng.below(19) {
+            18 => Action::DropResponses("p".into(), broker(&mut rng), at_ms + rng.below(3_000) + 1),
             14..=16 => operation(&mut rng, brokers, partitions),
             17 => Action::SetGroupMembers("g".into(), rng.below(5) as u32),
             0 | 1 => Action::CrashBroker(broker(&mut rng)),
@@ -685,10 +686,18 @@ fn any_settings_schedule(seed: u64) -> (Scenario, u64) {
     };
     for _ in 0..3 + rng.below(8) {
         let at_ms = 500 + rng.below(55_000);
-        match rng.below(8) {
+        match rng.below(9) {
             0 => {
                 breaking += 1;
                 push(at_ms, Action::CrashBroker(broker(&mut rng)));
+            }
+            // Answers lost: every retry after them is a batch the leader may hold already.
+            8 => {
+                let until_ms = at_ms + 1 + rng.below(2_000);
+                push(
+                    at_ms,
+                    Action::DropResponses("p".into(), broker(&mut rng), until_ms),
+                );
             }
             1 => {
                 breaking += 1;
