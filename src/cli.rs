@@ -1144,7 +1144,7 @@ pub fn summary(scenario: &Scenario, report: &Report) -> String {
         };
         let _ = writeln!(
             s,
-            "producer {} (acks={}{}): sent {}, acked {}, failed {}, pending {}; errors: {}",
+            "producer {} (acks={}{}): sent {}, acked {}, failed {}, pending {}, written twice {}; errors: {}",
             p.name,
             p.acks,
             if p.idempotent { ", idempotent" } else { "" },
@@ -1152,6 +1152,7 @@ pub fn summary(scenario: &Scenario, report: &Report) -> String {
             p.stats.acked,
             p.stats.failed,
             p.pending,
+            p.duplicate_records,
             errors
         );
     }

@@ -1093,35 +1093,65 @@ pub(super) fn paint_scene<S: Side>(
         };
         paint.rect(*r, srgba(palette.panel), 0.0);
         paint.frame(*r, 2.0, srgba(palette.produce), 0.5);
-        let lines = [
-            (format!("Producer {}", p.name), text::HEADING, text),
+        let bad = srgba(palette.readable(palette.lost));
+        // Ranked: a short card (several producers at a small size, the talk preset) drops the
+        // highest first; what went wrong stays with the acks.
+        let mut lines = vec![
+            (0, (format!("Producer {}", p.name), text::HEADING, text)),
             (
-                format!("to {}, acks={}", p.topic, p.acks),
-                text::SMALL,
-                muted,
+                1,
+                (
+                    format!("to {}, acks={}", p.topic, p.acks),
+                    text::SMALL,
+                    muted,
+                ),
             ),
             (
-                format!("{} records/s", p.records_per_sec),
-                text::SMALL,
-                muted,
+                4,
+                (
+                    format!("{} records/s", p.records_per_sec),
+                    text::SMALL,
+                    muted,
+                ),
             ),
-            (format!("sent {}", p.sent), text::SMALL, text),
-            (format!("acked {}", p.acked), text::SMALL, text),
             (
-                format!("failed {}  pending {}", p.failed, p.pending),
-                text::SMALL,
-                if p.failed > 0 {
-                    srgba(palette.readable(palette.lost))
-                } else {
-                    muted
-                },
+                2,
+                (
+                    if p.idempotent {
+                        "idempotent"
+                    } else {
+                        "not idempotent"
+                    }
+                    .to_string(),
+                    text::SMALL,
+                    muted,
+                ),
+            ),
+            (2, (format!("sent {}", p.sent), text::SMALL, text)),
+            (2, (format!("acked {}", p.acked), text::SMALL, text)),
+            (
+                3,
+                (
+                    format!("failed {}  pending {}", p.failed, p.pending),
+                    text::SMALL,
+                    if p.failed > 0 { bad } else { muted },
+                ),
             ),
         ];
+        if p.duplicates > 0 {
+            let line = format!("written twice {}", p.duplicates);
+            lines.push((1, (line, text::SMALL, bad)));
+        }
+        if let Some((broker, _)) = p.answers_lost {
+            // The broker where the card has room for it.
+            let full = format!("answers from broker {broker} lost");
+            let fits = text::width(&full, text::SMALL * t) <= r.width() - 20.0;
+            let line = if fits { full } else { "answers lost".into() };
+            lines.push((1, (line, text::SMALL, bad)));
+        }
+        let lines = crate::view::layout::card_lines(lines, r.height(), 22.0 * t, 26.0 * t, 8.0 * t);
         for (j, (line, size, color)) in lines.into_iter().enumerate() {
             let y = r.min.y + (22.0 + j as f32 * 26.0) * t;
-            if y > r.max.y - 8.0 * t {
-                break;
-            }
             paint.text(
                 Vec2::new(r.min.x + 10.0, y),
                 line,

@@ -559,6 +559,36 @@ pub fn clear_spot(layout: &Layout, a: Vec2, b: Vec2, size: Vec2, taken: &[Rect])
         .unwrap_or(middle + Vec2::Y * (half.y + 4.0))
 }
 
+/// The lines a card of `height` (lines `line_h` apart, the first `first` below its top, `margin`
+/// kept at its foot) has room for: where there are more, those of the lowest rank, in their
+/// order. A short card keeps what matters and drops the rest, instead of cutting the bottom off.
+pub fn card_lines<T>(
+    lines: Vec<(u8, T)>,
+    height: f32,
+    first: f32,
+    line_h: f32,
+    margin: f32,
+) -> Vec<T> {
+    let room = if height - margin < first {
+        0
+    } else {
+        ((height - margin - first) / line_h).floor() as usize + 1
+    };
+    let mut order: Vec<usize> = (0..lines.len()).collect();
+    order.sort_by_key(|&i| (lines[i].0, i));
+    order.truncate(room);
+    order.sort_unstable();
+    let mut kept = vec![false; lines.len()];
+    for i in order {
+        kept[i] = true;
+    }
+    lines
+        .into_iter()
+        .zip(kept)
+        .filter_map(|((_, line), keep)| keep.then_some(line))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -719,5 +749,27 @@ mod tests {
         assert!(label.min.cmpge(Vec2::ZERO).all() && label.max.cmple(layout.area).all());
         // Near the line still: within a few labels' heights of its middle.
         assert!(at.distance(a.lerp(b, 0.5)) < 8.0 * size.y, "{at}");
+    }
+
+    #[test]
+    fn a_short_card_keeps_its_most_important_lines_in_order() {
+        let lines = vec![
+            (0, "title"),
+            (5, "rate"),
+            (2, "sent"),
+            (3, "failed"),
+            (4, "idempotent"),
+        ];
+        // Room for all: 22 + 4 * 26 = 126 below the top, 8 kept at the foot.
+        assert_eq!(
+            card_lines(lines.clone(), 134.0, 22.0, 26.0, 8.0),
+            vec!["title", "rate", "sent", "failed", "idempotent"]
+        );
+        // Room for three: the two of the highest rank go, the rest keep their order.
+        assert_eq!(
+            card_lines(lines.clone(), 90.0, 22.0, 26.0, 8.0),
+            vec!["title", "sent", "failed"]
+        );
+        assert!(card_lines(lines, 20.0, 22.0, 26.0, 8.0).is_empty());
     }
 }

@@ -290,6 +290,10 @@ pub struct ProducerView {
     pub acked: u64,
     pub failed: u64,
     pub pending: u64,
+    /// Records its retries put in a leader's log a second time.
+    pub duplicates: u64,
+    /// A broker whose produce answers to it are being lost (`DropResponses`), and until when.
+    pub answers_lost: Option<(u32, u64)>,
     /// The accumulator: each partition's batches, oldest first.
     pub batches: Vec<BatchView>,
     /// The sender's requests in flight.
@@ -674,6 +678,7 @@ impl Snapshot {
                 }
             })
             .collect();
+        let runtime = world.resource::<crate::sim::Runtime>();
         let producers = cluster
             .producers
             .iter()
@@ -709,6 +714,20 @@ impl Snapshot {
                     acked: p.stats.acked,
                     failed: p.stats.failed,
                     pending: p.pending(),
+                    duplicates: runtime
+                        .metrics
+                        .duplicates_by_producer
+                        .get(p.index as usize)
+                        .copied()
+                        .unwrap_or(0),
+                    answers_lost: runtime
+                        .network
+                        .dropped_answers
+                        .iter()
+                        .find(|&&(producer, _, until)| {
+                            producer == p.index && runtime.clock.now_ms < until
+                        })
+                        .map(|&(_, broker, until)| (broker, until)),
                     batches,
                     in_flight,
                 }
