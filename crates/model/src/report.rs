@@ -138,6 +138,10 @@ pub struct PartitionReport {
     pub elr: Vec<u32>,
     /// The leader's (0 when there is none).
     pub high_watermark: u64,
+    /// The leader's (0 when there is none): below it every transaction is decided, and
+    /// read_committed consumers read no further (`UnifiedLog.lastStableOffset`). The high
+    /// watermark when no transaction is open.
+    pub last_stable_offset: u64,
     /// The leader's (0 when there is none).
     pub log_end_offset: u64,
     /// The leader's: below it retention deleted the records. Left out while 0.
@@ -154,6 +158,9 @@ pub struct ReplicaReport {
     /// Left out while 0.
     #[serde(skip_serializing_if = "is_zero")]
     pub log_start_offset: u64,
+    /// Given for the partition, as its leader's.
+    #[serde(skip)]
+    pub last_stable_offset: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -199,6 +206,7 @@ impl Report {
                             log_end_offset: r.log_end_offset(),
                             high_watermark: r.high_watermark,
                             log_start_offset: r.log_start_offset,
+                            last_stable_offset: r.last_stable_offset(),
                         }
                     })
                     .collect();
@@ -213,6 +221,7 @@ impl Report {
                     isr: p.isr.clone(),
                     elr: p.elr.clone(),
                     high_watermark: leader.map_or(0, |r| r.high_watermark),
+                    last_stable_offset: leader.map_or(0, |r| r.last_stable_offset),
                     log_end_offset: leader.map_or(0, |r| r.log_end_offset),
                     log_start_offset: leader.map_or(0, |r| r.log_start_offset),
                     replicas,

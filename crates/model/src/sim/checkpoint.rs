@@ -229,6 +229,7 @@ impl HeapBytes for Replica {
             + self.segments.len() * size_of::<super::segments::Segment>()
             + vec_bytes(&self.epochs)
             + vec_bytes(&self.producer_batches)
+            + vec_bytes(&self.txns)
             + self
                 .producer_batches
                 .iter()

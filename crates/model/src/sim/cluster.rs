@@ -553,7 +553,8 @@ pub struct Record {
     /// The record's id in the low [`ID_BITS`]: unique over the run, which `send()` made it (a
     /// retried duplicate has the same id), its producer in its high bits
     /// ([`super::ledger::producer_of`]); 0 in `__consumer_offsets`. Above it, a produced record's
-    /// producer epoch, or a coordinator's record's leader epoch mark ([`EPOCH_MARK_BITS`]).
+    /// producer epoch (15 bits: Kafka's is a positive `short`) and at the top whether it belongs
+    /// to a transaction, or a coordinator's record's leader epoch mark ([`EPOCH_MARK_BITS`]).
     word: u64,
     /// Written out by its producer's [`super::producer::Producer::key_text`]. In
     /// `__consumer_offsets`, what the coordinator wrote about (the group, and the partition of
@@ -569,6 +570,16 @@ pub struct Record {
 /// ([`super::ledger::record_id`]).
 pub const ID_BITS: u32 = 48;
 const ID_MASK: u64 = (1 << ID_BITS) - 1;
+/// The top bit of a produced record's word: written in a transaction (`RecordBatch.isTransactional`).
+const TRANSACTIONAL: u64 = 1 << 63;
+/// A producer epoch is a positive `short` in Kafka: 15 bits.
+const PRODUCER_EPOCH_MASK: u64 = (1 << 15) - 1;
+/// The send number no record reaches: a transaction marker's id, with its producer above it.
+const MARKER_SEND_NUMBER: u64 = (1 << 40) - 1;
+/// The bytes the model counts for a transaction marker: its control record's key (version and
+/// type, 4 bytes) and value (version and coordinator epoch, 6 bytes) with the record's framing
+/// (`EndTransactionMarker`, `DefaultRecord`); the batch header is left out, as for every record.
+const MARKER_BYTES: u32 = 17;
 
 /// The low bits of a record's leader epoch that it keeps: enough for the epoch-cache check
 /// (`invariants`) to tell a lost or misplaced epoch from the right one.
@@ -614,6 +625,7 @@ impl Record {
         bytes: u32,
     ) -> Record {
         debug_assert!(u64::from(bytes) <= Packed::BYTES_MASK && id <= ID_MASK);
+        debug_assert!(u64::from(producer_epoch) <= PRODUCER_EPOCH_MASK);
         // A sequence is never negative (`DefaultRecordBatch.incrementSequence` wraps to 0), so
         // it and one more fit in 32 bits.
         let sequence = base_sequence.map_or(0, |s| s as u32 + index as u32 + 1);
@@ -634,6 +646,41 @@ impl Record {
             word: self.word & !ID_MASK | id,
             ..self
         }
+    }
+
+    /// The same record, written in its producer's transaction.
+    pub fn in_transaction(mut self) -> Record {
+        if self.key.coordinator_of().is_none() {
+            self.word |= TRANSACTIONAL;
+        }
+        self
+    }
+
+    /// Whether it belongs to a transaction (a marker does, as Kafka's control batches are
+    /// transactional).
+    pub fn is_transactional(&self) -> bool {
+        !self.is_placeholder()
+            && self.key.coordinator_of().is_none()
+            && self.word & TRANSACTIONAL != 0
+    }
+
+    /// A transaction marker (`EndTransactionMarker`): the control record that ends `producer`'s
+    /// transaction in this partition, committed or aborted, written by the leader in
+    /// `leader_epoch` at its transaction coordinator's request.
+    pub fn marker(producer: u32, producer_epoch: u16, commit: bool, leader_epoch: u32) -> Record {
+        let id = super::ledger::record_id(producer, MARKER_SEND_NUMBER);
+        Record {
+            word: id | u64::from(producer_epoch) << ID_BITS | TRANSACTIONAL,
+            key: super::keys::Key::marker(commit),
+            packed: u64::from(MARKER_BYTES)
+                | (u64::from(leader_epoch) & EPOCH_MARK_MASK) << Packed::EPOCH_SHIFT,
+        }
+    }
+
+    /// For a transaction marker, whether it commits; `None` for any other record. A marker is
+    /// never given to an application.
+    pub fn control(&self) -> Option<bool> {
+        self.key.marker_of()
     }
 
     /// The same record with a null value: a tombstone, which deletes its key from a compacted
@@ -715,7 +762,7 @@ impl Record {
         if self.key.coordinator_of().is_some() {
             return 0;
         }
-        (self.word >> ID_BITS) as u16
+        (self.word >> ID_BITS & PRODUCER_EPOCH_MASK) as u16
     }
 
     /// Its idempotent producer's sequence number, or `None` (`RecordBatch.NO_SEQUENCE`).
@@ -801,6 +848,21 @@ pub struct Replica {
     pub epochs: Vec<(u32, u64)>,
     /// Idempotent producers' recent batches, by producer index.
     pub producer_batches: Vec<(u32, VecDeque<BatchMetadata>)>,
+    /// The transactions in its log: the open ones, the aborted ones (Kafka's transaction index,
+    /// which read_committed readers skip by), and the committed ones whose marker is at or above
+    /// its high watermark, which a truncation may open again.
+    pub txns: Vec<Txn>,
+}
+
+/// A producer's transaction in a replica's log (`ProducerStateEntry.currentTxnFirstOffset`,
+/// `CompletedTxn`, `AbortedTxn`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Txn {
+    pub producer: u32,
+    /// The offset of its first record.
+    pub first_offset: u64,
+    /// Its marker's offset, and whether it committed; `None` while it is open.
+    pub end: Option<(u64, bool)>,
 }
 
 /// A follower broker's fetcher for one leader broker: at most one fetch in flight.
@@ -825,6 +887,7 @@ impl Replica {
             cleaned: Default::default(),
             epochs: vec![(0, 0)],
             producer_batches: Vec::new(),
+            txns: Vec::new(),
         }
     }
 
@@ -912,6 +975,14 @@ impl Replica {
         for (_, batches) in &mut self.producer_batches {
             batches.retain(|b| b.first_offset < offset);
         }
+        // A transaction whose marker is cut off is open again (`UnifiedLog.truncateTo`,
+        // `rebuildProducerState`); one that started above the cut is gone.
+        self.txns.retain(|t| t.first_offset < offset);
+        for txn in &mut self.txns {
+            if txn.end.is_some_and(|(at, _)| at >= offset) {
+                txn.end = None;
+            }
+        }
         self.high_watermark = self.high_watermark.min(offset);
         leo - offset
     }
@@ -925,6 +996,7 @@ impl Replica {
         self.cleaned.start_at(0);
         self.epochs.clear();
         self.producer_batches.clear();
+        self.txns.clear();
     }
 
     pub fn producer_state(&self, producer: u32) -> Option<&VecDeque<BatchMetadata>> {
@@ -1059,7 +1131,58 @@ impl Replica {
             self.epochs.drain(..i);
             self.epochs[0].1 = offset;
         }
+        // The transaction index goes with the segments it indexed.
+        self.txns
+            .retain(|t| t.end.is_none_or(|(at, _)| at >= offset));
         true
+    }
+
+    /// `UnifiedLog.lastStableOffset`: the first offset of its oldest open transaction, where that
+    /// is below the high watermark; else the high watermark. Below it every record is decided,
+    /// committed or aborted: a read_committed reader reads no further.
+    pub fn last_stable_offset(&self) -> u64 {
+        self.txns
+            .iter()
+            .filter(|t| t.end.is_none())
+            .map(|t| t.first_offset)
+            .min()
+            .map_or(self.high_watermark, |first| first.min(self.high_watermark))
+    }
+
+    /// Its aborted transactions, oldest first: `(producer, first offset, marker's offset)`
+    /// (`AbortedTxn`, the transaction index).
+    pub fn aborted_txns(&self) -> impl Iterator<Item = (u32, u64, u64)> + '_ {
+        self.txns.iter().filter_map(|t| match t.end {
+            Some((at, false)) => Some((t.producer, t.first_offset, at)),
+            _ => None,
+        })
+    }
+
+    /// A transactional record starts its producer's transaction here if none is open; a marker
+    /// ends it (`ProducerAppendInfo.appendDataBatch`, `appendEndTxnMarker`: a marker with no
+    /// transaction open completes nothing). Committed transactions the high watermark has
+    /// passed are forgotten then: only a truncation below it could open them again.
+    fn note_transactional(&mut self, record: &Record, offset: u64) {
+        let producer = record.producer();
+        let open = self
+            .txns
+            .iter_mut()
+            .find(|t| t.producer == producer && t.end.is_none());
+        match (record.control(), open) {
+            (None, Some(_)) => {}
+            (None, None) => self.txns.push(Txn {
+                producer,
+                first_offset: offset,
+                end: None,
+            }),
+            (Some(commit), Some(txn)) => {
+                txn.end = Some((offset, commit));
+                let hw = self.high_watermark;
+                self.txns
+                    .retain(|t| !matches!(t.end, Some((at, true)) if at < hw));
+            }
+            (Some(_), None) => {}
+        }
     }
 
     /// `UnifiedLog.deleteOldSegments`: the segments this replica no longer keeps go, and its log
@@ -1089,6 +1212,7 @@ impl Replica {
         self.cleaned.start_at(offset);
         self.epochs.clear();
         self.producer_batches.clear();
+        self.txns.clear();
         self.segments.truncate_fully_and_start_at(offset, now);
         self.log_start_offset = offset;
         self.high_watermark = offset;
@@ -1102,6 +1226,9 @@ impl Replica {
         // A record of another leader epoch starts that epoch in this replica's history
         // (`UnifiedLog.append`, `maybeAssignEpochStartOffset`).
         self.assign_epoch(leader_epoch, offset);
+        if record.word & TRANSACTIONAL != 0 && !record.is_placeholder() {
+            self.note_transactional(record, offset);
+        }
         if let Some(sequence) = record.sequence() {
             let producer = record.producer();
             let producer_epoch = record.producer_epoch();
@@ -1312,6 +1439,114 @@ mod tests {
         assert!(replica.increment_log_start_offset(2));
         assert_eq!(replica.earlier_copy(first(0), 100, leo), None);
         assert_eq!(replica.earlier_copy(first(2), 300, leo), Some(4));
+    }
+
+    #[test]
+    fn a_marker_is_a_control_record_of_its_producer_and_epoch() {
+        let marker = Record::marker(3, 7, false, 600);
+        assert_eq!(marker.control(), Some(false));
+        assert_eq!(Record::marker(3, 7, true, 600).control(), Some(true));
+        assert_eq!((marker.producer(), marker.producer_epoch()), (3, 7));
+        assert!(marker.is_transactional() && !marker.starts_batch());
+        assert_eq!((marker.sequence(), marker.written()), (None, None));
+        assert_eq!(marker.epoch_mark(), 600 % 512);
+        assert_eq!(marker.bytes(), MARKER_BYTES);
+        // Its id is no record's: no send reaches its number.
+        assert_eq!(
+            super::super::ledger::send_number(marker.id()),
+            MARKER_SEND_NUMBER
+        );
+        let record = batch_record(1, 0, 0, 0);
+        assert_eq!(record.control(), None);
+        assert!(!record.is_transactional());
+        let written = record.in_transaction();
+        assert!(written.is_transactional());
+        assert_eq!(written.producer_epoch(), 7, "the epoch keeps its 15 bits");
+        let offsets = CoordinatorRecord {
+            group: 1,
+            offset: Some((0, 5)),
+        };
+        assert!(
+            !Record::coordinator(offsets, 3)
+                .in_transaction()
+                .is_transactional()
+        );
+        assert!(!Record::placeholder().is_transactional());
+    }
+
+    /// A transaction of producer 3: `n` records from send number `from`.
+    fn in_transaction(from: u64, n: u64) -> impl Iterator<Item = Record> {
+        (from..from + n)
+            .map(move |i| batch_record(i, 0, i as i32, (i - from) as usize).in_transaction())
+    }
+
+    #[test]
+    fn the_last_stable_offset_stops_at_the_first_open_transaction() {
+        let config = LogConfig::default();
+        let mut replica = Replica::new(Entity::PLACEHOLDER, 1);
+        // Offsets 0-1 outside any transaction, 2-4 in one.
+        replica.append(
+            (0..2).map(|i| batch_record(i, 0, i as i32, i as usize)),
+            0,
+            &config,
+            0,
+            0,
+        );
+        replica.append(in_transaction(2, 3), 0, &config, 0, 0);
+        replica.high_watermark = 5;
+        assert_eq!(replica.last_stable_offset(), 2);
+        // Below the high watermark only: a transaction above it does not hold it back further.
+        replica.high_watermark = 1;
+        assert_eq!(replica.last_stable_offset(), 1);
+        // The commit marker at 5 decides it; once the high watermark passes the marker, the
+        // last stable offset is the high watermark again.
+        replica.append([Record::marker(3, 7, true, 0)], 0, &config, 0, 0);
+        replica.high_watermark = 6;
+        assert_eq!(replica.last_stable_offset(), 6);
+        assert_eq!(replica.aborted_txns().count(), 0);
+        // An aborted transaction stays in the index, committed ones the high watermark passed go.
+        replica.append(in_transaction(5, 2), 0, &config, 0, 0);
+        replica.append([Record::marker(3, 7, false, 0)], 0, &config, 0, 0);
+        replica.high_watermark = 9;
+        replica.append(in_transaction(7, 1), 0, &config, 0, 0);
+        replica.append([Record::marker(3, 7, true, 0)], 0, &config, 0, 0);
+        assert_eq!(replica.aborted_txns().collect::<Vec<_>>(), vec![(3, 6, 8)]);
+        assert_eq!(
+            replica.txns.len(),
+            2,
+            "the aborted one and the last, above the high watermark"
+        );
+        // A marker with no transaction open completes nothing.
+        replica.append([Record::marker(3, 7, false, 0)], 0, &config, 0, 0);
+        assert_eq!(replica.aborted_txns().count(), 1);
+    }
+
+    #[test]
+    fn a_truncation_opens_again_the_transaction_whose_marker_it_cut() {
+        let config = LogConfig::default();
+        let mut leader = Replica::new(Entity::PLACEHOLDER, 1);
+        leader.append(in_transaction(0, 3), 0, &config, 0, 0);
+        leader.append([Record::marker(3, 7, false, 0)], 0, &config, 0, 0);
+        leader.append(in_transaction(3, 2), 0, &config, 0, 0);
+        // A follower that fetched it all knows the same transactions.
+        let records: Vec<Record> = leader.log.iter_from(0).copied().collect();
+        let mut follower = Replica::new(Entity::PLACEHOLDER, 2);
+        follower.append_fetched(&records, (&leader, 0), &config, 0, 0);
+        assert_eq!(follower.txns, leader.txns);
+        follower.high_watermark = 6;
+        assert_eq!(follower.last_stable_offset(), 4);
+        // Cut at the marker: the first transaction is open again, the second is gone.
+        follower.truncate_to(3, 0);
+        assert_eq!(
+            follower.txns,
+            vec![Txn {
+                producer: 3,
+                first_offset: 0,
+                end: None
+            }]
+        );
+        assert_eq!(follower.last_stable_offset(), 0);
+        assert_eq!(follower.aborted_txns().count(), 0);
     }
 
     #[test]

@@ -173,6 +173,38 @@ pub(super) fn plugin(app: &mut App) {
     app.init_resource::<Invariants>();
 }
 
+/// A replica's transactions agree with its log: each starts with a transactional record of its
+/// producer, and one that ended ends with that producer's marker saying how. A transaction state
+/// that a truncation left wrong would hold read_committed readers back at a last stable offset
+/// of no open transaction, or let them past an open one. (The last stable offset never passes
+/// the high watermark: it is the lower of the two.)
+fn txns_disagree(replica: &Replica) -> Option<String> {
+    if replica.txns.is_empty() {
+        return None;
+    }
+    let at = |o: u64| {
+        replica
+            .log
+            .get(o as usize)
+            .filter(|_| o >= replica.log_start_offset)
+    };
+    for txn in &replica.txns {
+        let starts = at(txn.first_offset).is_none_or(|r| {
+            r.is_transactional() && r.control().is_none() && r.producer() == txn.producer
+        });
+        let ends = txn.end.is_none_or(|(end, commit)| {
+            at(end).is_none_or(|r| r.control() == Some(commit) && r.producer() == txn.producer)
+        });
+        if !(starts && ends) {
+            return Some(format!(
+                "its transaction of producer {} from offset {} (ended: {:?}) is not what its log holds",
+                txn.producer, txn.first_offset, txn.end
+            ));
+        }
+    }
+    None
+}
+
 /// The leader epoch cache agrees with the log (`LeaderEpochFileCache`): the first and the last
 /// record of each epoch's range (from its start to the next epoch's) are of that epoch, as far as
 /// the record's epoch mark tells ([`Record::epoch_mark`]: its epoch's low bits).
@@ -547,6 +579,15 @@ impl ChecksPhase<'_, '_> {
                     ),
                 );
             }
+            if let Some(why) = txns_disagree(replica) {
+                let p = partitions.get(replica.partition).expect("partition entity");
+                invariants.report(
+                    "txns-off-log",
+                    p.ordinal as usize,
+                    replica.broker,
+                    format!("{now} ms: {} on broker {}: {why}", name(p), replica.broker),
+                );
+            }
             if let Some(why) = epoch_cache_disagrees(replica) {
                 let p = partitions.get(replica.partition).expect("partition entity");
                 invariants.report(
@@ -827,6 +868,42 @@ mod tests {
         let sequence = (sequence >= 0).then_some(sequence);
         let key = crate::sim::keys::Key::NONE;
         Record::produced(id, key, 0, sequence, producer_epoch, 0, 100)
+    }
+
+    #[test]
+    fn a_transaction_state_that_differs_from_the_log_is_found() {
+        use super::super::cluster::Txn;
+        use super::super::segments::LogConfig;
+        let config = LogConfig::default();
+        let mut replica = Replica::new(Entity::PLACEHOLDER, 1);
+        let produced = |send: u64| {
+            Record::produced(
+                super::super::ledger::record_id(2, send),
+                super::super::keys::Key::NONE,
+                0,
+                Some(send as i32),
+                0,
+                0,
+                10,
+            )
+            .in_transaction()
+        };
+        replica.append([produced(0), produced(1)], 0, &config, 0, 0);
+        replica.append([Record::marker(2, 0, false, 0)], 0, &config, 0, 0);
+        replica.high_watermark = 3;
+        assert_eq!(txns_disagree(&replica), None);
+        // A marker remembered as a commit where the log aborted.
+        let kept = replica.txns.clone();
+        replica.txns[0].end = Some((2, true));
+        assert!(txns_disagree(&replica).is_some());
+        // A transaction said to start where its producer wrote nothing transactional.
+        replica.txns = kept;
+        replica.txns.push(Txn {
+            producer: 5,
+            first_offset: 1,
+            end: None,
+        });
+        assert!(txns_disagree(&replica).is_some());
     }
 
     #[test]

@@ -62,9 +62,30 @@ impl Key {
         Key((COORDINATOR << TAG_SHIFT) | (group << PARTITION_BITS) | partition)
     }
 
+    /// The key of a transaction marker, the control record a transaction coordinator has each
+    /// partition leader write when the transaction ends (`ControlRecordType.COMMIT` or
+    /// `ABORT`). It has no text of its own; its group is one no coordinator's key uses.
+    pub fn marker(commit: bool) -> Key {
+        let kind = if commit { 1 } else { 2 };
+        Key((COORDINATOR << TAG_SHIFT) | (GROUP_MASK << PARTITION_BITS) | kind)
+    }
+
+    /// Whether a marker's key commits (`Some(true)`) or aborts (`Some(false)`); `None` for any
+    /// other key.
+    pub fn marker_of(self) -> Option<bool> {
+        if self.tag() != COORDINATOR || self.payload() >> PARTITION_BITS != GROUP_MASK {
+            return None;
+        }
+        match self.payload() & ((1 << PARTITION_BITS) - 1) {
+            1 => Some(true),
+            2 => Some(false),
+            _ => None,
+        }
+    }
+
     /// The group and partition of a coordinator's key.
     pub fn coordinator_of(self) -> Option<(u32, Option<u32>)> {
-        if self.tag() != COORDINATOR || self.is_none() {
+        if self.tag() != COORDINATOR || self.is_none() || self.marker_of().is_some() {
             return None;
         }
         let partition = self.payload() & ((1 << PARTITION_BITS) - 1);
@@ -198,6 +219,16 @@ mod tests {
         assert_eq!(Key::NONE.text(&names), None);
         assert!(!Key::NONE.is(&names, ""));
         assert!(Key::NONE.is_none() && !Key::random(0).is_none());
+        // A marker is neither no key nor a coordinator's, and has no text.
+        for commit in [true, false] {
+            let marker = Key::marker(commit);
+            assert_eq!(marker.marker_of(), Some(commit));
+            assert!(!marker.is_none() && marker.coordinator_of().is_none());
+            assert_eq!(marker.text(&names), None);
+        }
+        assert_eq!(Key::NONE.marker_of(), None);
+        assert_eq!(Key::coordinator(7, Some(3)).marker_of(), None);
+        assert_eq!(Key::random(1).marker_of(), None);
         for (group, partition) in [(0, None), (0, Some(0)), (7, Some(u32::MAX)), (1000, None)] {
             let key = Key::coordinator(group, partition);
             assert_eq!(key.coordinator_of(), Some((group, partition)));
