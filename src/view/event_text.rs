@@ -174,7 +174,7 @@ pub fn describe(kind: &EventKind) -> (Severity, String) {
         } => (
             Bad,
             format!(
-                "{producer}: broker {broker}'s produce answers lost until {}",
+                "{producer}: its connection to broker {broker} hangs until {}, answers lost",
                 clock(*until_ms)
             ),
         ),

@@ -177,8 +177,8 @@ pub struct ProducerReport {
     /// Records still in the accumulator or in flight.
     pub pending: u64,
     /// Records its retries put in a leader's log a second time (an earlier attempt had been
-    /// appended, its answer lost): none for an idempotent producer, whose leaders recognise a
-    /// retried batch by its sequence numbers.
+    /// appended, its answer lost). An idempotent producer's leaders recognise a retried batch by
+    /// its sequence numbers, unless an epoch bump (KIP-360) renumbered it.
     pub duplicate_records: u64,
 }
 

@@ -42,9 +42,10 @@ pub enum Action {
     /// Cut a broker off from every other node, the controller and clients included.
     IsolateBroker(u32),
     HealBroker(u32),
-    /// A broker's answers to a producer's produce requests are lost until `until_ms`: the leader
-    /// appends the batches and answers, the answer never arrives, and the producer retries once
-    /// `request.timeout.ms` has passed (a lost packet, a proxy that drops replies).
+    /// A producer's connection to a broker hangs until `until_ms` (a half-open connection, a
+    /// proxy that stops forwarding replies): the leader appends the batches and answers, no
+    /// answer arrives, later answers on the connection are lost too, and the producer retries
+    /// once `request.timeout.ms` closes it.
     DropResponses(String, u32, u64),
     /// Cut only the link between a broker and the controller.
     CutControllerLink(u32),

@@ -195,7 +195,11 @@ impl HeapBytes for Metrics {
         vec_bytes(&self.duplicates_by_producer)
     }
 }
-impl HeapBytes for Network {}
+impl HeapBytes for Network {
+    fn heap_bytes(&self) -> usize {
+        vec_bytes(&self.dropped_answers) + vec_bytes(&self.hung)
+    }
+}
 
 impl HeapBytes for Controller {
     fn heap_bytes(&self) -> usize {

@@ -574,8 +574,12 @@ const ID_MASK: u64 = (1 << ID_BITS) - 1;
 const TRANSACTIONAL: u64 = 1 << 63;
 /// A producer epoch is a positive `short` in Kafka: 15 bits.
 const PRODUCER_EPOCH_MASK: u64 = (1 << 15) - 1;
+/// The largest producer epoch (`Short.MAX_VALUE`).
+pub const MAX_PRODUCER_EPOCH: u16 = PRODUCER_EPOCH_MASK as u16;
 /// The send number no record reaches: a transaction marker's id, with its producer above it.
-const MARKER_SEND_NUMBER: u64 = (1 << 40) - 1;
+/// (Not `2^40 - 1`: producer 255's marker at epoch `2^15 - 1` would then be all ones, the
+/// placeholder's word.)
+const MARKER_SEND_NUMBER: u64 = (1 << 40) - 2;
 /// The bytes the model counts for a transaction marker: its control record's key (version and
 /// type, 4 bytes) and value (version and coordinator epoch, 6 bytes) with the record's framing
 /// (`EndTransactionMarker`, `DefaultRecord`); the batch header is left out, as for every record.
@@ -1053,9 +1057,11 @@ impl Replica {
             let from = segment.base_offset.max(start);
             if segment.largest_timestamp() >= max_timestamp {
                 let found = (from..end.max(from)).rev().find(|&offset| {
-                    self.log
-                        .get(offset as usize)
-                        .is_some_and(|r| r.id() == first_id && r.starts_batch())
+                    !self.cleaned.is_removed(offset)
+                        && self
+                            .log
+                            .get(offset as usize)
+                            .is_some_and(|r| r.id() == first_id && r.starts_batch())
                 });
                 if found.is_some() {
                     return found;
@@ -1137,13 +1143,16 @@ impl Replica {
         true
     }
 
-    /// `UnifiedLog.lastStableOffset`: the first offset of its oldest open transaction, where that
-    /// is below the high watermark; else the high watermark. Below it every record is decided,
-    /// committed or aborted: a read_committed reader reads no further.
+    /// `UnifiedLog.lastStableOffset`: the first offset of its oldest transaction that is open,
+    /// or whose marker the high watermark has not passed (`ProducerStateManager.
+    /// firstUnstableOffset`: `ongoingTxns` and `unreplicatedTxns`), where that is below the high
+    /// watermark; else the high watermark. Below it every record is decided, committed or
+    /// aborted, and the decision replicated: a read_committed reader reads no further.
     pub fn last_stable_offset(&self) -> u64 {
+        let hw = self.high_watermark;
         self.txns
             .iter()
-            .filter(|t| t.end.is_none())
+            .filter(|t| t.end.is_none_or(|(at, _)| at >= hw))
             .map(|t| t.first_offset)
             .min()
             .map_or(self.high_watermark, |first| first.min(self.high_watermark))
@@ -1498,9 +1507,11 @@ mod tests {
         // Below the high watermark only: a transaction above it does not hold it back further.
         replica.high_watermark = 1;
         assert_eq!(replica.last_stable_offset(), 1);
-        // The commit marker at 5 decides it; once the high watermark passes the marker, the
-        // last stable offset is the high watermark again.
+        // The commit marker at 5 decides it, but until the high watermark passes the marker the
+        // decision may yet be lost: the last stable offset stays (`unreplicatedTxns`).
         replica.append([Record::marker(3, 7, true, 0)], 0, &config, 0, 0);
+        replica.high_watermark = 5;
+        assert_eq!(replica.last_stable_offset(), 2);
         replica.high_watermark = 6;
         assert_eq!(replica.last_stable_offset(), 6);
         assert_eq!(replica.aborted_txns().count(), 0);

@@ -46,8 +46,8 @@ pub enum EventKind {
         broker: u32,
         extra_ms: u64,
     },
-    /// From now until `until_ms`, the broker's answers to the producer's produce requests are
-    /// lost on the way.
+    /// The producer's connection to the broker hangs: the broker's answers sent until
+    /// `until_ms`, and later ones on the same connection, are lost on the way.
     ProduceAnswersDropped {
         producer: String,
         broker: u32,

@@ -74,7 +74,11 @@ impl NetworkPhase<'_, '_> {
             ..
         } = self;
         let Runtime {
-            clock, rng, wires, ..
+            clock,
+            rng,
+            wires,
+            network,
+            ..
         } = &mut **runtime;
         let now = clock.now_ms;
         if brokers.iter().all(|b| b.alive) {
@@ -99,10 +103,9 @@ impl NetworkPhase<'_, '_> {
                 Payload::Produce(request) => {
                     let producer = cluster.producers[request.producer as usize];
                     if let Node::Broker(broker) = wire.to {
-                        producers
-                            .get_mut(producer)
-                            .expect("producer entity")
-                            .connection_broke(broker, wire.id, now, rng, ledger);
+                        let mut producer = producers.get_mut(producer).expect("producer entity");
+                        producer.connection_broke(broker, wire.id, now, rng, ledger);
+                        network.connection_closed(producer.index, broker);
                     }
                 }
                 Payload::Group(_) | Payload::ConsumerFetch(_) => {

@@ -182,20 +182,34 @@ fn txns_disagree(replica: &Replica) -> Option<String> {
     if replica.txns.is_empty() {
         return None;
     }
+    // What the log holds at an offset: `Some(None)` below its start, where nothing is left to
+    // compare; `None` at or past its end, where no transaction can be.
+    let leo = replica.log_end_offset();
     let at = |o: u64| {
-        replica
-            .log
-            .get(o as usize)
-            .filter(|_| o >= replica.log_start_offset)
+        (o < leo).then(|| {
+            (o >= replica.log_start_offset)
+                .then(|| replica.log.get(o as usize))
+                .flatten()
+        })
     };
     for txn in &replica.txns {
-        let starts = at(txn.first_offset).is_none_or(|r| {
-            r.is_transactional() && r.control().is_none() && r.producer() == txn.producer
+        let starts = at(txn.first_offset).is_some_and(|r| {
+            r.is_none_or(|r| {
+                r.is_transactional() && r.control().is_none() && r.producer() == txn.producer
+            })
         });
         let ends = txn.end.is_none_or(|(end, commit)| {
-            at(end).is_none_or(|r| r.control() == Some(commit) && r.producer() == txn.producer)
+            end > txn.first_offset
+                && at(end).is_some_and(|r| {
+                    r.is_none_or(|r| r.control() == Some(commit) && r.producer() == txn.producer)
+                })
         });
-        if !(starts && ends) {
+        let open = replica
+            .txns
+            .iter()
+            .filter(|t| t.producer == txn.producer && t.end.is_none())
+            .count();
+        if !(starts && ends) || open > 1 {
             return Some(format!(
                 "its transaction of producer {} from offset {} (ended: {:?}) is not what its log holds",
                 txn.producer, txn.first_offset, txn.end
@@ -512,7 +526,11 @@ impl ChecksPhase<'_, '_> {
             let (Some(copy), Some(first)) = (at(*offset), at(*first_offset)) else {
                 continue;
             };
-            if copy.sequence().is_some() && copy.producer_epoch() == first.producer_epoch() {
+            let same_batch = copy.id() == first.id();
+            if same_batch
+                && copy.sequence().is_some()
+                && copy.producer_epoch() == first.producer_epoch()
+            {
                 invariants.report(
                     "idempotent-duplicate",
                     p.ordinal as usize,
@@ -579,23 +597,21 @@ impl ChecksPhase<'_, '_> {
                     ),
                 );
             }
-            if let Some(why) = txns_disagree(replica) {
-                let p = partitions.get(replica.partition).expect("partition entity");
-                invariants.report(
-                    "txns-off-log",
-                    p.ordinal as usize,
-                    replica.broker,
-                    format!("{now} ms: {} on broker {}: {why}", name(p), replica.broker),
-                );
-            }
-            if let Some(why) = epoch_cache_disagrees(replica) {
-                let p = partitions.get(replica.partition).expect("partition entity");
-                invariants.report(
-                    "epoch-cache-off-log",
-                    p.ordinal as usize,
-                    replica.broker,
-                    format!("{now} ms: {} on broker {}: {why}", name(p), replica.broker),
-                );
+            // What a replica keeps beside its log agrees with its log.
+            let beside_log: [(&str, fn(&Replica) -> Option<String>); 2] = [
+                ("epoch-cache-off-log", epoch_cache_disagrees),
+                ("txns-off-log", txns_disagree),
+            ];
+            for (kind, disagrees) in beside_log {
+                if let Some(why) = disagrees(replica) {
+                    let p = partitions.get(replica.partition).expect("partition entity");
+                    invariants.report(
+                        kind,
+                        p.ordinal as usize,
+                        replica.broker,
+                        format!("{now} ms: {} on broker {}: {why}", name(p), replica.broker),
+                    );
+                }
             }
         }
         touched.sort_unstable();
@@ -901,6 +917,14 @@ mod tests {
         replica.txns.push(Txn {
             producer: 5,
             first_offset: 1,
+            end: None,
+        });
+        assert!(txns_disagree(&replica).is_some());
+        // One left past the log's end by a truncation that forgot it.
+        replica.txns.pop();
+        replica.txns.push(Txn {
+            producer: 2,
+            first_offset: 3,
             end: None,
         });
         assert!(txns_disagree(&replica).is_some());

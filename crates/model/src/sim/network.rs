@@ -74,8 +74,14 @@ pub struct Network {
     pub controller_cut: BTreeSet<BrokerId>,
     /// Extra delay of every message to or from a broker, indexed by broker id.
     pub extra_ms: Vec<u64>,
-    /// (producer, broker, until): the broker's answers to that producer are lost until then.
+    /// (producer, broker, until): the producer's connection to the broker hangs until then:
+    /// the broker's answers are lost on the way.
     pub dropped_answers: Vec<(u32, BrokerId, u64)>,
+    /// (producer, broker): connections that lost an answer. Kafka's client pairs answers with
+    /// requests in order on a connection, and TCP loses none without losing the connection, so
+    /// every later answer on it is lost too, until the producer closes it (a request timeout,
+    /// or the broker's reset).
+    pub hung: Vec<(u32, BrokerId)>,
     next_id: u64,
     /// Sent at this step: on the wire from its end.
     sent: Vec<Message>,
@@ -90,6 +96,7 @@ impl Network {
             controller_cut: BTreeSet::new(),
             extra_ms: vec![0; config.brokers as usize + 1],
             dropped_answers: Vec::new(),
+            hung: Vec::new(),
             next_id: 0,
             sent: Vec::new(),
         }
@@ -123,27 +130,36 @@ impl Network {
         }
     }
 
-    /// Loses a broker's answers to a producer's produce requests until `until_ms` (the latest
-    /// such action for the pair holds).
+    /// Hangs a producer's connection to a broker until `until_ms`: the broker's answers to it
+    /// are lost (the latest such action for the pair holds).
     pub fn drop_answers(&mut self, producer: u32, broker: BrokerId, until_ms: u64) {
         self.dropped_answers
             .retain(|&(p, b, _)| (p, b) != (producer, broker));
         self.dropped_answers.push((producer, broker, until_ms));
     }
 
-    /// Whether a message sent now is one of the answers being lost (a broker sends a producer
-    /// nothing but produce answers).
+    /// The producer closed its connection to the broker: answers on its next one arrive.
+    pub fn connection_closed(&mut self, producer: u32, broker: BrokerId) {
+        self.hung.retain(|&pair| pair != (producer, broker));
+    }
+
+    /// Whether a message sent now is an answer lost on a hung connection (a broker sends a
+    /// producer nothing but produce answers).
     fn answer_dropped(&mut self, now: u64, from: Node, to: Node) -> bool {
-        if self.dropped_answers.is_empty() {
+        if self.dropped_answers.is_empty() && self.hung.is_empty() {
             return false;
         }
-        self.dropped_answers.retain(|&(_, _, until)| now < until);
         let (Node::Broker(broker), Node::Producer(producer)) = (from, to) else {
             return false;
         };
-        self.dropped_answers
-            .iter()
-            .any(|&(p, b, _)| (p, b) == (producer, broker))
+        let pair = (producer, broker);
+        self.dropped_answers.retain(|&(_, _, until)| now < until);
+        if self.dropped_answers.iter().any(|&(p, b, _)| (p, b) == pair)
+            && !self.hung.contains(&pair)
+        {
+            self.hung.push(pair);
+        }
+        self.hung.contains(&pair)
     }
 
     /// Whether anything is cut at all (most of the time nothing is).

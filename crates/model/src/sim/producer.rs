@@ -645,7 +645,10 @@ impl Producer {
         if !self.sequences.iter().any(|s| s.bump_requested) {
             return;
         }
-        self.producer_epoch += 1;
+        // At `Short.MAX_VALUE` Kafka's producer takes a new producer id with epoch 0
+        // (`TransactionManager.bumpIdempotentProducerEpoch`); the model's producer keeps its id,
+        // and its epoch stays there (32,767 bumps are out of any run's reach).
+        self.producer_epoch = (self.producer_epoch + 1).min(super::cluster::MAX_PRODUCER_EPOCH);
         let epoch = self.producer_epoch;
         for p in 0..self.sequences.len() {
             if !self.sequences[p].bump_requested {
@@ -843,13 +846,13 @@ impl Producer {
     /// request on it with REQUEST_TIMED_OUT (`NetworkClient.handleTimedOutRequests`), in send
     /// order; a batch older than `delivery.timeout.ms` is given up, queued or in flight
     /// (`RecordAccumulator.expiredBatches`, `Sender.getExpiredInflightBatches`). Returns the
-    /// wire ids of the requests cancelled.
+    /// wire ids of the requests cancelled, each with the broker whose connection it closed.
     pub(super) fn expire(
         &mut self,
         now: u64,
         rng: &mut SimRng,
         ledger: &mut AckLedger,
-    ) -> Vec<u64> {
+    ) -> Vec<(u64, BrokerId)> {
         let timeout = self.config.request_timeout_ms;
         let mut cancelled = Vec::new();
         while let Some(broker) = self
@@ -858,13 +861,8 @@ impl Producer {
             .find(|f| now >= f.sent_ms + timeout)
             .map(|f| f.broker)
         {
-            cancelled.extend(self.disconnected(
-                broker,
-                KafkaError::RequestTimedOut,
-                now,
-                rng,
-                ledger,
-            ));
+            let ids = self.disconnected(broker, KafkaError::RequestTimedOut, now, rng, ledger);
+            cancelled.extend(ids.into_iter().map(|id| (id, broker)));
         }
         let delivery = self.config.delivery_timeout_ms;
         let mut given_up = 0u64;

@@ -194,7 +194,11 @@ impl ProducersPhase<'_, '_> {
             ..
         } = self;
         let Runtime {
-            clock, rng, wires, ..
+            clock,
+            rng,
+            wires,
+            network,
+            ..
         } = &mut **runtime;
         let now = clock.now_ms;
         wires.arriving::<ProduceResponse>(due);
@@ -212,6 +216,7 @@ impl ProducersPhase<'_, '_> {
             if response.closed {
                 if let Node::Broker(broker) = wire.from {
                     producer.connection_broke(broker, response.request, now, rng, ledger);
+                    network.connection_closed(index, broker);
                 }
                 continue;
             }
@@ -254,13 +259,18 @@ impl ProducersPhase<'_, '_> {
             ..
         } = self;
         let Runtime {
-            clock, rng, wires, ..
+            clock,
+            rng,
+            wires,
+            network,
+            ..
         } = &mut **runtime;
         let now = clock.now_ms;
         // In scenario order: the order producers draw random numbers and wire ids in.
         for &entity in &cluster.producers {
             let mut producer = producers.get_mut(entity).expect("producer entity");
-            for id in producer.expire(now, rng, ledger) {
+            for (id, broker) in producer.expire(now, rng, ledger) {
+                network.connection_closed(producer.index, broker);
                 wires.lose(id, now);
             }
         }
