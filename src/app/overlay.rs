@@ -1648,6 +1648,7 @@ fn broker_menu(
     };
     let mut open = true;
     let mut chosen = None;
+    let mut hang = false;
     let (pivot, at) = menu_place(on_screen, ctx.zoom_factor(), ctx.content_rect());
     egui::Window::new(format!("Broker {b}: {}", view.state))
         .id(egui::Id::new("broker menu"))
@@ -1706,8 +1707,28 @@ fn broker_menu(
             } else if ui.button("Slow every message by 50 ms").clicked() {
                 chosen = Some(Action::SlowBroker(b, 50));
             }
+            if view.alive
+                && !s.producers.is_empty()
+                && ui
+                    .button("Hang producers' connections for 1 s")
+                    .on_hover_text(
+                        "It appends what they send, but its answers are lost until each \
+                         producer's request.timeout.ms closes the connection; then they retry",
+                    )
+                    .clicked()
+            {
+                hang = true;
+            }
         });
-    if let Some(action) = chosen {
+    if hang {
+        // One action per producer, as a scenario's timeline would say it.
+        let until_ms = s.now_ms + 1_000;
+        for p in &s.producers {
+            let action = Action::DropResponses(p.name.clone(), b, until_ms);
+            controls.write(Control::Act(action));
+        }
+        pointer.menu = None;
+    } else if let Some(action) = chosen {
         controls.write(Control::Act(action));
         pointer.menu = None;
     } else if !open {

@@ -1142,7 +1142,7 @@ pub(super) fn paint_scene<S: Side>(
             let line = format!("written twice {}", p.duplicates);
             lines.push((1, (line, text::SMALL, bad)));
         }
-        if let Some((broker, _)) = p.answers_lost {
+        if let Some(broker) = p.answers_lost {
             // The broker where the card has room for it.
             let full = format!("answers from broker {broker} lost");
             let fits = text::width(&full, text::SMALL * t) <= r.width() - 20.0;

@@ -174,7 +174,7 @@ pub fn describe(kind: &EventKind) -> (Severity, String) {
         } => (
             Bad,
             format!(
-                "{producer}: its connection to broker {broker} hangs until {}, answers lost",
+                "{producer}: its connection to broker {broker} hangs until {}: answers lost until it reconnects",
                 clock(*until_ms)
             ),
         ),

@@ -292,8 +292,9 @@ pub struct ProducerView {
     pub pending: u64,
     /// Records its retries put in a leader's log a second time.
     pub duplicates: u64,
-    /// A broker whose produce answers to it are being lost (`DropResponses`), and until when.
-    pub answers_lost: Option<(u32, u64)>,
+    /// A broker whose answers to it are being lost: its connection there hangs
+    /// (`DropResponses`), until it closes it.
+    pub answers_lost: Option<u32>,
     /// The accumulator: each partition's batches, oldest first.
     pub batches: Vec<BatchView>,
     /// The sender's requests in flight.
@@ -722,12 +723,10 @@ impl Snapshot {
                         .unwrap_or(0),
                     answers_lost: runtime
                         .network
-                        .dropped_answers
+                        .hung
                         .iter()
-                        .find(|&&(producer, _, until)| {
-                            producer == p.index && runtime.clock.now_ms < until
-                        })
-                        .map(|&(_, broker, until)| (broker, until)),
+                        .find(|&&(producer, _)| producer == p.index)
+                        .map(|&(_, broker)| broker),
                     batches,
                     in_flight,
                 }
