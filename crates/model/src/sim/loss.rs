@@ -282,7 +282,8 @@ impl<'a> Holds<'a> {
         let ids = by_id.then(|| replica.log.iter().map(|r| r.id()).collect());
         let first_kept = (by_id && replica.log_start_offset > 0).then(|| {
             let mut first = HashMap::new();
-            for record in replica.log.iter() {
+            // A transaction marker is no record the producer sent.
+            for record in replica.log.iter().filter(|r| r.control().is_none()) {
                 first.entry(record.producer()).or_insert(record.id());
             }
             first
