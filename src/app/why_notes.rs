@@ -1,6 +1,6 @@
 //! The scene's "why" notes ([`crate::view::why`]) beside the things they are about: a crashed
 //! broker's fencing time, a new partition's countdown, a zombie leader, a refused write, a group
-//! that cannot commit. H hides and shows them; the sandbox shows them, a tour only when it asks.
+//! that cannot commit, a producer waiting out a hung connection. H hides and shows them; the sandbox shows them, a tour only when it asks.
 
 use bevy::prelude::*;
 use bevy_egui::egui;

@@ -267,6 +267,7 @@ impl BatchView {
 pub struct RequestView {
     pub wire_id: u64,
     pub broker: u32,
+    pub sent_ms: u64,
     pub batches: Vec<BatchView>,
 }
 
@@ -281,6 +282,7 @@ pub struct ProducerView {
     pub records_per_sec: u32,
     pub linger_ms: u64,
     pub batch_size: u32,
+    pub request_timeout_ms: u64,
     /// How it picks its records' keys.
     pub keys: crate::scenario::Keys,
     /// When it next refreshes its metadata at the latest (`metadata.max.age.ms` after the last
@@ -697,6 +699,7 @@ impl Snapshot {
                     .map(|f| RequestView {
                         wire_id: f.wire_id,
                         broker: f.broker,
+                        sent_ms: f.sent_ms,
                         batches: f.batches.iter().map(|b| BatchView::of(b, p)).collect(),
                     })
                     .collect();
@@ -709,6 +712,7 @@ impl Snapshot {
                     records_per_sec: p.records_per_sec,
                     linger_ms: p.config.linger_ms,
                     batch_size: p.config.batch_size,
+                    request_timeout_ms: p.config.request_timeout_ms,
                     keys: p.config.keys.clone(),
                     metadata_refresh_ms: p.metadata.refreshed_ms + p.config.metadata_max_age_ms,
                     sent: p.stats.sent,

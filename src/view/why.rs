@@ -111,6 +111,31 @@ pub fn notes(s: &Snapshot, config: &ClusterConfig) -> Vec<Note> {
             }
         }
     }
+    for (i, pr) in s.producers.iter().enumerate() {
+        let Some(broker) = pr.answers_lost else {
+            continue;
+        };
+        // `NetworkClient.handleTimedOutRequests`: the oldest request unanswered for
+        // request.timeout.ms closes the connection, and every request on it is retried.
+        let oldest = pr
+            .in_flight
+            .iter()
+            .filter(|r| r.broker == broker)
+            .map(|r| r.sent_ms)
+            .min();
+        if let Some(sent) = oldest
+            && sent + pr.request_timeout_ms > now
+        {
+            notes.push(Note {
+                target: Target::Producer(i),
+                text: format!(
+                    "no answers from broker {broker} until request.timeout.ms ({}) closes the connection at {}; then it retries",
+                    span(pr.request_timeout_ms),
+                    clock(sent + pr.request_timeout_ms)
+                ),
+            });
+        }
+    }
     for (i, g) in s.groups.iter().enumerate() {
         if g.protocol == "classic"
             && matches!(g.state, "PreparingRebalance" | "CompletingRebalance")
@@ -205,5 +230,23 @@ mod tests {
     fn spans_read_as_a_countdown() {
         assert_eq!(span(252_000), "4 min 12 s");
         assert_eq!(span(9_000), "9.0 s");
+    }
+
+    #[test]
+    fn a_producer_whose_connection_hangs_says_when_its_requests_time_out() {
+        let note = |ms: u64| {
+            let (s, config) = at("idempotence", &[], ms);
+            notes(&s, &config)
+                .into_iter()
+                .find(|n| n.target == Target::Producer(0))
+        };
+        assert_eq!(note(4_000), None, "before the answers are lost");
+        // Its first request whose answer was lost left at 5.0xx s.
+        let text = note(20_000)
+            .expect("a note while the connection hangs")
+            .text;
+        assert!(text.contains("broker 1"), "{text}");
+        assert!(text.contains("closes the connection at 35."), "{text}");
+        assert_eq!(note(36_000), None, "after the timeout closed it");
     }
 }
