@@ -574,19 +574,15 @@ pub fn card_lines<T>(
     } else {
         ((height - margin - first) / line_h).floor() as usize + 1
     };
-    let mut order: Vec<usize> = (0..lines.len()).collect();
-    order.sort_by_key(|&i| (lines[i].0, i));
-    order.truncate(room);
-    order.sort_unstable();
-    let mut kept = vec![false; lines.len()];
-    for i in order {
-        kept[i] = true;
-    }
-    lines
+    let mut ranked: Vec<(u8, usize, T)> = lines
         .into_iter()
-        .zip(kept)
-        .filter_map(|((_, line), keep)| keep.then_some(line))
-        .collect()
+        .enumerate()
+        .map(|(i, (rank, line))| (rank, i, line))
+        .collect();
+    ranked.sort_by_key(|&(rank, i, _)| (rank, i));
+    ranked.truncate(room);
+    ranked.sort_by_key(|&(_, i, _)| i);
+    ranked.into_iter().map(|(_, _, line)| line).collect()
 }
 
 #[cfg(test)]

@@ -145,7 +145,10 @@ impl fmt::Display for Action {
             IsolateBroker(b) => write!(f, "isolate broker {b}"),
             HealBroker(b) => write!(f, "reconnect broker {b}"),
             DropResponses(p, b, until) => {
-                write!(f, "{p}: broker {b}'s produce answers lost until {until} ms")
+                write!(
+                    f,
+                    "{p}: its connection to broker {b} hangs until {until} ms"
+                )
             }
             CutControllerLink(b) => write!(f, "cut broker {b} off from the controller"),
             HealControllerLink(b) => write!(f, "reconnect broker {b} to the controller"),
@@ -544,6 +547,10 @@ mod tests {
                 "controlled shutdown of broker 2",
             ),
             (Action::CutLink(1, 3), "cut link 1-3"),
+            (
+                Action::DropResponses("p1".into(), 2, 6_000),
+                "p1: its connection to broker 2 hangs until 6000 ms",
+            ),
             (
                 Action::SetMinIsr("orders".into(), 2),
                 "orders: min.insync.replicas=2",

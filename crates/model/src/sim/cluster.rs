@@ -577,9 +577,9 @@ const PRODUCER_EPOCH_MASK: u64 = (1 << 15) - 1;
 /// The largest producer epoch (`Short.MAX_VALUE`).
 pub const MAX_PRODUCER_EPOCH: u16 = PRODUCER_EPOCH_MASK as u16;
 /// The send number no record reaches: a transaction marker's id, with its producer above it.
-/// (Not `2^40 - 1`: producer 255's marker at epoch `2^15 - 1` would then be all ones, the
+/// (Not the largest: the last producer's marker at epoch `2^15 - 1` would then be all ones, the
 /// placeholder's word.)
-const MARKER_SEND_NUMBER: u64 = (1 << 40) - 2;
+const MARKER_SEND_NUMBER: u64 = (1 << super::ledger::SEND_NUMBER_BITS) - 2;
 /// The bytes the model counts for a transaction marker: its control record's key (version and
 /// type, 4 bytes) and value (version and coordinator epoch, 6 bytes) with the record's framing
 /// (`EndTransactionMarker`, `DefaultRecord`); the batch header is left out, as for every record.
@@ -1154,8 +1154,7 @@ impl Replica {
             .iter()
             .filter(|t| t.end.is_none_or(|(at, _)| at >= hw))
             .map(|t| t.first_offset)
-            .min()
-            .map_or(self.high_watermark, |first| first.min(self.high_watermark))
+            .fold(hw, u64::min)
     }
 
     /// Its aborted transactions, oldest first: `(producer, first offset, marker's offset)`

@@ -192,6 +192,16 @@ fn txns_disagree(replica: &Replica) -> Option<String> {
                 .flatten()
         })
     };
+    let mut open: Vec<u32> = replica
+        .txns
+        .iter()
+        .filter(|t| t.end.is_none())
+        .map(|t| t.producer)
+        .collect();
+    open.sort_unstable();
+    if let Some(w) = open.windows(2).find(|w| w[0] == w[1]) {
+        return Some(format!("producer {} has two transactions open", w[0]));
+    }
     for txn in &replica.txns {
         let starts = at(txn.first_offset).is_some_and(|r| {
             r.is_none_or(|r| {
@@ -204,12 +214,7 @@ fn txns_disagree(replica: &Replica) -> Option<String> {
                     r.is_none_or(|r| r.control() == Some(commit) && r.producer() == txn.producer)
                 })
         });
-        let open = replica
-            .txns
-            .iter()
-            .filter(|t| t.producer == txn.producer && t.end.is_none())
-            .count();
-        if !(starts && ends) || open > 1 {
+        if !(starts && ends) {
             return Some(format!(
                 "its transaction of producer {} from offset {} (ended: {:?}) is not what its log holds",
                 txn.producer, txn.first_offset, txn.end
@@ -920,8 +925,21 @@ mod tests {
             end: None,
         });
         assert!(txns_disagree(&replica).is_some());
-        // One left past the log's end by a truncation that forgot it.
+        // Two open at once for one producer.
         replica.txns.pop();
+        replica.txns.push(Txn {
+            producer: 2,
+            first_offset: 0,
+            end: None,
+        });
+        replica.txns.push(Txn {
+            producer: 2,
+            first_offset: 1,
+            end: None,
+        });
+        assert!(txns_disagree(&replica).is_some_and(|why| why.contains("two transactions")));
+        replica.txns.truncate(1);
+        // One left past the log's end by a truncation that forgot it.
         replica.txns.push(Txn {
             producer: 2,
             first_offset: 3,

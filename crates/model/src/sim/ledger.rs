@@ -425,7 +425,7 @@ impl AckLedger {
 }
 
 /// A record's id holds its producer's index above this many bits and its send number below.
-const SEND_NUMBER_BITS: u32 = 40;
+pub(super) const SEND_NUMBER_BITS: u32 = 40;
 
 /// The record's place in its producer's `send()` calls, from 0.
 pub fn send_number(record_id: u64) -> u64 {

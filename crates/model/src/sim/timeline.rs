@@ -362,7 +362,7 @@ fn network_action(t: &mut Targets, now: u64, action: &Action) -> Outcome {
     })
 }
 
-/// A broker's answers to one producer lost for a while.
+/// A producer's connection to a broker hangs: the broker's answers to it are lost.
 fn drop_answers(t: &mut Targets, action: &Action) -> Outcome {
     let Action::DropResponses(name, broker, until_ms) = action else {
         return Err(misrouted(action));
@@ -374,13 +374,8 @@ fn drop_answers(t: &mut Targets, action: &Action) -> Outcome {
     {
         return Err(format!("broker {broker} does not exist"));
     }
-    let index = t
-        .cluster
-        .producers
-        .iter()
-        .find_map(|e| t.producers.get(*e).ok().filter(|p| p.name == *name))
-        .map(|p| p.index)
-        .ok_or_else(|| format!("no producer named {name:?}"))?;
+    let entity = producer_named(t, name)?;
+    let index = t.producers.get(entity).expect("producer entity").index;
     t.runtime.network.drop_answers(index, *broker, *until_ms);
     Ok(EventKind::ProduceAnswersDropped {
         producer: name.clone(),
@@ -725,6 +720,16 @@ fn add_partitions(t: &mut Targets, now: u64, action: &Action) -> Outcome {
     })
 }
 
+/// The producer of that name, or why there is none.
+fn producer_named(t: &Targets, name: &str) -> Result<Entity, String> {
+    t.cluster
+        .producers
+        .iter()
+        .copied()
+        .find(|e| t.producers.get(*e).is_ok_and(|p| p.name == name))
+        .ok_or_else(|| format!("no producer named {name:?}"))
+}
+
 /// Producers: their settings, and records sent on request.
 fn producer_action(t: &mut Targets, now: u64, action: &Action) -> Outcome {
     let (Action::SetAcks(name, _)
@@ -735,13 +740,7 @@ fn producer_action(t: &mut Targets, now: u64, action: &Action) -> Outcome {
     else {
         return Err(misrouted(action));
     };
-    let entity = t
-        .cluster
-        .producers
-        .iter()
-        .copied()
-        .find(|e| t.producers.get(*e).is_ok_and(|p| p.name == *name))
-        .ok_or_else(|| format!("no producer named {name:?}"))?;
+    let entity = producer_named(t, name)?;
     let mut p = t.producers.get_mut(entity).expect("producer entity");
     let producer = name.clone();
     // `LogValidator.validateKey`: a compacted topic refuses records without a key.
