@@ -12,7 +12,10 @@ use super::tour::TourPlay;
 use crate::view::explain::Target;
 use crate::view::why::{Note, notes};
 
-/// The notes now, each with where its thing lies on screen (logical pixels).
+/// The height of a box's title row at text size 1: a note starts below it.
+const TITLE_ROW: f32 = 36.0;
+
+/// The notes now, each with where its thing lies on screen (logical pixels) below its title.
 #[derive(Resource, Default)]
 pub struct WhyNotes {
     /// The reader hid them (H).
@@ -66,12 +69,15 @@ fn place(
             .world_to_viewport(transform, to_world(p).extend(0.0))
             .ok()
     };
+    // A note goes under its thing's title row, which grows with the scene's text.
+    let title_row = TITLE_ROW * shown.layout.text;
     let placed: Vec<(Rect, String)> = why
         .notes
         .iter()
         .filter_map(|n| {
             let r = target_rect(&shown, n.target)?;
-            let (a, b) = (on_screen(r.min)?, on_screen(r.max)?);
+            let below_title = Vec2::new(r.min.x, (r.min.y + title_row).min(r.max.y));
+            let (a, b) = (on_screen(below_title)?, on_screen(r.max)?);
             Some((Rect::from_corners(a, b), n.text.clone()))
         })
         .collect();
@@ -85,7 +91,7 @@ pub(super) fn paint(ctx: &egui::Context, why: &WhyNotes, warn: egui::Color32) {
     let mut taken: Vec<egui::Rect> = Vec::new();
     for (i, (r, text)) in why.placed.iter().enumerate() {
         // Under the thing's title row, over its top left.
-        let mut at = egui::pos2(r.min.x / zoom + 6.0, r.min.y / zoom + 30.0);
+        let mut at = egui::pos2(r.min.x / zoom + 6.0, r.min.y / zoom);
         // Below the notes already placed where this one would go.
         for t in &taken {
             if (t.left() - at.x).abs() < 200.0 && t.top() <= at.y + 1.0 && t.bottom() > at.y {
